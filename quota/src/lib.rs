@@ -1,0 +1,43 @@
+//! Pure admission maths for tollgate.
+//!
+//! Every AWS call tollgate makes is admitted against a canonical quota key
+//! (partition/account/region/service:group). This crate decides admission and nothing
+//! else: it performs no I/O, never reads a clock and never sleeps. Time comes in as a
+//! [`Timestamp`]; a denial carries the instant at which to ask again. That makes every
+//! bound testable with simulated time, and lets the actors, the cross-process coordinator
+//! and the replay tool share one implementation.
+//!
+//! # Layout
+//! - [`time`]: `Timestamp` and the `Clock` trait (implemented elsewhere).
+//! - [`policy`]: a validated `Policy` {rate, burst, concurrency, retry capacity}.
+//! - [`key`]: `QuotaKey`, its canonical string form, service aliases, operation groups.
+//! - [`defaults`]: the one table of default policies, and the fallback.
+//! - [`overrides`]: `TOLLGATE_QUOTA_OVERRIDES` merged over the defaults.
+//! - [`bucket`], [`window`], [`penalty`], [`retry`], [`reservation`]: the parts of a key.
+//! - [`state`]: `QuotaState`, the admission state machine joining the parts.
+//! - [`queue`]: a FIFO of waiters with deadlines and cancellation.
+#![forbid(unsafe_code)]
+#![warn(missing_debug_implementations)]
+
+pub mod bucket;
+// pub mod defaults;
+pub mod key;
+// pub mod overrides;
+pub mod penalty;
+pub mod policy;
+pub mod queue;
+pub mod reservation;
+pub mod retry;
+pub mod state;
+pub mod time;
+pub mod window;
+
+pub use penalty::Outcome;
+pub use policy::{Policy, PolicyError};
+pub use queue::{Exit, Step, WaitQueue};
+pub use reservation::{Owner, ReservationId};
+pub use state::{
+    Admission, AdmitRequest, Grant, QuotaRecord, QuotaSnapshot, QuotaState, Recovery, Refusal,
+    WaitReason,
+};
+pub use time::{Clock, Timestamp};

@@ -1,0 +1,397 @@
+//! The admission state machine of one quota key.
+//!
+//! `QuotaState` joins the parts (bucket, window, penalty, retry allowance, reservations)
+//! under the policy in force, and is the only thing that changes them. Every method takes
+//! `now`; none reads a clock. A refused admission says why, and "not now" carries the
+//! instant at which asking again can succeed, so a caller sleeps exactly that long.
+//!
+//! Order of the checks in [`QuotaState::admit`]: a request that can never pass (unknown
+//! reservation, cost above burst, retry with an empty allowance) is refused outright; then
+//! the cooldown, the window and the bucket each may defer it; only when all pass is
+//! anything charged, so a deferred request costs nothing.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bucket::TokenBucket;
+use crate::penalty::{Outcome, Penalty};
+use crate::policy::Policy;
+use crate::reservation::{Owner, ReservationId, Reservations};
+use crate::retry::RetryAllowance;
+use crate::time::Timestamp;
+use crate::window::{RollingWindow, WindowShape};
+
+/// How long a quota must go without reservations before a looser policy may replace the
+/// stricter one in force.
+pub const POLICY_RELAX_IDLE: Duration = Duration::from_secs(60);
+
+/// One request for final admission (just before the bytes go out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdmitRequest {
+    /// The concurrency reservation the attempt runs under.
+    pub reservation: ReservationId,
+    /// Tokens to charge (1 per request; more for datapoint budgets).
+    pub cost: u32,
+    /// True for a retry: it must spend one unit of the retry allowance.
+    pub retry: bool,
+}
+
+/// A granted admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// When it was admitted; feedback for this attempt must quote it.
+    pub admitted_at: Timestamp,
+    /// True if a retry unit was spent.
+    pub retry_spent: bool,
+}
+
+/// Why a request has to wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitReason {
+    /// A failure cooldown is running.
+    Cooldown,
+    /// The rolling window is full.
+    Window,
+    /// The bucket lacks tokens.
+    Tokens,
+    /// Every concurrency slot is held.
+    Concurrency,
+}
+
+/// Why a request can never be admitted as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    #[error("the reservation is unknown or expired; reserve again before admission")]
+    UnknownReservation,
+    #[error("cost {cost} exceeds the burst {burst}; raise burst or split the request")]
+    CostExceedsBurst { cost: u32, burst: f64 },
+    #[error("the key's shared retry allowance is exhausted; the retry is not sent")]
+    RetryAllowanceExhausted,
+}
+
+/// The answer to an admission request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Admission {
+    /// Go now.
+    Granted(Grant),
+    /// Ask again at `at`.
+    NotUntil { at: Timestamp, reason: WaitReason },
+    /// Never, as asked.
+    Refused(Refusal),
+}
+
+/// Everything one key knows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaState {
+    policy: Policy,
+    bucket: TokenBucket,
+    window: RollingWindow,
+    penalty: Penalty,
+    retry: RetryAllowance,
+    reservations: Reservations,
+    last_active_at: Timestamp,
+}
+
+impl QuotaState {
+    /// A fresh key: full bucket, empty window, full retry allowance.
+    pub fn new(policy: Policy, now: Timestamp) -> Self {
+        QuotaState {
+            policy,
+            bucket: TokenBucket::full(policy.burst(), now),
+            window: RollingWindow::default(),
+            penalty: Penalty::default(),
+            retry: RetryAllowance::full(policy.retry_capacity()),
+            reservations: Reservations::default(),
+            last_active_at: now,
+        }
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    fn shape(&self) -> WindowShape {
+        WindowShape::for_rate(self.policy.rate_per_second())
+    }
+
+    fn effective_rate(&self) -> f64 {
+        self.penalty.effective_rate(self.policy.rate_per_second())
+    }
+
+    /// Bring in a caller's policy. A stricter field takes effect at once; a looser policy
+    /// replaces the one in force only when the key is healthy (no penalty) and has had no
+    /// reservations for [`POLICY_RELAX_IDLE`]. Returns true if the policy in force changed.
+    pub fn adopt_policy(&mut self, requested: &Policy, now: Timestamp) -> bool {
+        if *requested == self.policy {
+            return false;
+        }
+        let idle = self.reservations.is_empty()
+            && self.penalty.steps() == 0
+            && now.saturating_since(self.last_active_at) >= POLICY_RELAX_IDLE;
+        let next = if idle {
+            *requested
+        } else {
+            self.policy.strictest(requested)
+        };
+        if next == self.policy {
+            return false;
+        }
+        // Settle the bucket under the old rate before the rate changes.
+        self.bucket
+            .refill(self.policy.burst(), self.effective_rate(), now);
+        self.policy = next;
+        self.bucket.refill(next.burst(), self.effective_rate(), now);
+        self.retry.clamp(next.retry_capacity());
+        true
+    }
+
+    /// Take a concurrency slot, or learn the earliest instant one lapses by expiry.
+    pub fn reserve(
+        &mut self,
+        owner: Owner,
+        expires_at: Timestamp,
+        now: Timestamp,
+    ) -> Result<ReservationId, Timestamp> {
+        self.last_active_at = self.last_active_at.max(now);
+        self.reservations
+            .try_reserve(owner, expires_at, self.policy.concurrency())
+    }
+
+    /// Give a slot back. Returns false if it was not held.
+    pub fn release(&mut self, id: ReservationId, now: Timestamp) -> bool {
+        self.last_active_at = self.last_active_at.max(now);
+        self.reservations.release(id)
+    }
+
+    /// Give back every slot of one owner (a client that went away).
+    pub fn release_owner(&mut self, owner: Owner, now: Timestamp) -> usize {
+        self.last_active_at = self.last_active_at.max(now);
+        self.reservations.release_owner(owner)
+    }
+
+    /// Remove reservations past expiry or of dead processes.
+    pub fn reap(&mut self, now: Timestamp, pid_alive: &dyn Fn(u32) -> bool) -> usize {
+        self.reservations.reap(now, pid_alive)
+    }
+
+    /// Final admission: grant and charge, defer with an instant, or refuse.
+    pub fn admit(&mut self, request: &AdmitRequest, now: Timestamp) -> Admission {
+        if self.reservations.get(request.reservation, now).is_none() {
+            return Admission::Refused(Refusal::UnknownReservation);
+        }
+        let cost = f64::from(request.cost.max(1));
+        if cost > self.policy.burst() {
+            return Admission::Refused(Refusal::CostExceedsBurst {
+                cost: request.cost,
+                burst: self.policy.burst(),
+            });
+        }
+        if request.retry && self.retry.units() == 0 {
+            return Admission::Refused(Refusal::RetryAllowanceExhausted);
+        }
+        if let Some(at) = self.penalty.cooldown_until(now) {
+            return Admission::NotUntil {
+                at,
+                reason: WaitReason::Cooldown,
+            };
+        }
+        let shape = self.shape();
+        if let Some(at) = self.window.ready_at(shape, now) {
+            return Admission::NotUntil {
+                at,
+                reason: WaitReason::Window,
+            };
+        }
+        let (burst, rate) = (self.policy.burst(), self.effective_rate());
+        if let Some(at) = self.bucket.ready_at(cost, burst, rate, now) {
+            return Admission::NotUntil {
+                at,
+                reason: WaitReason::Tokens,
+            };
+        }
+        self.window.record(shape, now);
+        self.bucket.take(cost, burst, rate, now);
+        let retry_spent = request.retry && self.retry.try_spend();
+        self.last_active_at = self.last_active_at.max(now);
+        Admission::Granted(Grant {
+            admitted_at: now,
+            retry_spent,
+        })
+    }
+
+    /// An attempt's outcome, for an attempt admitted at `admitted_at`. A success refunds
+    /// one retry unit; throttles and transient failures deepen the penalty.
+    pub fn feedback(&mut self, outcome: Outcome, admitted_at: Timestamp, now: Timestamp) {
+        let rate_before = self.effective_rate();
+        self.bucket.refill(self.policy.burst(), rate_before, now);
+        self.penalty.observe(outcome, admitted_at, now);
+        if outcome == Outcome::Success {
+            self.retry.refund(self.policy.retry_capacity());
+        }
+    }
+
+    /// Return a retry unit that was spent but never dispatched.
+    pub fn refund_retry(&mut self) {
+        self.retry.refund(self.policy.retry_capacity());
+    }
+
+    /// A read-only summary for status output.
+    pub fn snapshot(&self, now: Timestamp) -> QuotaSnapshot {
+        let rate = self.effective_rate();
+        QuotaSnapshot {
+            policy: self.policy,
+            tokens: self.bucket.available(self.policy.burst(), rate, now),
+            effective_rate_per_second: rate,
+            penalty_steps: self.penalty.steps(),
+            cooldown_remaining_ms: self
+                .penalty
+                .cooldown_until(now)
+                .map(|until| until.saturating_since(now).as_millis() as u64),
+            retry_units: self.retry.units(),
+            reservations: self.reservations.len(),
+            window_starts: {
+                let mut w = self.window.clone();
+                w.count(self.shape(), now)
+            },
+            window_limit: self.shape().limit,
+        }
+    }
+
+    /// The state to persist. `graceful` includes the bucket and window, which only a
+    /// clean hand-over can vouch for; periodic saves keep only what must survive a crash.
+    pub fn to_record(&self, graceful: bool) -> QuotaRecord {
+        QuotaRecord {
+            format: QuotaRecord::FORMAT,
+            durable: Durable {
+                policy: self.policy,
+                penalty: self.penalty,
+                retry: self.retry,
+                reservations: self.reservations.clone(),
+            },
+            live: graceful.then(|| Live {
+                bucket: self.bucket,
+                window: self.window.clone(),
+                last_active_at: self.last_active_at,
+            }),
+        }
+    }
+
+    /// Rebuild a key from its record. Without a graceful `live` part the previous owner
+    /// may have admitted anything up to the crash, so start conservatively: empty bucket
+    /// and a window counted full at `now`. A crash may waste capacity; it never
+    /// over-admits. Reservations of dead processes or past expiry are reaped.
+    pub fn from_record(
+        record: QuotaRecord,
+        now: Timestamp,
+        pid_alive: &dyn Fn(u32) -> bool,
+    ) -> (QuotaState, Recovery) {
+        let Durable {
+            policy,
+            penalty,
+            mut retry,
+            mut reservations,
+        } = record.durable;
+        retry.clamp(policy.retry_capacity());
+        let reaped = reservations.reap(now, pid_alive);
+        let (bucket, window, last_active_at, conservative) = match record.live {
+            Some(live) => (live.bucket, live.window, live.last_active_at, false),
+            None => (
+                TokenBucket::empty(now),
+                RollingWindow::full_at(WindowShape::for_rate(policy.rate_per_second()), now),
+                now,
+                true,
+            ),
+        };
+        let state = QuotaState {
+            policy,
+            bucket,
+            window,
+            penalty,
+            retry,
+            reservations,
+            last_active_at,
+        };
+        (
+            state,
+            Recovery {
+                conservative,
+                reaped,
+            },
+        )
+    }
+
+    /// The held reservations.
+    pub fn reservations(&self) -> &Reservations {
+        &self.reservations
+    }
+
+    /// The penalty state.
+    pub fn penalty(&self) -> &Penalty {
+        &self.penalty
+    }
+
+    /// Retry units left.
+    pub fn retry_units(&self) -> u32 {
+        self.retry.units()
+    }
+}
+
+/// What [`QuotaState::from_record`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recovery {
+    /// True if bucket and window were reset conservatively (no graceful hand-over).
+    pub conservative: bool,
+    /// Reservations removed because their process was gone or they had expired.
+    pub reaped: usize,
+}
+
+/// A key's persisted state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotaRecord {
+    /// Record format version.
+    pub format: u32,
+    /// What survives any restart.
+    pub durable: Durable,
+    /// Bucket and window, present only after a graceful hand-over.
+    pub live: Option<Live>,
+}
+
+impl QuotaRecord {
+    /// The current record format.
+    pub const FORMAT: u32 = 1;
+}
+
+/// The part of a key's state that must survive a crash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Durable {
+    pub policy: Policy,
+    pub penalty: Penalty,
+    pub retry: RetryAllowance,
+    pub reservations: Reservations,
+}
+
+/// The part only a graceful hand-over can vouch for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Live {
+    pub bucket: TokenBucket,
+    pub window: RollingWindow,
+    pub last_active_at: Timestamp,
+}
+
+/// A read-only summary of one key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotaSnapshot {
+    pub policy: Policy,
+    pub tokens: f64,
+    pub effective_rate_per_second: f64,
+    pub penalty_steps: u8,
+    pub cooldown_remaining_ms: Option<u64>,
+    pub retry_units: u32,
+    pub reservations: usize,
+    pub window_starts: u64,
+    pub window_limit: u64,
+}
