@@ -23,6 +23,8 @@ const META_TREE: &str = "meta";
 const SHUTDOWN_KEY: &str = "shutdown";
 const MARK_RUNNING: &[u8] = b"running";
 const MARK_CLEAN: &[u8] = b"clean";
+/// The file sled keeps its log in, inside the database directory.
+const SLED_DATA_FILE: &str = "db";
 /// sled's page cache; quota records are small and few.
 const CACHE_CAPACITY_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -84,6 +86,7 @@ impl SledStore {
                 )
             })?;
         }
+        let had_data = db_file_has_data(&path)?;
         // sled can panic on some malformed files instead of returning an error;
         // either way the state is unreadable and must not be replaced silently.
         let opened = catch_unwind(AssertUnwindSafe(|| open_trees(&path)))
@@ -95,7 +98,7 @@ impl SledStore {
             meta,
             path,
         };
-        let previous_shutdown = store.read_previous_shutdown()?;
+        let previous_shutdown = store.read_previous_shutdown(had_data)?;
         store.write_marker(MARK_RUNNING)?;
         store.restrict_permissions()?;
         Ok(OpenedStore {
@@ -115,7 +118,9 @@ impl SledStore {
         &self.path
     }
 
-    fn read_previous_shutdown(&self) -> Result<PreviousShutdown, StorageError> {
+    /// Reads the marker; `had_data` says whether sled's data file was
+    /// non-empty before this open.
+    fn read_previous_shutdown(&self, had_data: bool) -> Result<PreviousShutdown, StorageError> {
         let marker = self
             .meta
             .get(SHUTDOWN_KEY)
@@ -123,10 +128,21 @@ impl SledStore {
         Ok(match marker.as_deref() {
             Some(MARK_CLEAN) => PreviousShutdown::Clean,
             Some(_) => PreviousShutdown::Unclean,
-            None if self.quota.is_empty() => PreviousShutdown::Fresh,
-            // Records without a marker: written by something that never
-            // finished opening, or the marker was lost. Be conservative.
-            None => PreviousShutdown::Unclean,
+            // Records without a marker: the marker was lost but state
+            // survived. Be conservative.
+            None if !self.quota.is_empty() => PreviousShutdown::Unclean,
+            // Every open flushes a marker before use, so a non-empty data
+            // file that yields nothing at all was discarded by sled's recovery
+            // (it treats garbage as a torn write and starts empty). Never hand
+            // out that empty store. The only false alarm is a crash during the
+            // very first open, and the fix for both is the same.
+            None if had_data => {
+                return Err(corrupted(
+                    &self.path,
+                    "its data file exists but sled recovered nothing from it",
+                ))
+            }
+            None => PreviousShutdown::Fresh,
         })
     }
 
@@ -147,6 +163,21 @@ impl SledStore {
                 "run `chmod -R go-rwx` on it, then retry",
             )
         })
+    }
+}
+
+/// Whether sled's data file exists and is non-empty.
+fn db_file_has_data(path: &Path) -> Result<bool, StorageError> {
+    let db_file = path.join(SLED_DATA_FILE);
+    match fs::metadata(&db_file) {
+        Ok(meta) => Ok(meta.len() > 0),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(err) => Err(StorageError::io(
+            "inspect",
+            &db_file,
+            err,
+            "check the permissions of the admission directory",
+        )),
     }
 }
 
@@ -232,5 +263,181 @@ impl QuotaStore for SledStore {
 
     fn describe(&self) -> String {
         format!("sled at {}", self.path.display())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{check_store_contract, load_json};
+    use std::os::unix::fs::MetadataExt;
+
+    fn fixture() -> (tempfile::TempDir, AdmissionDir, CoordinatorLock) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
+        let lock = CoordinatorLock::try_acquire(&dir).unwrap().unwrap();
+        (tmp, dir, lock)
+    }
+
+    #[test]
+    fn sled_store_honours_the_contract_and_persists() {
+        let (_tmp, dir, lock) = fixture();
+        let opened = SledStore::open(&dir, &lock).unwrap();
+        assert_eq!(opened.previous_shutdown, PreviousShutdown::Fresh);
+        check_store_contract(&opened.store);
+        assert_eq!(
+            opened.store.describe(),
+            format!("sled at {}", dir.state_path().display())
+        );
+        drop(opened);
+        let reopened = SledStore::open(&dir, &lock).unwrap().store;
+        assert_eq!(reopened.load("a").unwrap().as_deref(), Some(&b"one"[..]));
+        assert_eq!(reopened.entries().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn shutdown_marker_tells_clean_from_unclean() {
+        let (_tmp, dir, lock) = fixture();
+        let first = SledStore::open(&dir, &lock).unwrap();
+        assert_eq!(first.previous_shutdown, PreviousShutdown::Fresh);
+        first.store.mark_clean_shutdown().unwrap();
+        drop(first);
+
+        let second = SledStore::open(&dir, &lock).unwrap();
+        assert_eq!(second.previous_shutdown, PreviousShutdown::Clean);
+        drop(second); // no clean mark: as if the process died
+
+        let third = SledStore::open(&dir, &lock).unwrap();
+        assert_eq!(third.previous_shutdown, PreviousShutdown::Unclean);
+    }
+
+    #[test]
+    fn records_without_a_marker_count_as_unclean() {
+        let (_tmp, dir, lock) = fixture();
+        let opened = SledStore::open(&dir, &lock).unwrap();
+        opened.store.save("k", b"v").unwrap();
+        opened.store.meta.remove(SHUTDOWN_KEY).unwrap();
+        opened.store.flush().unwrap();
+        drop(opened);
+        let reopened = SledStore::open(&dir, &lock).unwrap();
+        assert_eq!(reopened.previous_shutdown, PreviousShutdown::Unclean);
+    }
+
+    #[test]
+    fn files_are_0600_and_dirs_0700() {
+        let (_tmp, dir, lock) = fixture();
+        let opened = SledStore::open(&dir, &lock).unwrap();
+        opened.store.save("k", b"v").unwrap();
+        opened.store.mark_clean_shutdown().unwrap();
+        let mut seen = 0;
+        let mut stack = vec![dir.state_path()];
+        while let Some(path) = stack.pop() {
+            let meta = fs::symlink_metadata(&path).unwrap();
+            let expected = if meta.is_dir() { 0o700 } else { 0o600 };
+            assert_eq!(meta.mode() & 0o777, expected, "{}", path.display());
+            if meta.is_dir() {
+                stack.extend(fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            }
+            seen += 1;
+        }
+        assert!(seen >= 3, "expected sled files, saw {seen}");
+    }
+
+    #[test]
+    fn a_lock_for_another_directory_is_rejected() {
+        let (_tmp, dir, _lock) = fixture();
+        let (_tmp2, _other_dir, other_lock) = fixture();
+        let err = SledStore::open(&dir, &other_lock).unwrap_err();
+        assert_eq!(err.kind(), StorageErrorKind::Unusable);
+    }
+
+    #[test]
+    fn undecodable_record_in_sled_is_corrupted() {
+        let (_tmp, dir, lock) = fixture();
+        let store = SledStore::open(&dir, &lock).unwrap().store;
+        store.save("k", b"\xff not json").unwrap();
+        let err = load_json::<u64>(&store, "k").unwrap_err();
+        assert_eq!(err.kind(), StorageErrorKind::Corrupted);
+        assert!(err.to_string().contains("sled at"), "{err}");
+    }
+
+    /// Writes records, then overwrites `file` inside the sled dir with garbage.
+    fn garbled(file: &str, garbage: &[u8]) -> (tempfile::TempDir, AdmissionDir, CoordinatorLock) {
+        let (tmp, dir, lock) = fixture();
+        let opened = SledStore::open(&dir, &lock).unwrap();
+        for i in 0..100 {
+            opened.store.save(&format!("key-{i}"), &[7; 64]).unwrap();
+        }
+        opened.store.mark_clean_shutdown().unwrap();
+        drop(opened);
+        let target = dir.state_path().join(file);
+        let len = fs::metadata(&target).unwrap().len() as usize;
+        let bytes: Vec<u8> = garbage.iter().copied().cycle().take(len.max(64)).collect();
+        fs::write(&target, bytes).unwrap();
+        (tmp, dir, lock)
+    }
+
+    /// Corrupted files must give an actionable `Corrupted` error, never a
+    /// panic and never a store that silently lost its records; and the refusal
+    /// must persist, even if sled rewrote files while trying to recover.
+    fn assert_corrupted(file: &str, garbage: &[u8]) {
+        let (_tmp, dir, lock) = garbled(file, garbage);
+        for attempt in 1..=2 {
+            let err = match SledStore::open(&dir, &lock) {
+                Ok(opened) => panic!(
+                    "{file} attempt {attempt}: opened as {:?} with {} records",
+                    opened.previous_shutdown,
+                    opened.store.entries().map(|e| e.len()).unwrap_or(0)
+                ),
+                Err(err) => err,
+            };
+            let text = err.to_string();
+            assert_eq!(err.kind(), StorageErrorKind::Corrupted, "{file}: {text}");
+            assert!(text.contains("stop all tollgate processes"), "{text}");
+            assert!(text.contains("aside, then retry"), "{text}");
+            assert_eq!(err.path(), Some(dir.state_path().as_path()));
+        }
+    }
+
+    #[test]
+    fn garbage_db_file_is_corrupted_not_an_empty_store() {
+        assert_corrupted("db", b"garbage!");
+        assert_corrupted("db", &[0xff]);
+        assert_corrupted("db", &[0]);
+    }
+
+    #[test]
+    fn garbage_conf_file_is_corrupted() {
+        assert_corrupted("conf", b"garbage!");
+        assert_corrupted("conf", &[0]);
+    }
+
+    #[test]
+    fn torn_tail_is_never_reported_clean_or_fresh() {
+        for keep_percent in [90, 50, 10] {
+            let (_tmp, dir, lock) = fixture();
+            let opened = SledStore::open(&dir, &lock).unwrap();
+            for i in 0..200 {
+                opened.store.save(&format!("key-{i}"), &[7; 64]).unwrap();
+                opened.store.flush().unwrap();
+            }
+            opened.store.mark_clean_shutdown().unwrap();
+            drop(opened);
+            let db = fs::OpenOptions::new()
+                .write(true)
+                .open(dir.state_path().join(SLED_DATA_FILE))
+                .unwrap();
+            let len = db.metadata().unwrap().len();
+            db.set_len(len * keep_percent / 100).unwrap();
+            drop(db);
+            match SledStore::open(&dir, &lock) {
+                Ok(opened) => assert_eq!(
+                    opened.previous_shutdown,
+                    PreviousShutdown::Unclean,
+                    "kept {keep_percent}%"
+                ),
+                Err(err) => assert_eq!(err.kind(), StorageErrorKind::Corrupted, "{err}"),
+            }
+        }
     }
 }
