@@ -155,6 +155,10 @@ impl AdmissionDir {
     }
 
     /// The coordinator's Unix socket.
+    ///
+    /// Unix socket paths are limited to about 100 bytes (108 on Linux,
+    /// including the terminator); whoever binds it must report a too-long
+    /// path with advice to choose a shorter `TOLLGATE_ADMISSION_DIR`.
     pub fn socket_path(&self) -> PathBuf {
         self.path.join(SOCKET_FILE)
     }
