@@ -63,7 +63,7 @@ pub fn duration_micros(d: Duration) -> u64 {
 
 /// Seconds as a duration, rounded up to the microsecond; negative or NaN become zero.
 pub fn secs_ceil(secs: f64) -> Duration {
-    if !(secs > 0.0) {
+    if secs.is_nan() || secs <= 0.0 {
         return Duration::ZERO;
     }
     let micros = (secs * 1_000_000.0).ceil();

@@ -1,0 +1,24 @@
+//! Errors an admission caller can see.
+
+use tollgate_quota::Refusal;
+
+/// Why an admission call did not produce a grant or reservation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdmissionError {
+    /// The quota state refused the request as asked.
+    #[error("{key}: {refusal}")]
+    Refused { key: String, refusal: Refusal },
+    /// The caller's deadline passed while it waited.
+    #[error("{key}: the deadline passed while waiting for admission; raise the timeout or lower the load")]
+    DeadlineExceeded { key: String },
+    /// The waiter was cancelled (its scan was cancelled).
+    #[error("{key}: cancelled before admission")]
+    Cancelled { key: String },
+    /// Quota state could not be persisted: dispatch stops rather than bypass coordination.
+    #[error("admission stopped because quota state could not be stored: {0}")]
+    Storage(String),
+    /// The admission runtime has shut down.
+    #[error("the admission runtime has stopped; start a new engine")]
+    Stopped,
+}

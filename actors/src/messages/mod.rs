@@ -1,0 +1,30 @@
+//! The messages a quota actor serves, one concern per file.
+//!
+//! Waiting requests (`Reserve`, `Admit`) carry a oneshot reply sender instead of an actix
+//! response: the actor keeps the sender in its FIFO and answers when the request is
+//! granted, refused, timed out or cancelled. A caller that drops its receiver (its future
+//! was dropped) is treated as cancelled and never starts.
+
+mod admit;
+mod cancel;
+mod feedback;
+mod release;
+mod reserve;
+mod status;
+
+pub use admit::Admit;
+pub use cancel::{Cancel, CancelScope};
+pub use feedback::Feedback;
+pub use release::{Release, ReleaseOwner};
+pub use reserve::Reserve;
+pub use status::{KeyStatus, Status};
+
+/// Identifies a waiter for cancellation: the scan (or other scope) it belongs to and the
+/// process that sent it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WaiterTag {
+    /// The scan or scope id; `0` for none.
+    pub scope: u64,
+    /// The requesting process.
+    pub owner: tollgate_quota::Owner,
+}

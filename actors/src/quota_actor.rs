@@ -1,0 +1,380 @@
+//! `QuotaActor`: one per canonical quota key, owning that key's `QuotaState`.
+//!
+//! It serves `Reserve`, `Admit`, `Feedback`, `Release`, `Cancel` and `Status` in FIFO
+//! order, wakes itself at the next instant the state says a waiter can pass (or a
+//! deadline falls), and hands its state to the persister off-thread. Storage failures
+//! stop dispatch: every waiter is answered with the storage error rather than admitted
+//! without coordination.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, SpawnHandle};
+use tollgate_quota::{
+    Admission, Clock, Exit, QuotaState, ReservationId, Step, Timestamp, WaitQueue,
+};
+
+use crate::messages::{
+    Admit, Cancel, CancelScope, Feedback, KeyStatus, Release, ReleaseOwner, Reserve, Status,
+};
+use crate::persist::{Persister, StoreHealth};
+use crate::AdmissionError;
+
+/// How often a busy key's durable state is handed to the persister at most.
+pub const PERSIST_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Whether a process is still alive (injected so tests can simulate deaths).
+pub type PidAlive = Arc<dyn Fn(u32) -> bool + Send + Sync>;
+
+/// What every quota actor needs from its surroundings.
+#[derive(Clone)]
+pub struct ActorDeps {
+    /// The clock (real or simulated).
+    pub clock: Arc<dyn Clock>,
+    /// Where records go.
+    pub persister: Persister,
+    /// Process liveness, for reaping reservations.
+    pub pid_alive: PidAlive,
+}
+
+impl std::fmt::Debug for ActorDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActorDeps")
+            .field("persister", &self.persister)
+            .finish()
+    }
+}
+
+/// The actor of one key.
+pub struct QuotaActor {
+    key: String,
+    state: QuotaState,
+    reserving: WaitQueue<Reserve>,
+    admitting: WaitQueue<Admit>,
+    next_waiter: u64,
+    deps: ActorDeps,
+    health: Arc<StoreHealth>,
+    /// Set when the key's record could not be loaded: the key fails closed.
+    load_failure: Option<String>,
+    wake: Option<(Timestamp, SpawnHandle)>,
+    persist_pending: bool,
+    last_touched: Timestamp,
+}
+
+impl QuotaActor {
+    /// An actor for `key` starting from `state`.
+    pub fn new(
+        key: String,
+        state: QuotaState,
+        deps: ActorDeps,
+        load_failure: Option<String>,
+    ) -> Self {
+        let now = deps.clock.now();
+        QuotaActor {
+            key,
+            state,
+            reserving: WaitQueue::default(),
+            admitting: WaitQueue::default(),
+            next_waiter: 0,
+            health: deps.persister.health(),
+            deps,
+            load_failure,
+            wake: None,
+            persist_pending: false,
+            last_touched: now,
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.load_failure.clone().or_else(|| self.health.failure())
+    }
+
+    fn waiter_id(&mut self) -> u64 {
+        self.next_waiter += 1;
+        self.next_waiter
+    }
+
+    /// Answer every waiter that can be answered now and schedule the next wake-up.
+    fn poll(&mut self, ctx: &mut Context<Self>) {
+        let now = self.deps.clock.now();
+        self.last_touched = now;
+        if let Some(reason) = self.failure() {
+            self.fail_all(|| AdmissionError::Storage(reason.clone()));
+            return;
+        }
+        let key = &self.key;
+        let state = &mut self.state;
+        let pid_alive = &self.deps.pid_alive;
+        let mut orphaned: Vec<ReservationId> = Vec::new();
+        let reserve_wake = self.reserving.poll(
+            now,
+            |r| {
+                if r.reply.is_closed() {
+                    return Step::Drop;
+                }
+                state.adopt_policy(&r.policy, now);
+                match state.reserve(r.owner, r.expires_at, now) {
+                    Ok(id) => Step::<_, ()>::Grant(id),
+                    Err(at) => {
+                        if state.reap(now, &|pid| pid_alive(pid)) == 0 {
+                            return Step::Wait(at);
+                        }
+                        match state.reserve(r.owner, r.expires_at, now) {
+                            Ok(id) => Step::Grant(id),
+                            Err(at) => Step::Wait(at),
+                        }
+                    }
+                }
+            },
+            |r, exit| match exit {
+                Exit::Granted(id) => {
+                    if r.reply.send(Ok(id)).is_err() {
+                        orphaned.push(id);
+                    }
+                }
+                Exit::DeadlineExceeded => {
+                    let _ = r
+                        .reply
+                        .send(Err(AdmissionError::DeadlineExceeded { key: key.clone() }));
+                }
+                Exit::Refused(()) | Exit::Dropped => {}
+            },
+        );
+        for id in orphaned {
+            state.release(id, now);
+        }
+        let mut unsent_retries = 0;
+        let admit_wake = self.admitting.poll(
+            now,
+            |a| {
+                if a.reply.is_closed() {
+                    return Step::Drop;
+                }
+                match state.admit(&a.request, now) {
+                    Admission::Granted(g) => Step::Grant(g),
+                    Admission::NotUntil { at, .. } => Step::Wait(at),
+                    Admission::Refused(r) => Step::Refuse(r),
+                }
+            },
+            |a, exit| match exit {
+                Exit::Granted(g) => {
+                    if a.reply.send(Ok(g)).is_err() && g.retry_spent {
+                        unsent_retries += 1;
+                    }
+                }
+                Exit::Refused(refusal) => {
+                    let _ = a.reply.send(Err(AdmissionError::Refused {
+                        key: key.clone(),
+                        refusal,
+                    }));
+                }
+                Exit::DeadlineExceeded => {
+                    let _ = a
+                        .reply
+                        .send(Err(AdmissionError::DeadlineExceeded { key: key.clone() }));
+                }
+                Exit::Dropped => {}
+            },
+        );
+        for _ in 0..unsent_retries {
+            state.refund_retry();
+        }
+        let next = match (reserve_wake, admit_wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.schedule_wake(next, now, ctx);
+        self.schedule_persist(ctx);
+    }
+
+    fn schedule_wake(&mut self, next: Option<Timestamp>, now: Timestamp, ctx: &mut Context<Self>) {
+        match (next, self.wake) {
+            (None, Some((_, handle))) => {
+                ctx.cancel_future(handle);
+                self.wake = None;
+            }
+            (Some(at), Some((scheduled, _))) if scheduled <= at => {}
+            (Some(at), current) => {
+                if let Some((_, handle)) = current {
+                    ctx.cancel_future(handle);
+                }
+                let handle = ctx.run_later(at.saturating_since(now), |act, ctx| {
+                    act.wake = None;
+                    act.poll(ctx);
+                });
+                self.wake = Some((at, handle));
+            }
+            (None, None) => {}
+        }
+    }
+
+    fn schedule_persist(&mut self, ctx: &mut Context<Self>) {
+        if self.persist_pending {
+            return;
+        }
+        self.persist_pending = true;
+        ctx.run_later(PERSIST_INTERVAL, |act, _| {
+            act.persist_pending = false;
+            act.persist(false);
+        });
+    }
+
+    fn persist(&self, graceful: bool) {
+        if self.load_failure.is_some() {
+            return; // never overwrite a record we could not read
+        }
+        match serde_json::to_vec(&self.state.to_record(graceful)) {
+            Ok(bytes) => self.deps.persister.save(&self.key, bytes),
+            Err(e) => self
+                .health
+                .fail(format!("{}: encoding quota state failed: {e}", self.key)),
+        }
+    }
+
+    fn fail_all(&mut self, error: impl Fn() -> AdmissionError) {
+        for r in self.reserving.cancel_where(|_| true) {
+            let _ = r.reply.send(Err(error()));
+        }
+        for a in self.admitting.cancel_where(|_| true) {
+            let _ = a.reply.send(Err(error()));
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.reserving.is_empty()
+            && self.admitting.is_empty()
+            && self.state.reservations().is_empty()
+    }
+
+    /// The key's status now.
+    fn status(&self) -> KeyStatus {
+        let now = self.deps.clock.now();
+        KeyStatus {
+            key: self.key.clone(),
+            state: self.state.snapshot(now),
+            waiting_for_reservation: self.reserving.len(),
+            waiting_for_admission: self.admitting.len(),
+            storage_failure: self.failure(),
+        }
+    }
+}
+
+impl Actor for QuotaActor {
+    type Context = Context<Self>;
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        self.fail_all(|| AdmissionError::Stopped);
+    }
+}
+
+impl Handler<Reserve> for QuotaActor {
+    type Result = ();
+    fn handle(&mut self, msg: Reserve, ctx: &mut Context<Self>) {
+        let id = self.waiter_id();
+        self.reserving.push(id, msg.deadline, msg);
+        self.poll(ctx);
+    }
+}
+
+impl Handler<Admit> for QuotaActor {
+    type Result = ();
+    fn handle(&mut self, msg: Admit, ctx: &mut Context<Self>) {
+        let id = self.waiter_id();
+        self.admitting.push(id, msg.deadline, msg);
+        self.poll(ctx);
+    }
+}
+
+impl Handler<Feedback> for QuotaActor {
+    type Result = ();
+    fn handle(&mut self, msg: Feedback, ctx: &mut Context<Self>) {
+        let now = self.deps.clock.now();
+        self.state.feedback(msg.outcome, msg.admitted_at, now);
+        if msg.refund_retry {
+            self.state.refund_retry();
+        }
+        self.poll(ctx);
+    }
+}
+
+impl Handler<Release> for QuotaActor {
+    type Result = ();
+    fn handle(&mut self, msg: Release, ctx: &mut Context<Self>) {
+        let now = self.deps.clock.now();
+        self.state.release(msg.reservation, now);
+        self.poll(ctx);
+    }
+}
+
+impl Handler<ReleaseOwner> for QuotaActor {
+    type Result = usize;
+    fn handle(&mut self, msg: ReleaseOwner, ctx: &mut Context<Self>) -> usize {
+        let now = self.deps.clock.now();
+        let owner = msg.owner;
+        self.reserving.cancel_where(|r| r.owner == owner);
+        self.admitting.cancel_where(|a| a.tag.owner == owner);
+        let released = self.state.release_owner(owner, now);
+        self.poll(ctx);
+        released
+    }
+}
+
+impl Handler<Cancel> for QuotaActor {
+    type Result = usize;
+    fn handle(&mut self, msg: Cancel, ctx: &mut Context<Self>) -> usize {
+        let matches = |tag: &crate::messages::WaiterTag| match msg.0 {
+            CancelScope::Scope(scope) => tag.scope == scope,
+            CancelScope::Owner(owner) => tag.owner == owner,
+        };
+        let key = self.key.clone();
+        let reserves = self.reserving.cancel_where(|r| matches(&r.tag));
+        let admits = self.admitting.cancel_where(|a| matches(&a.tag));
+        let n = reserves.len() + admits.len();
+        for r in reserves {
+            let _ = r
+                .reply
+                .send(Err(AdmissionError::Cancelled { key: key.clone() }));
+        }
+        for a in admits {
+            let _ = a
+                .reply
+                .send(Err(AdmissionError::Cancelled { key: key.clone() }));
+        }
+        self.poll(ctx);
+        n
+    }
+}
+
+impl Handler<Status> for QuotaActor {
+    type Result = actix::MessageResult<Status>;
+    fn handle(&mut self, _: Status, _: &mut Context<Self>) -> Self::Result {
+        actix::MessageResult(self.status())
+    }
+}
+
+/// Ask the actor to stop. Unless `force`, it stops only when idle for `idle_for`; a
+/// stopping actor saves its full state (a graceful record) first. Answers whether it stopped.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "bool")]
+pub struct Retire {
+    /// Stop even if busy (runtime shutdown): waiters are answered `Stopped`.
+    pub force: bool,
+    /// Minimum idle time before an unforced retirement.
+    pub idle_for: Duration,
+}
+
+impl Handler<Retire> for QuotaActor {
+    type Result = bool;
+    fn handle(&mut self, msg: Retire, ctx: &mut Context<Self>) -> bool {
+        let now = self.deps.clock.now();
+        let idle_long_enough =
+            self.is_idle() && now.saturating_since(self.last_touched) >= msg.idle_for;
+        if !(msg.force || idle_long_enough) {
+            return false;
+        }
+        self.fail_all(|| AdmissionError::Stopped);
+        self.persist(true);
+        ctx.stop();
+        true
+    }
+}

@@ -1,0 +1,137 @@
+//! Starting the admission actors: on their own thread for real use, or inside the
+//! caller's actix system for simulated-time tests.
+//!
+//! The dedicated thread runs an actix `System`; its `Addr`s are `Send`, so any tokio
+//! runtime (an embedder's, the CLI's) reaches the actors through an [`AdmissionHandle`].
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use actix::Actor;
+use tokio::sync::oneshot;
+use tollgate_quota::{Clock, Owner};
+use tollgate_storage::QuotaStore;
+
+use crate::clock::{unix_now, TokioClock};
+use crate::handle::AdmissionHandle;
+use crate::persist::Persister;
+use crate::quota_actor::{ActorDeps, PidAlive};
+use crate::registry::{Registry, DEFAULT_EVICT_AFTER};
+use crate::AdmissionError;
+
+/// What an admission runtime is built from.
+#[derive(Clone)]
+pub struct RuntimeConfig {
+    /// Where quota state lives.
+    pub store: Arc<dyn QuotaStore>,
+    /// Reservations are recorded under this owner.
+    pub owner: Owner,
+    /// Process liveness for reaping.
+    pub pid_alive: PidAlive,
+    /// Idle time before a key's actor is evicted.
+    pub evict_after: Duration,
+}
+
+impl std::fmt::Debug for RuntimeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeConfig")
+            .field("store", &self.store.describe())
+            .field("owner", &self.owner)
+            .finish()
+    }
+}
+
+impl RuntimeConfig {
+    /// A config for this process over `store`, with real pid checks.
+    pub fn for_this_process(store: Arc<dyn QuotaStore>) -> Self {
+        RuntimeConfig {
+            store,
+            owner: this_process_owner(),
+            pid_alive: Arc::new(tollgate_storage::pid_alive),
+            evict_after: DEFAULT_EVICT_AFTER,
+        }
+    }
+}
+
+/// This process's owner identity: its pid and its start instant (which tells two lives of
+/// one pid apart).
+pub fn this_process_owner() -> Owner {
+    Owner {
+        pid: tollgate_storage::current_pid(),
+        generation: unix_now().as_micros(),
+    }
+}
+
+/// Start the registry in the current actix system with `clock`. For tests that drive
+/// time themselves; call inside `actix::System::block_on` or an `#[actix::test]`.
+pub fn start_in_current_system(config: RuntimeConfig, clock: Arc<dyn Clock>) -> AdmissionHandle {
+    let persister = Persister::start(config.store.clone());
+    let deps = ActorDeps {
+        clock: clock.clone(),
+        persister: persister.clone(),
+        pid_alive: config.pid_alive.clone(),
+    };
+    let registry = Registry::new(deps, config.evict_after).start();
+    AdmissionHandle::new(registry, clock, config.owner, persister)
+}
+
+/// Admission actors on their own thread.
+#[derive(Debug)]
+pub struct AdmissionRuntime {
+    handle: AdmissionHandle,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl AdmissionRuntime {
+    /// Start the actors on a dedicated thread with the real clock.
+    pub fn start(config: RuntimeConfig) -> Result<AdmissionRuntime, AdmissionError> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("tollgate-actors".into())
+            .spawn(move || {
+                let system = actix::System::new();
+                system.block_on(async move {
+                    let handle = start_in_current_system(config, Arc::new(TokioClock::system()));
+                    let _ = ready_tx.send(handle);
+                    let _ = stop_rx.await;
+                });
+            })
+            .map_err(|_| AdmissionError::Stopped)?;
+        let handle = ready_rx.recv().map_err(|_| AdmissionError::Stopped)?;
+        Ok(AdmissionRuntime {
+            handle,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// A handle to the actors.
+    pub fn handle(&self) -> AdmissionHandle {
+        self.handle.clone()
+    }
+
+    /// Retire every actor gracefully, flush the store and stop the thread.
+    pub async fn shutdown(mut self) -> Result<(), AdmissionError> {
+        let result = self.handle.shutdown().await;
+        self.stop_thread();
+        result
+    }
+
+    fn stop_thread(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for AdmissionRuntime {
+    fn drop(&mut self) {
+        self.stop_thread();
+    }
+}
