@@ -1,0 +1,288 @@
+//! The one table of default policies, and the fallback for everything else.
+//!
+//! DESIGN §2 wants a single owner for "how fast may we call X by default": this module.
+//! [`DEFAULT_ROWS`] holds every row of seed 000's "Default policies" and "CloudWatch
+//! datapoints" tables, expanded to one row per canonical `service:group` (seed rows such
+//! as `ec2:<supported read operation>` become one row per EC2 read a collector uses).
+//! Any other `service:group` uses [`FALLBACK_RATE`]/[`FALLBACK_BURST`], per account,
+//! region, service and operation.
+//!
+//! Operations our first collectors call that the seed does not list (`s3:ListBuckets`,
+//! `s3:GetBucketLocation`, `sts:GetCallerIdentity`) have explicit rows with the fallback
+//! figures, so `tollgate policies` lists every budget the collectors can touch and
+//! [`is_known`] is true for them. `sts:GetCallerIdentity` is the bootstrap call: its
+//! account is unknown until it answers, so the engine runs it on a per-run in-memory
+//! budget with this policy rather than on a shared key.
+//!
+//! Every request policy has concurrency [`DEFAULT_CONCURRENCY`] and retry capacity
+//! [`DEFAULT_RETRY_CAPACITY`] ([`Policy::with_rate`]); the table only varies rate and
+//! burst. Lookups resolve service aliases, so `elbv2` finds the
+//! `elasticloadbalancingv2` row.
+
+use crate::key::canonical_service;
+use crate::policy::Policy;
+#[cfg(doc)]
+use crate::policy::{DEFAULT_CONCURRENCY, DEFAULT_RETRY_CAPACITY};
+
+/// Refill rate (requests per second) for any operation without a row.
+pub const FALLBACK_RATE: f64 = 10.0;
+/// Burst for any operation without a row.
+pub const FALLBACK_BURST: f64 = 10.0;
+
+/// Group of the CloudWatch datapoint budget for requests whose `StartTime` is at most
+/// 3 hours old (inclusive).
+pub const RECENT_DATAPOINTS_GROUP: &str = "GetMetricData:recent-datapoints";
+/// Group of the CloudWatch datapoint budget for older `StartTime`s.
+pub const OLDER_DATAPOINTS_GROUP: &str = "GetMetricData:older-datapoints";
+
+/// One default policy: rate and burst for a canonical `service:group`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DefaultRow {
+    /// Canonical service name (see [`crate::key::canonical_service`]).
+    pub service: &'static str,
+    /// Operation or operation group (see [`crate::key::operation_group`]).
+    pub group: &'static str,
+    /// Sustained refill rate in requests (or datapoints) per second.
+    pub rate_per_second: f64,
+    /// Token capacity.
+    pub burst: f64,
+    /// Scope and source of the figures.
+    pub note: &'static str,
+}
+
+const fn row(
+    service: &'static str,
+    group: &'static str,
+    rate_per_second: f64,
+    burst: f64,
+    note: &'static str,
+) -> DefaultRow {
+    DefaultRow {
+        service,
+        group,
+        rate_per_second,
+        burst,
+        note,
+    }
+}
+
+const EC2: &str = "Separate quota per EC2 read API (seed 000; EC2 throttling).";
+const KMS: &str = "Other supported KMS reads use 100/s (seed 000; KMS quotas).";
+const FALLBACK: &str = "Local fallback figures; not a verified AWS quota.";
+const S3: &str = "Local budget per operation, shared across buckets; not a verified AWS quota.";
+
+/// Every default policy. Order is the seed's, for `tollgate policies` output.
+#[rustfmt::skip]
+pub const DEFAULT_ROWS: &[DefaultRow] = &[
+    row("logs", "DescribeLogStreams", 25.0, 1.0, "Account, region, operation (CloudWatch Logs quotas)."),
+    row("logs", "DescribeLogGroups", 10.0, 1.0, "Account, region, operation (CloudWatch Logs quotas)."),
+    row("route53", "all-requests", 5.0, 5.0, "Global account budget; AWS documents 10/s (Route 53 throttling)."),
+    row("ec2", "DescribeAddresses", 10.0, 10.0, EC2),
+    row("ec2", "DescribeAvailabilityZones", 10.0, 10.0, EC2),
+    row("ec2", "DescribeFlowLogs", 10.0, 10.0, EC2),
+    row("ec2", "DescribeImageAttribute", 10.0, 10.0, EC2),
+    row("ec2", "DescribeImages", 10.0, 10.0, EC2),
+    row("ec2", "DescribeInstanceTypes", 10.0, 10.0, EC2),
+    row("ec2", "DescribeInstances", 10.0, 10.0, EC2),
+    row("ec2", "DescribeInternetGateways", 10.0, 10.0, EC2),
+    row("ec2", "DescribeKeyPairs", 10.0, 10.0, EC2),
+    row("ec2", "DescribeLaunchTemplateVersions", 10.0, 10.0, EC2),
+    row("ec2", "DescribeLaunchTemplates", 10.0, 10.0, EC2),
+    row("ec2", "DescribeNatGateways", 10.0, 10.0, EC2),
+    row("ec2", "DescribeNetworkInterfaces", 10.0, 10.0, EC2),
+    row("ec2", "DescribeRegions", 10.0, 10.0, EC2),
+    row("ec2", "DescribeReservedInstances", 10.0, 10.0, EC2),
+    row("ec2", "DescribeRouteTables", 10.0, 10.0, EC2),
+    row("ec2", "DescribeSecurityGroups", 10.0, 10.0, EC2),
+    row("ec2", "DescribeSnapshotAttribute", 10.0, 10.0, EC2),
+    row("ec2", "DescribeSnapshots", 10.0, 10.0, EC2),
+    row("ec2", "DescribeSubnets", 10.0, 10.0, EC2),
+    row("ec2", "DescribeTags", 10.0, 10.0, EC2),
+    row("ec2", "DescribeTransitGatewayAttachments", 10.0, 10.0, EC2),
+    row("ec2", "DescribeTransitGateways", 10.0, 10.0, EC2),
+    row("ec2", "DescribeVolumes", 10.0, 10.0, EC2),
+    row("ec2", "DescribeVolumesModifications", 10.0, 10.0, EC2),
+    row("ec2", "DescribeVpcEndpoints", 10.0, 10.0, EC2),
+    row("ec2", "DescribeVpcs", 10.0, 10.0, EC2),
+    row("ecs", "service-read", 20.0, 1.0, "Account/region operation group (ECS throttling)."),
+    row("ecs", "cluster-resource-read", 20.0, 1.0, "Account/region operation group (ECS throttling)."),
+    row("elasticloadbalancing", "all-requests", 10.0, 1.0, "Account/region budget, classic API (ELB throttling)."),
+    row("elasticloadbalancingv2", "all-requests", 10.0, 1.0, "Account/region budget, v2 API (ELB throttling)."),
+    row("dynamodb", "control-plane-read", 100.0, 1.0, "Read control-plane budget shared across tables (DynamoDB constraints)."),
+    row("kms", "GetKeyLastUsage", 5.0, 1.0, "Account/region operation quota across all keys (KMS quotas)."),
+    row("kms", "DescribeKey", 100.0, 1.0, KMS),
+    row("kms", "GetKeyPolicy", 100.0, 1.0, KMS),
+    row("kms", "GetKeyRotationStatus", 100.0, 1.0, KMS),
+    row("kms", "ListAliases", 100.0, 1.0, KMS),
+    row("kms", "ListKeys", 100.0, 1.0, KMS),
+    row("kms", "ListResourceTags", 100.0, 1.0, KMS),
+    row("emr", "DescribeCluster", 1.0, 1.0, "Account/region operation quota (EMR quotas)."),
+    row("emr", "ListInstances", 0.5, 1.0, "Account/region operation quota (EMR quotas)."),
+    row("cloudtrail", "DescribeTrails", 10.0, 1.0, "Account, region, operation (CloudTrail quotas)."),
+    row("cloudwatch", "ListMetrics", 25.0, 1.0, "Account/region request quota (CloudWatch quotas)."),
+    row("cloudwatch", "GetMetricData", 500.0, 1.0, "Account/region request quota; also charges a datapoint budget (CloudWatch quotas)."),
+    row("cloudwatch", RECENT_DATAPOINTS_GROUP, 180_000.0, 180_000.0, "Datapoints/s when StartTime is at most 3 hours old (CloudWatch quotas)."),
+    row("cloudwatch", OLDER_DATAPOINTS_GROUP, 396_000.0, 396_000.0, "Datapoints/s when StartTime is older than 3 hours (CloudWatch quotas)."),
+    row("lambda", "control-plane", 15.0, 1.0, "Shared by the function/version listing operations (Lambda quotas)."),
+    row("resource-explorer-2", "non-search", 3.0, 1.0, "Account/region budget for non-search operations (Resource Explorer quotas)."),
+    row("sagemaker", "DescribeEndpoint", 5.0, 1.0, "Account/region operation quota (SageMaker quotas)."),
+    row("sagemaker", "DescribeEndpointConfig", 5.0, 1.0, "Account/region operation quota (SageMaker quotas)."),
+    row("s3", "GetBucketLifecycleConfiguration", 10.0, 10.0, S3),
+    row("s3", "ListBucketIntelligentTieringConfigurations", 10.0, 10.0, S3),
+    row("s3", "ListBuckets", FALLBACK_RATE, FALLBACK_BURST, FALLBACK),
+    row("s3", "GetBucketLocation", FALLBACK_RATE, FALLBACK_BURST, FALLBACK),
+    row("sts", "GetCallerIdentity", FALLBACK_RATE, FALLBACK_BURST, "Bootstrap call on a per-run in-memory budget; local fallback figures."),
+];
+
+/// The row for a `service:group`, resolving service aliases.
+pub fn lookup(service: &str, group: &str) -> Option<&'static DefaultRow> {
+    let service = canonical_service(service).ok()?;
+    DEFAULT_ROWS
+        .iter()
+        .find(|r| r.service == service && r.group == group)
+}
+
+/// Whether a `service:group` has its own row (as opposed to the fallback).
+pub fn is_known(service: &str, group: &str) -> bool {
+    lookup(service, group).is_some()
+}
+
+/// The default policy of a `service:group`: its row, or the fallback.
+pub fn default_policy(service: &str, group: &str) -> Policy {
+    match lookup(service, group) {
+        Some(r) => row_policy(r),
+        None => fallback_policy(),
+    }
+}
+
+/// The policy of any operation without a row: [`FALLBACK_RATE`] and [`FALLBACK_BURST`].
+pub fn fallback_policy() -> Policy {
+    Policy::with_rate(FALLBACK_RATE, FALLBACK_BURST).expect("fallback figures are valid")
+}
+
+/// The policy a row describes.
+pub fn row_policy(row: &DefaultRow) -> Policy {
+    // The table is constant and every row is validated by `every_row_is_a_valid_policy`.
+    Policy::with_rate(row.rate_per_second, row.burst).expect("default rows are valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{operation_group, ServiceGroup};
+    use crate::policy::{DEFAULT_CONCURRENCY, DEFAULT_RETRY_CAPACITY};
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_row_is_a_valid_policy() {
+        for r in DEFAULT_ROWS {
+            let p = Policy::with_rate(r.rate_per_second, r.burst);
+            assert!(p.is_ok(), "{}:{}: {:?}", r.service, r.group, p);
+            assert!(!r.note.is_empty(), "{}:{} has no note", r.service, r.group);
+        }
+    }
+
+    #[test]
+    fn rows_are_canonical_and_unique() {
+        let mut seen = BTreeSet::new();
+        for r in DEFAULT_ROWS {
+            let name = ServiceGroup::new(r.service, r.group).unwrap();
+            assert_eq!(name.service(), r.service, "{} is not canonical", r.service);
+            assert!(seen.insert(name.to_string()), "duplicate row {name}");
+        }
+    }
+
+    #[test]
+    fn seed_figures() {
+        // (service, group, rate, burst) straight from seed 000.
+        let cases: &[(&str, &str, f64, f64)] = &[
+            ("logs", "DescribeLogStreams", 25.0, 1.0),
+            ("logs", "DescribeLogGroups", 10.0, 1.0),
+            ("route53", "all-requests", 5.0, 5.0),
+            ("ec2", "DescribeInstances", 10.0, 10.0),
+            ("ec2", "DescribeRegions", 10.0, 10.0),
+            ("ecs", "service-read", 20.0, 1.0),
+            ("ecs", "cluster-resource-read", 20.0, 1.0),
+            ("elasticloadbalancing", "all-requests", 10.0, 1.0),
+            ("elbv2", "all-requests", 10.0, 1.0),
+            ("dynamodb", "control-plane-read", 100.0, 1.0),
+            ("kms", "GetKeyLastUsage", 5.0, 1.0),
+            ("kms", "ListKeys", 100.0, 1.0),
+            ("emr", "DescribeCluster", 1.0, 1.0),
+            ("elasticmapreduce", "ListInstances", 0.5, 1.0),
+            ("cloudtrail", "DescribeTrails", 10.0, 1.0),
+            ("monitoring", "ListMetrics", 25.0, 1.0),
+            ("cloudwatch", "GetMetricData", 500.0, 1.0),
+            ("cloudwatch", RECENT_DATAPOINTS_GROUP, 180_000.0, 180_000.0),
+            ("cloudwatch", OLDER_DATAPOINTS_GROUP, 396_000.0, 396_000.0),
+            ("lambda", "control-plane", 15.0, 1.0),
+            ("resource-explorer-2", "non-search", 3.0, 1.0),
+            ("sagemaker", "DescribeEndpoint", 5.0, 1.0),
+            ("sagemaker", "DescribeEndpointConfig", 5.0, 1.0),
+            ("s3", "GetBucketLifecycleConfiguration", 10.0, 10.0),
+            (
+                "s3",
+                "ListBucketIntelligentTieringConfigurations",
+                10.0,
+                10.0,
+            ),
+        ];
+        for &(service, group, rate, burst) in cases {
+            assert!(is_known(service, group), "{service}:{group}");
+            let p = default_policy(service, group);
+            assert_eq!(
+                (p.rate_per_second(), p.burst()),
+                (rate, burst),
+                "{service}:{group}"
+            );
+            assert_eq!(p.concurrency(), DEFAULT_CONCURRENCY);
+            assert_eq!(p.retry_capacity(), DEFAULT_RETRY_CAPACITY);
+        }
+    }
+
+    #[test]
+    fn unknown_operations_fall_back() {
+        for (service, group) in [
+            ("ec2", "RunInstances"),
+            ("kms", "Decrypt"),
+            ("", "x"),
+            ("newsvc", "Op"),
+        ] {
+            assert!(!is_known(service, group), "{service}:{group}");
+            let p = default_policy(service, group);
+            assert_eq!(
+                (p.rate_per_second(), p.burst()),
+                (FALLBACK_RATE, FALLBACK_BURST)
+            );
+            assert_eq!(p, fallback_policy());
+        }
+    }
+
+    #[test]
+    fn collector_operations_have_rows() {
+        // DESIGN §6's first collectors: S3, Lambda, DynamoDB, KMS, plus the STS bootstrap.
+        let calls: &[(&str, &str)] = &[
+            ("s3", "ListBuckets"),
+            ("s3", "GetBucketLocation"),
+            ("s3", "GetBucketLifecycleConfiguration"),
+            ("s3", "ListBucketIntelligentTieringConfigurations"),
+            ("lambda", "ListFunctions"),
+            ("lambda", "ListVersionsByFunction"),
+            ("dynamodb", "ListTables"),
+            ("dynamodb", "DescribeTable"),
+            ("kms", "ListKeys"),
+            ("kms", "DescribeKey"),
+            ("kms", "GetKeyLastUsage"),
+            ("sts", "GetCallerIdentity"),
+            ("resource-explorer-2", "ListIndexes"),
+            ("ec2", "DescribeRegions"),
+        ];
+        for &(service, op) in calls {
+            let group = operation_group(service, op);
+            assert!(
+                is_known(service, &group),
+                "{service}:{op} → {group} has no row"
+            );
+        }
+    }
+}
