@@ -20,9 +20,9 @@
 #![warn(missing_debug_implementations)]
 
 pub mod bucket;
-// pub mod defaults;
+pub mod defaults;
 pub mod key;
-// pub mod overrides;
+pub mod overrides;
 pub mod penalty;
 pub mod policy;
 pub mod queue;
@@ -32,6 +32,9 @@ pub mod state;
 pub mod time;
 pub mod window;
 
+pub use defaults::default_policy;
+pub use key::{operation_group, AccountScope, KeyError, Partition, QuotaKey, ServiceGroup};
+pub use overrides::{OverrideError, PolicyTable, OVERRIDES_ENV};
 pub use penalty::Outcome;
 pub use policy::{Policy, PolicyError};
 pub use queue::{Exit, Step, WaitQueue};
