@@ -1,0 +1,74 @@
+//! Command-line definitions (clap) and dispatch. Each subcommand lives in its own file.
+
+mod policies;
+mod status;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::bench::BenchCommand;
+
+/// tollgate: AWS resource discovery where every API call passes one shared admission gate.
+///
+/// Environment: TOLLGATE_ADMISSION_DIR (shared admission directory), TOLLGATE_QUOTA_OVERRIDES
+/// (JSON policy overrides keyed by service:group), RUST_LOG (log filter).
+#[derive(Debug, Parser)]
+#[command(name = "tollgate", version, about, long_about = None)]
+pub struct Cli {
+    /// Log more (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the effective quota policies: defaults merged with TOLLGATE_QUOTA_OVERRIDES.
+    Policies {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the quota state held in the admission directory.
+    Status {
+        /// Admission directory (default: TOLLGATE_ADMISSION_DIR, else the user cache).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a benchmark and print a table.
+    Bench {
+        #[command(subcommand)]
+        which: BenchCommand,
+    },
+}
+
+/// Run a parsed command line; the exit code on success.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Policies { json } => policies::run(json),
+        Command::Status { dir, json } => status::run(dir, json),
+        Command::Bench { which } => crate::bench::run(which),
+    }
+}
+
+/// Logs go to stderr; `-v` raises the level, `RUST_LOG` wins when set.
+pub fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,101 @@
+//! `tollgate status`: the quota state held in the admission directory.
+//!
+//! If no process holds the directory, status takes the lock briefly, reads the stored
+//! records and releases it (marking the state cleanly shut down: reading changes
+//! nothing). If a coordinator holds it, status says which process does.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde::Serialize;
+use tollgate_actors::clock::unix_now;
+use tollgate_quota::{QuotaRecord, QuotaSnapshot, QuotaState};
+use tollgate_storage::{read_holder, AdmissionDir, CoordinatorLock, QuotaStore, SledStore};
+
+#[derive(Debug, Serialize)]
+struct Report {
+    admission_dir: String,
+    source: String,
+    coordinator_pid: Option<u32>,
+    keys: Vec<KeyReport>,
+}
+
+#[derive(Debug, Serialize)]
+struct KeyReport {
+    key: String,
+    state: QuotaSnapshot,
+}
+
+pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
+    let config = tollgate_engine::EngineConfig::from_env()?.with_admission_dir(dir);
+    let dir = AdmissionDir::resolve(&config.dir_env)?;
+    let mut report = Report {
+        admission_dir: dir.path().display().to_string(),
+        source: dir.source().to_string(),
+        coordinator_pid: None,
+        keys: Vec::new(),
+    };
+    match CoordinatorLock::try_acquire(&dir)? {
+        Some(lock) => {
+            let opened = SledStore::open(&dir, &lock)?;
+            let now = unix_now();
+            for (key, bytes) in opened.store.entries()? {
+                let record: QuotaRecord = serde_json::from_slice(&bytes).map_err(|_| {
+                    anyhow::anyhow!(
+                        "{key}: stored quota state is corrupted; stop every tollgate process using {}, move its state aside, then retry",
+                        dir.path().display()
+                    )
+                })?;
+                let (state, _) = QuotaState::from_record(record, now, &tollgate_storage::pid_alive);
+                report.keys.push(KeyReport {
+                    key,
+                    state: state.snapshot(now),
+                });
+            }
+            opened.store.mark_clean_shutdown()?;
+        }
+        None => report.coordinator_pid = read_holder(&dir)?.map(|h| h.pid),
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "admission directory: {} ({})",
+        report.admission_dir, report.source
+    )?;
+    match report.coordinator_pid {
+        Some(pid) => writeln!(
+            out,
+            "coordinator: pid {pid} holds the directory; its live state is served to its clients"
+        )?,
+        None => writeln!(out, "coordinator: none running")?,
+    }
+    if report.keys.is_empty() {
+        writeln!(out, "no quota state stored yet")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:<62} {:>8} {:>9} {:>7} {:>8} {:>7} {:>9}",
+        "key", "tokens", "rate/s", "penalty", "retries", "held", "window"
+    )?;
+    for k in &report.keys {
+        let s = &k.state;
+        writeln!(
+            out,
+            "{:<62} {:>8.2} {:>9.3} {:>7} {:>8} {:>7} {:>9}",
+            k.key,
+            s.tokens,
+            s.effective_rate_per_second,
+            s.penalty_steps,
+            s.retry_units,
+            s.reservations,
+            format!("{}/{}", s.window_starts, s.window_limit),
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,20 @@
+//! tollgate: AWS resource discovery where every API call passes one admission gate.
+//!
+//! This crate is the facade: it re-exports the engine API for programs that embed
+//! tollgate, and hosts the `tollgate` command-line binary.
+//!
+//! # Layout
+//! - `quota` ([`tollgate_quota`]): pure admission maths — keys, policies, state machine.
+//! - `storage` ([`tollgate_storage`]): admission directory, sled store, coordinator lock.
+//! - `actors` ([`tollgate_actors`]): quota actors, registry, admission handle.
+//! - `engine` ([`tollgate_engine`]): configuration and the `Engine` facade.
+//! - `src/main.rs` and `src/cli/`: the thin CLI; `src/bench/`: benchmarks.
+#![forbid(unsafe_code)]
+
+pub use tollgate_actors as actors;
+pub use tollgate_engine as engine;
+pub use tollgate_quota as quota;
+pub use tollgate_storage as storage;
+
+pub use tollgate_actors::{AdmissionError, AdmissionHandle, ReservationGuard, WaitOptions};
+pub use tollgate_engine::{Engine, EngineConfig, EngineError};

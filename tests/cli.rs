@@ -1,0 +1,111 @@
+//! The CLI as a user runs it: the real binary, real environment variables, a real
+//! admission directory.
+
+use std::process::{Command, Output};
+
+use tollgate_quota::defaults::DEFAULT_ROWS;
+
+fn tollgate(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
+    cmd.args(args).env_remove("TOLLGATE_QUOTA_OVERRIDES");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("running tollgate")
+}
+
+#[test]
+fn policies_json_lists_every_default_row() {
+    let out = tollgate(&["policies", "--json"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for row in DEFAULT_ROWS {
+        let found = rows
+            .iter()
+            .find(|r| r["service"] == row.service && r["group"] == row.group);
+        let found = found.unwrap_or_else(|| panic!("{}:{} missing", row.service, row.group));
+        assert_eq!(
+            found["policy"]["ratePerSecond"].as_f64(),
+            Some(row.rate_per_second)
+        );
+        assert_eq!(found["policy"]["burst"].as_f64(), Some(row.burst));
+        assert_eq!(found["policy"]["concurrency"], 10);
+        assert_eq!(found["policy"]["retryCapacity"], 20);
+        assert_eq!(found["origin"], "default");
+    }
+}
+
+#[test]
+fn override_applies_and_lowered_rate_caps_inherited_burst() {
+    let out = tollgate(
+        &["policies", "--json"],
+        &[(
+            "TOLLGATE_QUOTA_OVERRIDES",
+            r#"{"ec2:DescribeInstances":{"ratePerSecond":5}}"#,
+        )],
+    );
+    assert!(out.status.success());
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r["service"] == "ec2" && r["group"] == "DescribeInstances")
+        .unwrap();
+    assert_eq!(row["policy"]["ratePerSecond"], 5.0);
+    assert_eq!(row["policy"]["burst"], 5.0);
+    assert_eq!(row["origin"], "override");
+}
+
+#[test]
+fn malformed_override_fails_naming_the_variable_without_echoing_it() {
+    let secret = "AKIAEXAMPLESECRET123";
+    for bad in [
+        format!(r#"{{"logs:DescribeLogStreams": {{"ratePerSecond": "{secret}"}}"#),
+        format!(r#"{{"logs:DescribeLogStreams": {{"ratePerSecond": -1, "note": "{secret}"}}}}"#),
+        format!(r#"{{"{secret}": {{"burst": 2}}}}"#),
+        format!(r#"[{secret}]"#),
+    ] {
+        let out = tollgate(&["policies"], &[("TOLLGATE_QUOTA_OVERRIDES", &bad)]);
+        assert!(!out.status.success(), "accepted {bad}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("TOLLGATE_QUOTA_OVERRIDES"), "{stderr}");
+        assert!(!stderr.contains(secret), "echoed the value: {stderr}");
+        assert!(!stderr.contains(&bad), "echoed the JSON: {stderr}");
+        assert!(out.stdout.is_empty(), "printed a table anyway");
+    }
+}
+
+#[test]
+fn status_of_a_fresh_directory_is_empty_and_creates_it_private() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("admission");
+    let out = tollgate(&["status", "--json", "--dir", dir.to_str().unwrap()], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["keys"], serde_json::json!([]));
+    assert_eq!(report["source"], "explicit");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+}
+
+#[test]
+fn unusable_explicit_directory_is_an_error_not_a_silent_switch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("not-a-dir");
+    std::fs::write(&file, b"x").unwrap();
+    let out = tollgate(
+        &["status"],
+        &[("TOLLGATE_ADMISSION_DIR", file.to_str().unwrap())],
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(file.to_str().unwrap()), "{stderr}");
+}
