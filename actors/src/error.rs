@@ -18,6 +18,9 @@ pub enum AdmissionError {
     /// Quota state could not be persisted: dispatch stops rather than bypass coordination.
     #[error("admission stopped because quota state could not be stored: {0}")]
     Storage(String),
+    /// This process could not reach or become the admission coordinator, or was refused.
+    #[error("{0}")]
+    Coordination(String),
     /// The admission runtime has shut down.
     #[error("the admission runtime has stopped; start a new engine")]
     Stopped,

@@ -1,29 +1,27 @@
 //! `AdmissionHandle`: the `Send + Clone` door to admission, usable from any tokio runtime.
 //!
-//! Embedders, the engine and the CLI call these async methods; the actors run elsewhere
-//! (on the admission thread, or in the caller's actix system in tests). A
-//! [`ReservationGuard`] holds one concurrency slot; dropping it releases the slot, so a
-//! cancelled or panicking caller cannot leak capacity.
+//! Embedders, the engine and the CLI call these async methods and cannot tell whether this
+//! process is the coordinator (the quota actors run here, on the admission thread or in the
+//! caller's actix system in tests) or a client of another process's coordinator (requests
+//! travel over the admission directory's Unix socket). A [`ReservationGuard`] holds one
+//! concurrency slot; dropping it releases the slot, so a cancelled or panicking caller
+//! cannot leak capacity.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Addr;
-use tokio::sync::oneshot;
 use tollgate_quota::key::QuotaKey;
-use tollgate_quota::{
-    AdmitRequest, Clock, Grant, Outcome, Owner, Policy, ReservationId, Timestamp,
-};
+use tollgate_quota::{Grant, Outcome, Owner, Policy, Refusal, ReservationId, Timestamp};
 
-use crate::messages::{Admit, CancelScope, Feedback, KeyStatus, Release, Reserve, WaiterTag};
-use crate::persist::Persister;
+use crate::local::LocalAdmission;
+use crate::messages::{CancelScope, Feedback, KeyStatus, Release};
 use crate::quota_actor::QuotaActor;
-use crate::registry::{CancelEverywhere, Lookup, Registry, Shutdown, StatusAll};
+use crate::remote::{CoordinationStatus, RemoteClient};
 use crate::AdmissionError;
 
-/// Default reservation lifetime: the default discovery deadline (seed 000: 5 minutes).
-pub const DEFAULT_RESERVATION_TTL: Duration = Duration::from_secs(300);
+pub use crate::local::DEFAULT_RESERVATION_TTL;
 
 /// How a caller waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,114 +41,71 @@ impl Default for WaitOptions {
     }
 }
 
-struct Inner {
-    registry: Addr<Registry>,
-    actors: Mutex<HashMap<String, Addr<QuotaActor>>>,
-    clock: Arc<dyn Clock>,
-    owner: Owner,
-    persister: Persister,
+/// Where requests go: actors in this process, or the coordinator's socket.
+#[derive(Clone)]
+enum Backend {
+    Local(Arc<LocalAdmission>),
+    Remote(RemoteClient),
 }
 
 /// The door to admission. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]
 pub struct AdmissionHandle {
-    inner: Arc<Inner>,
+    backend: Backend,
 }
 
 impl std::fmt::Debug for AdmissionHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.backend {
+            Backend::Local(_) => "coordinator",
+            Backend::Remote(_) => "client",
+        };
         f.debug_struct("AdmissionHandle")
-            .field("owner", &self.inner.owner)
+            .field("owner", &self.owner())
+            .field("role", &kind)
             .finish()
     }
 }
 
 impl AdmissionHandle {
-    pub(crate) fn new(
-        registry: Addr<Registry>,
-        clock: Arc<dyn Clock>,
-        owner: Owner,
-        persister: Persister,
-    ) -> Self {
+    pub(crate) fn local(local: Arc<LocalAdmission>) -> Self {
         AdmissionHandle {
-            inner: Arc::new(Inner {
-                registry,
-                actors: Mutex::new(HashMap::new()),
-                clock,
-                owner,
-                persister,
-            }),
+            backend: Backend::Local(local),
         }
+    }
+
+    pub(crate) fn remote(client: RemoteClient) -> Self {
+        AdmissionHandle {
+            backend: Backend::Remote(client),
+        }
+    }
+
+    pub(crate) fn as_local(&self) -> Option<&Arc<LocalAdmission>> {
+        match &self.backend {
+            Backend::Local(l) => Some(l),
+            Backend::Remote(_) => None,
+        }
+    }
+
+    /// True when the quota actors run in this process.
+    pub fn is_coordinator(&self) -> bool {
+        matches!(self.backend, Backend::Local(_))
     }
 
     /// The admission clock's current instant.
     pub fn now(&self) -> Timestamp {
-        self.inner.clock.now()
+        match &self.backend {
+            Backend::Local(l) => l.now(),
+            Backend::Remote(r) => r.now(),
+        }
     }
 
     /// The process identity reservations are recorded under.
     pub fn owner(&self) -> Owner {
-        self.inner.owner
-    }
-
-    async fn actor(
-        &self,
-        key: &str,
-        policy: Policy,
-        fresh: bool,
-    ) -> Result<Addr<QuotaActor>, AdmissionError> {
-        if !fresh {
-            if let Some(addr) = self
-                .inner
-                .actors
-                .lock()
-                .ok()
-                .and_then(|m| m.get(key).cloned())
-            {
-                if addr.connected() {
-                    return Ok(addr);
-                }
-            }
+        match &self.backend {
+            Backend::Local(l) => l.owner(),
+            Backend::Remote(r) => r.owner(),
         }
-        let addr = self
-            .inner
-            .registry
-            .send(Lookup {
-                key: key.to_owned(),
-                policy,
-            })
-            .await
-            .map_err(|_| AdmissionError::Stopped)?;
-        if let Ok(mut m) = self.inner.actors.lock() {
-            m.insert(key.to_owned(), addr.clone());
-        }
-        Ok(addr)
-    }
-
-    /// Send a waiting request to the key's actor and await the answer. If the actor was
-    /// retired between lookup and delivery, look it up again (at most twice).
-    async fn ask<T, M>(
-        &self,
-        key: &str,
-        policy: Policy,
-        make: impl Fn(oneshot::Sender<Result<T, AdmissionError>>) -> M,
-    ) -> Result<T, AdmissionError>
-    where
-        M: actix::Message<Result = ()> + Send + 'static,
-        QuotaActor: actix::Handler<M>,
-    {
-        for attempt in 0..3 {
-            let addr = self.actor(key, policy, attempt > 0).await?;
-            let (tx, rx) = oneshot::channel();
-            // `do_send` ignores the mailbox capacity: waiting is the FIFO's job, not the
-            // mailbox's. A message to a stopped actor is dropped with its reply sender.
-            addr.do_send(make(tx));
-            match rx.await {
-                Ok(answer) => return answer,
-                Err(_) => continue, // the actor stopped with our message unanswered
-            }
-        }
-        Err(AdmissionError::Stopped)
     }
 
     /// Take a concurrency slot for `key`, waiting in FIFO order.
@@ -161,28 +116,25 @@ impl AdmissionHandle {
         wait: WaitOptions,
     ) -> Result<ReservationGuard, AdmissionError> {
         let key = key.to_string();
-        let now = self.now();
-        let owner = self.inner.owner;
-        let id = self
-            .ask(&key, policy, |reply| Reserve {
-                policy,
-                owner,
-                expires_at: now + wait.timeout.max(DEFAULT_RESERVATION_TTL),
-                deadline: now + wait.timeout,
-                tag: WaiterTag {
-                    scope: wait.scope,
-                    owner,
-                },
-                reply,
-            })
-            .await?;
-        let addr = self.actor(&key, policy, false).await?;
+        let (id, epoch, addr) = match &self.backend {
+            Backend::Local(l) => {
+                let id = l
+                    .reserve(l.owner(), &key, policy, wait.timeout, wait.scope)
+                    .await?;
+                (id, 0, Some(l.actor(&key, policy, false).await?))
+            }
+            Backend::Remote(r) => {
+                let (id, epoch) = r.reserve(&key, policy, wait.timeout, wait.scope).await?;
+                (id, epoch, None)
+            }
+        };
         Ok(ReservationGuard {
             handle: self.clone(),
             key,
             policy,
             addr,
-            id,
+            id: AtomicU64::new(id.0),
+            epoch: AtomicU64::new(epoch),
             released: false,
         })
     }
@@ -190,36 +142,37 @@ impl AdmissionHandle {
     /// Cancel every queued waiter of `scope` on every key; they never start. Returns how
     /// many were removed.
     pub async fn cancel_scope(&self, scope: u64) -> usize {
-        self.inner
-            .registry
-            .send(CancelEverywhere(CancelScope::Scope(scope)))
-            .await
-            .unwrap_or(0)
+        match &self.backend {
+            Backend::Local(l) => l.cancel(CancelScope::Scope(scope)).await,
+            Backend::Remote(r) => r.cancel_scope(scope).await.unwrap_or(0),
+        }
     }
 
     /// The state of every key this runtime knows (live or stored).
     pub async fn status(&self) -> Result<Vec<KeyStatus>, AdmissionError> {
-        self.inner
-            .registry
-            .send(StatusAll)
-            .await
-            .map_err(|_| AdmissionError::Stopped)
+        Ok(self.coordination().await?.keys)
     }
 
-    /// Retire every quota actor (saving graceful records) and flush the store. Requests
-    /// still waiting are answered `Stopped`.
+    /// Who coordinates, who is connected, and every key's state.
+    pub async fn coordination(&self) -> Result<CoordinationStatus, AdmissionError> {
+        match &self.backend {
+            Backend::Local(l) => Ok(CoordinationStatus {
+                coordinator_pid: l.owner().pid,
+                clients: l.clients().map(|c| c.list()).unwrap_or_default(),
+                keys: l.status().await?,
+            }),
+            Backend::Remote(r) => r.status().await,
+        }
+    }
+
+    /// Stop admitting through this handle. In the coordinator: retire every quota actor
+    /// (saving graceful records) and flush the store; requests still waiting are answered
+    /// `Stopped`. In a client: close the connection (and hand over any coordinator role this
+    /// process took during a failover).
     pub async fn shutdown(&self) -> Result<(), AdmissionError> {
-        let _ = self.inner.registry.send(Shutdown).await;
-        let persister = self.inner.persister.clone();
-        // Flushing blocks: keep it off whatever thread awaits this.
-        let (tx, rx) = oneshot::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(persister.stop());
-        });
-        match rx.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(reason)) => Err(AdmissionError::Storage(reason)),
-            Err(_) => Err(AdmissionError::Stopped),
+        match &self.backend {
+            Backend::Local(l) => l.shutdown().await,
+            Backend::Remote(r) => r.shutdown().await,
         }
     }
 }
@@ -230,8 +183,12 @@ pub struct ReservationGuard {
     handle: AdmissionHandle,
     key: String,
     policy: Policy,
-    addr: Addr<QuotaActor>,
-    id: ReservationId,
+    /// The key's actor, when it runs in this process.
+    addr: Option<Addr<QuotaActor>>,
+    /// The reservation; a remote guard may take a new one after a coordinator failover.
+    id: AtomicU64,
+    /// The client connection epoch the reservation was made in (0 when local).
+    epoch: AtomicU64,
     released: bool,
 }
 
@@ -243,7 +200,7 @@ impl ReservationGuard {
 
     /// The reservation id.
     pub fn id(&self) -> ReservationId {
-        self.id
+        ReservationId(self.id.load(Ordering::Acquire))
     }
 
     /// Final admission for one attempt (cost 1 per request; `retry` spends a unit of the
@@ -254,43 +211,87 @@ impl ReservationGuard {
         retry: bool,
         wait: WaitOptions,
     ) -> Result<Grant, AdmissionError> {
-        let now = self.handle.now();
-        let owner = self.handle.inner.owner;
-        let request = AdmitRequest {
-            reservation: self.id,
-            cost,
-            retry,
-        };
-        self.handle
-            .ask(&self.key, self.policy, |reply| Admit {
-                request,
-                deadline: now + wait.timeout,
-                tag: WaiterTag {
-                    scope: wait.scope,
-                    owner,
-                },
-                reply,
-            })
-            .await
+        match &self.handle.backend {
+            Backend::Local(l) => {
+                l.admit(
+                    l.owner(),
+                    &self.key,
+                    self.policy,
+                    self.id(),
+                    cost,
+                    retry,
+                    wait.timeout,
+                    wait.scope,
+                )
+                .await
+            }
+            Backend::Remote(r) => {
+                let id = self.id();
+                let first = r
+                    .admit(
+                        &self.key,
+                        self.policy,
+                        id,
+                        cost,
+                        retry,
+                        wait.timeout,
+                        wait.scope,
+                    )
+                    .await;
+                // A reservation made under a coordinator that died before storing it is
+                // unknown to its successor: take a fresh slot and try once more.
+                let lost = matches!(
+                    first,
+                    Err(AdmissionError::Refused {
+                        refusal: Refusal::UnknownReservation,
+                        ..
+                    })
+                ) && r.epoch() != self.epoch.load(Ordering::Acquire);
+                if !lost {
+                    return first;
+                }
+                let (fresh, epoch) = r
+                    .reserve(&self.key, self.policy, wait.timeout, wait.scope)
+                    .await?;
+                self.id.store(fresh.0, Ordering::Release);
+                self.epoch.store(epoch, Ordering::Release);
+                r.admit(
+                    &self.key,
+                    self.policy,
+                    fresh,
+                    cost,
+                    retry,
+                    wait.timeout,
+                    wait.scope,
+                )
+                .await
+            }
+        }
     }
 
     /// Report an admitted attempt's outcome.
     pub fn feedback(&self, outcome: Outcome, grant: &Grant) {
-        self.addr.do_send(Feedback {
-            outcome,
-            admitted_at: grant.admitted_at,
-            refund_retry: false,
-        });
+        self.send_feedback(outcome, grant.admitted_at, false);
     }
 
     /// Return a retry unit spent on an attempt that never dispatched.
     pub fn refund_retry(&self, grant: &Grant) {
         if grant.retry_spent {
-            self.addr.do_send(Feedback {
-                outcome: tollgate_quota::Outcome::Fatal,
-                admitted_at: grant.admitted_at,
-                refund_retry: true,
-            });
+            self.send_feedback(Outcome::Fatal, grant.admitted_at, true);
+        }
+    }
+
+    fn send_feedback(&self, outcome: Outcome, admitted_at: Timestamp, refund_retry: bool) {
+        match (&self.handle.backend, &self.addr) {
+            (Backend::Local(_), Some(addr)) => addr.do_send(Feedback {
+                outcome,
+                admitted_at,
+                refund_retry,
+            }),
+            (Backend::Remote(r), _) => {
+                r.feedback(&self.key, self.policy, outcome, admitted_at, refund_retry)
+            }
+            (Backend::Local(_), None) => {}
         }
     }
 
@@ -300,11 +301,18 @@ impl ReservationGuard {
     }
 
     fn release_now(&mut self) {
-        if !self.released {
-            self.released = true;
-            self.addr.do_send(Release {
-                reservation: self.id,
-            });
+        if self.released {
+            return;
+        }
+        self.released = true;
+        let reservation = self.id();
+        match (&self.handle.backend, &self.addr) {
+            (Backend::Local(l), Some(addr)) => addr.do_send(Release {
+                reservation,
+                owner: l.owner(),
+            }),
+            (Backend::Remote(r), _) => r.release(&self.key, self.policy, reservation),
+            (Backend::Local(_), None) => {}
         }
     }
 }

@@ -13,19 +13,29 @@
 //! - [`handle`]: `AdmissionHandle` and `ReservationGuard`.
 //! - [`runtime`]: the dedicated actor thread, or start-in-current-system for tests.
 //! - [`clock`]: `TokioClock`, the one place real time is read.
+//! - [`coordinator`]: election over the directory lock; [`connect`] and [`Admission`].
+//! - [`remote`]: the coordinator socket: frames, protocol, server, client with failover.
+//! - `local`: the in-process backend (and what the socket server forwards to).
+//! - [`closable_store`]: lets a coordinator close sled before handing over.
 #![forbid(unsafe_code)]
 
 pub mod clock;
+pub mod closable_store;
+pub mod coordinator;
 mod error;
 pub mod handle;
+mod local;
 pub mod messages;
 pub mod persist;
 pub mod quota_actor;
 pub mod registry;
+pub mod remote;
 pub mod runtime;
 
 pub use clock::TokioClock;
+pub use coordinator::{connect, Admission, Coordinator};
 pub use error::AdmissionError;
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use messages::KeyStatus;
+pub use remote::{ClientInfo, CoordinationStatus};
 pub use runtime::{start_in_current_system, AdmissionRuntime, RuntimeConfig};

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, SpawnHandle};
 use tollgate_quota::{
-    Admission, Clock, Exit, QuotaState, ReservationId, Step, Timestamp, WaitQueue,
+    Admission, Clock, Exit, QuotaState, Refusal, ReservationId, Step, Timestamp, WaitQueue,
 };
 
 use crate::messages::{
@@ -35,6 +35,11 @@ pub struct ActorDeps {
     pub persister: Persister,
     /// Process liveness, for reaping reservations.
     pub pid_alive: PidAlive,
+    /// Set when this runtime took over from a coordinator that did not shut down cleanly:
+    /// the instant of the takeover. Keys without a stored record may still have been
+    /// admitted by the dead coordinator just before it died (its last records had not
+    /// reached the store), so they start conservatively for a while too.
+    pub unclean_takeover_at: Option<Timestamp>,
 }
 
 impl std::fmt::Debug for ActorDeps {
@@ -150,6 +155,11 @@ impl QuotaActor {
                 if a.reply.is_closed() {
                     return Step::Drop;
                 }
+                let holder = state.reservations().get(a.request.reservation, now);
+                if holder.is_some_and(|r| r.owner != a.tag.owner) {
+                    // Someone else's slot (a stale id from before a failover).
+                    return Step::Refuse(Refusal::UnknownReservation);
+                }
                 match state.admit(&a.request, now) {
                     Admission::Granted(g) => Step::Grant(g),
                     Admission::NotUntil { at, .. } => Step::Wait(at),
@@ -240,6 +250,15 @@ impl QuotaActor {
         }
     }
 
+    /// Whether `owner` holds reservation `id` (an unknown id counts as held, so releasing it
+    /// stays the harmless no-op it always was).
+    fn held_by(&self, id: ReservationId, owner: tollgate_quota::Owner, now: Timestamp) -> bool {
+        self.state
+            .reservations()
+            .get(id, now)
+            .is_none_or(|r| r.owner == owner)
+    }
+
     fn is_idle(&self) -> bool {
         self.reserving.is_empty()
             && self.admitting.is_empty()
@@ -301,7 +320,9 @@ impl Handler<Release> for QuotaActor {
     type Result = ();
     fn handle(&mut self, msg: Release, ctx: &mut Context<Self>) {
         let now = self.deps.clock.now();
-        self.state.release(msg.reservation, now);
+        if self.held_by(msg.reservation, msg.owner, now) {
+            self.state.release(msg.reservation, now);
+        }
         self.poll(ctx);
     }
 }

@@ -15,9 +15,10 @@ use actix::{
     ResponseFuture,
 };
 use futures_util::future::join_all;
-use tollgate_quota::{Policy, QuotaRecord, QuotaState};
+use tollgate_quota::window::WindowShape;
+use tollgate_quota::{Policy, QuotaRecord, QuotaState, Timestamp};
 
-use crate::messages::{Cancel, CancelScope, KeyStatus, Status};
+use crate::messages::{Cancel, CancelScope, KeyStatus, ReleaseOwner, Status};
 use crate::quota_actor::{ActorDeps, QuotaActor, Retire};
 
 /// How long a key must be idle before its actor is evicted.
@@ -40,11 +41,28 @@ impl Registry {
         }
     }
 
+    /// A key with no stored record. Right after an unclean takeover, the dead coordinator
+    /// may have admitted on it in its last moments without storing a record, so it starts
+    /// as a crash restore would (empty bucket, full window) until any such admission is
+    /// older than one window plus the time to refill a burst.
+    fn fresh_state(&self, policy: Policy, now: Timestamp) -> QuotaState {
+        let fresh = QuotaState::new(policy, now);
+        let Some(takeover) = self.deps.unclean_takeover_at else {
+            return fresh;
+        };
+        let window = WindowShape::for_rate(policy.rate_per_second()).length;
+        let refill = Duration::from_secs_f64(policy.burst() / policy.rate_per_second());
+        if now >= takeover + window + refill {
+            return fresh;
+        }
+        QuotaState::from_record(fresh.to_record(false), now, &|_| true).0
+    }
+
     fn spawn_actor(&self, key: &str, policy: Policy) -> Addr<QuotaActor> {
         let now = self.deps.clock.now();
         let pid_alive = self.deps.pid_alive.clone();
         let (state, failure) = match self.deps.persister.load(key) {
-            Ok(None) => (QuotaState::new(policy, now), None),
+            Ok(None) => (self.fresh_state(policy, now), None),
             Ok(Some(bytes)) => match serde_json::from_slice::<QuotaRecord>(&bytes) {
                 Ok(record) if record.format == QuotaRecord::FORMAT => {
                     let (mut state, recovery) = QuotaState::from_record(record, now, &|pid| pid_alive(pid));
@@ -132,6 +150,30 @@ impl Handler<CancelEverywhere> for Registry {
             .actors
             .values()
             .map(|a| a.send(Cancel(msg.0)))
+            .collect();
+        Box::pin(async move {
+            join_all(sends)
+                .await
+                .into_iter()
+                .filter_map(Result::ok)
+                .sum()
+        })
+    }
+}
+
+/// Drop one owner's waiters and release its slots on every live key (a client is gone).
+/// Keys without a live actor reap dead owners when they are next loaded.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "usize")]
+pub struct ReleaseOwnerEverywhere(pub tollgate_quota::Owner);
+
+impl Handler<ReleaseOwnerEverywhere> for Registry {
+    type Result = ResponseFuture<usize>;
+    fn handle(&mut self, msg: ReleaseOwnerEverywhere, _: &mut Context<Self>) -> Self::Result {
+        let sends: Vec<_> = self
+            .actors
+            .values()
+            .map(|a| a.send(ReleaseOwner { owner: msg.0 }))
             .collect();
         Box::pin(async move {
             join_all(sends)

@@ -15,6 +15,7 @@ use tollgate_storage::QuotaStore;
 
 use crate::clock::{unix_now, TokioClock};
 use crate::handle::AdmissionHandle;
+use crate::local::LocalAdmission;
 use crate::persist::Persister;
 use crate::quota_actor::{ActorDeps, PidAlive};
 use crate::registry::{Registry, DEFAULT_EVICT_AFTER};
@@ -66,14 +67,30 @@ pub fn this_process_owner() -> Owner {
 /// Start the registry in the current actix system with `clock`. For tests that drive
 /// time themselves; call inside `actix::System::block_on` or an `#[actix::test]`.
 pub fn start_in_current_system(config: RuntimeConfig, clock: Arc<dyn Clock>) -> AdmissionHandle {
+    start_local(config, clock, false)
+}
+
+/// Start the registry; `unclean_takeover` says the previous coordinator crashed.
+fn start_local(
+    config: RuntimeConfig,
+    clock: Arc<dyn Clock>,
+    unclean_takeover: bool,
+) -> AdmissionHandle {
+    let unclean_takeover_at = unclean_takeover.then(|| clock.now());
     let persister = Persister::start(config.store.clone());
     let deps = ActorDeps {
         clock: clock.clone(),
         persister: persister.clone(),
         pid_alive: config.pid_alive.clone(),
+        unclean_takeover_at,
     };
     let registry = Registry::new(deps, config.evict_after).start();
-    AdmissionHandle::new(registry, clock, config.owner, persister)
+    AdmissionHandle::local(Arc::new(LocalAdmission::new(
+        registry,
+        clock,
+        config.owner,
+        persister,
+    )))
 }
 
 /// Admission actors on their own thread.
@@ -87,6 +104,20 @@ pub struct AdmissionRuntime {
 impl AdmissionRuntime {
     /// Start the actors on a dedicated thread with the real clock.
     pub fn start(config: RuntimeConfig) -> Result<AdmissionRuntime, AdmissionError> {
+        Self::start_serving(config, false, |_| async {})
+    }
+
+    /// Start the actors on a dedicated thread, and run `serve` (the coordinator's socket
+    /// server) on that thread beside them.
+    pub(crate) fn start_serving<F, Fut>(
+        config: RuntimeConfig,
+        unclean_takeover: bool,
+        serve: F,
+    ) -> Result<AdmissionRuntime, AdmissionError>
+    where
+        F: FnOnce(Arc<LocalAdmission>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -94,7 +125,11 @@ impl AdmissionRuntime {
             .spawn(move || {
                 let system = actix::System::new();
                 system.block_on(async move {
-                    let handle = start_in_current_system(config, Arc::new(TokioClock::system()));
+                    let clock = Arc::new(TokioClock::system());
+                    let handle = start_local(config, clock, unclean_takeover);
+                    if let Some(local) = handle.as_local() {
+                        actix::spawn(serve(local.clone()));
+                    }
                     let _ = ready_tx.send(handle);
                     let _ = stop_rx.await;
                 });

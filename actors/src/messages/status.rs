@@ -1,7 +1,7 @@
 //! `Status`: a read-only view of one key.
 
 use actix::Message;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tollgate_quota::QuotaSnapshot;
 
 /// Ask for the key's state.
@@ -10,7 +10,7 @@ use tollgate_quota::QuotaSnapshot;
 pub struct Status;
 
 /// One key's state and queues.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeyStatus {
     /// Canonical key.
     pub key: String,

@@ -1,0 +1,195 @@
+//! Election: the process that takes the admission directory's lock is the coordinator.
+//!
+//! [`connect`] is how a process joins admission for a directory. If the coordinator lock is
+//! free, this process takes it, opens the sled state (restored conservatively if the
+//! previous coordinator crashed), starts the quota actors and serves the directory's Unix
+//! socket; otherwise it becomes a client of that socket. Either way the caller gets the
+//! same [`AdmissionHandle`]. A client whose coordinator disappears elects a successor among
+//! the clients (see `remote::client`).
+//!
+//! Handing over gracefully ([`Coordinator::shutdown`]): stop serving (clients see their
+//! connections close and start electing), retire the actors so every key saves a graceful
+//! record, flush, mark a clean shutdown, close the database, remove the socket, and only
+//! then release the lock, so the successor can open the state.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+use tollgate_storage::{AdmissionDir, CoordinatorLock, PreviousShutdown, QuotaStore, SledStore};
+
+use crate::closable_store::ClosableStore;
+use crate::handle::AdmissionHandle;
+use crate::remote::{server, RemoteClient};
+use crate::runtime::{this_process_owner, AdmissionRuntime, RuntimeConfig};
+use crate::AdmissionError;
+
+/// The coordinator role, held by this process.
+pub struct Coordinator {
+    runtime: Option<AdmissionRuntime>,
+    store: Arc<ClosableStore<SledStore>>,
+    stop_server: Option<oneshot::Sender<()>>,
+    socket: PathBuf,
+    lock: Option<CoordinatorLock>,
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("socket", &self.socket)
+            .field("lock", &self.lock)
+            .finish()
+    }
+}
+
+fn coordination(e: impl std::fmt::Display) -> AdmissionError {
+    AdmissionError::Coordination(e.to_string())
+}
+
+impl Coordinator {
+    /// Become coordinator of `dir` under `lock`: open the state, start the actors and serve
+    /// the socket. Blocks briefly (opening sled).
+    pub fn start(dir: &AdmissionDir, lock: CoordinatorLock) -> Result<Coordinator, AdmissionError> {
+        let opened = SledStore::open(dir, &lock).map_err(coordination)?;
+        let unclean = opened.previous_shutdown == PreviousShutdown::Unclean;
+        if unclean {
+            tracing::info!(dir = %dir.path().display(), "previous coordinator stopped uncleanly; restoring conservatively");
+        }
+        let store = Arc::new(ClosableStore::new(Arc::new(opened.store)));
+        // Only the lock holder may remove the socket: it is stale now.
+        let socket = dir.socket_path();
+        match std::fs::remove_file(&socket) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(coordination(format!(
+                    "cannot remove the stale socket {}: {e}",
+                    socket.display()
+                )))
+            }
+        }
+        let listener = std::os::unix::net::UnixListener::bind(&socket).map_err(|e| {
+            coordination(format!(
+                "cannot listen on {}: {e}; check the admission directory's permissions and \
+                 that its path is short enough for a Unix socket",
+                socket.display()
+            ))
+        })?;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+            .and_then(|()| listener.set_nonblocking(true))
+            .map_err(|e| coordination(format!("cannot secure {}: {e}", socket.display())))?;
+        let generation = lock.generation();
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let config = RuntimeConfig::for_this_process(store.clone() as Arc<dyn QuotaStore>);
+        let runtime = AdmissionRuntime::start_serving(config, unclean, move |local| async move {
+            match tokio::net::UnixListener::from_std(listener) {
+                Ok(listener) => server::serve(listener, local, generation, stop_rx).await,
+                Err(e) => tracing::error!(error = %e, "cannot serve the admission socket"),
+            }
+        })?;
+        Ok(Coordinator {
+            runtime: Some(runtime),
+            store,
+            stop_server: Some(stop_tx),
+            socket,
+            lock: Some(lock),
+        })
+    }
+
+    /// A handle to the actors in this process.
+    pub fn handle(&self) -> Option<AdmissionHandle> {
+        self.runtime.as_ref().map(AdmissionRuntime::handle)
+    }
+
+    /// Hand over gracefully (see the module docs).
+    pub async fn shutdown(mut self) -> Result<(), AdmissionError> {
+        if let Some(stop) = self.stop_server.take() {
+            let _ = stop.send(());
+        }
+        let mut result = Ok(());
+        if let Some(runtime) = self.runtime.take() {
+            result = runtime.shutdown().await;
+        }
+        let store = self.store.clone();
+        let (tx, rx) = oneshot::channel();
+        std::thread::spawn(move || {
+            let marked = match store.close() {
+                Some(sled) if result.is_ok() => sled.mark_clean_shutdown().map_err(coordination),
+                _ => Ok(()),
+            };
+            // `sled` (the last reference to the database) is dropped here, closing it.
+            let _ = tx.send(result.and(marked));
+        });
+        let result = rx.await.unwrap_or(Err(AdmissionError::Stopped));
+        let _ = std::fs::remove_file(&self.socket);
+        drop(self.lock.take());
+        result
+    }
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        // Not handed over: the lock goes with the process; the successor restores
+        // conservatively. Close the socket so clients notice now.
+        if let Some(stop) = self.stop_server.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.store.close();
+    }
+}
+
+/// This process's place in admission for one directory.
+#[derive(Debug)]
+pub struct Admission {
+    handle: AdmissionHandle,
+    coordinator: Option<Coordinator>,
+    dir: AdmissionDir,
+}
+
+/// Join admission for `dir`: become its coordinator if nobody is, else its client.
+pub fn connect(dir: &AdmissionDir) -> Result<Admission, AdmissionError> {
+    let lock = CoordinatorLock::try_acquire(dir).map_err(coordination)?;
+    let (handle, coordinator) = match lock {
+        Some(lock) => {
+            let coordinator = Coordinator::start(dir, lock)?;
+            let handle = coordinator.handle().ok_or(AdmissionError::Stopped)?;
+            (handle, Some(coordinator))
+        }
+        None => {
+            let client = RemoteClient::start(dir.clone(), this_process_owner())?;
+            (AdmissionHandle::remote(client), None)
+        }
+    };
+    Ok(Admission {
+        handle,
+        coordinator,
+        dir: dir.clone(),
+    })
+}
+
+impl Admission {
+    /// The admission handle (the same type for coordinator and client).
+    pub fn handle(&self) -> AdmissionHandle {
+        self.handle.clone()
+    }
+
+    /// True if this process started as the coordinator.
+    pub fn is_coordinator(&self) -> bool {
+        self.coordinator.is_some()
+    }
+
+    /// The admission directory.
+    pub fn dir(&self) -> &AdmissionDir {
+        &self.dir
+    }
+
+    /// Leave: hand the coordinator role over gracefully if this process holds it, and close
+    /// the connection if it is a client.
+    pub async fn shutdown(mut self) -> Result<(), AdmissionError> {
+        match self.coordinator.take() {
+            Some(coordinator) => coordinator.shutdown().await,
+            None => self.handle.shutdown().await,
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! `LocalAdmission`: admission served by quota actors in this process.
+//!
+//! It is the backend of an [`AdmissionHandle`](crate::AdmissionHandle) in the coordinator
+//! process, and what the coordinator's socket server forwards remote requests to. Every
+//! operation names the [`Owner`] it acts for, because the server acts for many processes
+//! through one set of actors; the in-process handle passes its own.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use actix::Addr;
+use tokio::sync::oneshot;
+use tollgate_quota::{
+    AdmitRequest, Clock, Grant, Outcome, Owner, Policy, ReservationId, Timestamp,
+};
+
+use crate::messages::{Admit, CancelScope, Feedback, KeyStatus, Release, Reserve, WaiterTag};
+use crate::persist::Persister;
+use crate::quota_actor::QuotaActor;
+use crate::registry::{
+    CancelEverywhere, Lookup, Registry, ReleaseOwnerEverywhere, Shutdown, StatusAll,
+};
+use crate::remote::ClientTable;
+use crate::AdmissionError;
+
+/// Default reservation lifetime: the default discovery deadline (seed 000: 5 minutes).
+pub const DEFAULT_RESERVATION_TTL: Duration = Duration::from_secs(300);
+
+/// The quota actors of this process, reachable from any thread.
+pub(crate) struct LocalAdmission {
+    registry: Addr<Registry>,
+    actors: Mutex<HashMap<String, Addr<QuotaActor>>>,
+    clock: Arc<dyn Clock>,
+    owner: Owner,
+    persister: Persister,
+    /// The socket server's table of connected clients, when this process serves one.
+    clients: OnceLock<Arc<ClientTable>>,
+}
+
+impl LocalAdmission {
+    pub(crate) fn new(
+        registry: Addr<Registry>,
+        clock: Arc<dyn Clock>,
+        owner: Owner,
+        persister: Persister,
+    ) -> Self {
+        LocalAdmission {
+            registry,
+            actors: Mutex::new(HashMap::new()),
+            clock,
+            owner,
+            persister,
+            clients: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    pub(crate) fn owner(&self) -> Owner {
+        self.owner
+    }
+
+    pub(crate) fn attach_clients(&self, clients: Arc<ClientTable>) {
+        let _ = self.clients.set(clients);
+    }
+
+    pub(crate) fn clients(&self) -> Option<&Arc<ClientTable>> {
+        self.clients.get()
+    }
+
+    pub(crate) async fn actor(
+        &self,
+        key: &str,
+        policy: Policy,
+        fresh: bool,
+    ) -> Result<Addr<QuotaActor>, AdmissionError> {
+        if !fresh {
+            if let Some(addr) = self.actors.lock().ok().and_then(|m| m.get(key).cloned()) {
+                if addr.connected() {
+                    return Ok(addr);
+                }
+            }
+        }
+        let addr = self
+            .registry
+            .send(Lookup {
+                key: key.to_owned(),
+                policy,
+            })
+            .await
+            .map_err(|_| AdmissionError::Stopped)?;
+        if let Ok(mut m) = self.actors.lock() {
+            m.insert(key.to_owned(), addr.clone());
+        }
+        Ok(addr)
+    }
+
+    /// Send a waiting request to the key's actor and await the answer. If the actor was
+    /// retired between lookup and delivery, look it up again (at most twice).
+    async fn ask<T, M>(
+        &self,
+        key: &str,
+        policy: Policy,
+        make: impl Fn(oneshot::Sender<Result<T, AdmissionError>>) -> M,
+    ) -> Result<T, AdmissionError>
+    where
+        M: actix::Message<Result = ()> + Send + 'static,
+        QuotaActor: actix::Handler<M>,
+    {
+        for attempt in 0..3 {
+            let addr = self.actor(key, policy, attempt > 0).await?;
+            let (tx, rx) = oneshot::channel();
+            // `do_send` ignores the mailbox capacity: waiting is the FIFO's job, not the
+            // mailbox's. A message to a stopped actor is dropped with its reply sender.
+            addr.do_send(make(tx));
+            match rx.await {
+                Ok(answer) => return answer,
+                Err(_) => continue, // the actor stopped with our message unanswered
+            }
+        }
+        Err(AdmissionError::Stopped)
+    }
+
+    /// Take a concurrency slot for `owner`, waiting at most `timeout`.
+    pub(crate) async fn reserve(
+        &self,
+        owner: Owner,
+        key: &str,
+        policy: Policy,
+        timeout: Duration,
+        scope: u64,
+    ) -> Result<ReservationId, AdmissionError> {
+        let now = self.now();
+        self.ask(key, policy, |reply| Reserve {
+            policy,
+            owner,
+            expires_at: now + timeout.max(DEFAULT_RESERVATION_TTL),
+            deadline: now + timeout,
+            tag: WaiterTag { scope, owner },
+            reply,
+        })
+        .await
+    }
+
+    /// Final admission under `owner`'s reservation.
+    #[allow(clippy::too_many_arguments)] // the wire request, field for field
+    pub(crate) async fn admit(
+        &self,
+        owner: Owner,
+        key: &str,
+        policy: Policy,
+        reservation: ReservationId,
+        cost: u32,
+        retry: bool,
+        timeout: Duration,
+        scope: u64,
+    ) -> Result<Grant, AdmissionError> {
+        let now = self.now();
+        let request = AdmitRequest {
+            reservation,
+            cost,
+            retry,
+        };
+        self.ask(key, policy, |reply| Admit {
+            request,
+            deadline: now + timeout,
+            tag: WaiterTag { scope, owner },
+            reply,
+        })
+        .await
+    }
+
+    /// Report an attempt's outcome (or refund its retry unit).
+    pub(crate) async fn feedback(
+        &self,
+        key: &str,
+        policy: Policy,
+        outcome: Outcome,
+        admitted_at: Timestamp,
+        refund_retry: bool,
+    ) -> Result<(), AdmissionError> {
+        self.actor(key, policy, false).await?.do_send(Feedback {
+            outcome,
+            admitted_at,
+            refund_retry,
+        });
+        Ok(())
+    }
+
+    /// Give `owner`'s slot back.
+    pub(crate) async fn release(
+        &self,
+        owner: Owner,
+        key: &str,
+        policy: Policy,
+        reservation: ReservationId,
+    ) -> Result<(), AdmissionError> {
+        self.actor(key, policy, false)
+            .await?
+            .do_send(Release { reservation, owner });
+        Ok(())
+    }
+
+    /// Cancel queued waiters on every key.
+    pub(crate) async fn cancel(&self, scope: CancelScope) -> usize {
+        self.registry
+            .send(CancelEverywhere(scope))
+            .await
+            .unwrap_or(0)
+    }
+
+    /// Drop `owner`'s waiters and release its slots on every live key.
+    pub(crate) async fn release_owner(&self, owner: Owner) -> usize {
+        self.registry
+            .send(ReleaseOwnerEverywhere(owner))
+            .await
+            .unwrap_or(0)
+    }
+
+    pub(crate) async fn status(&self) -> Result<Vec<KeyStatus>, AdmissionError> {
+        self.registry
+            .send(StatusAll)
+            .await
+            .map_err(|_| AdmissionError::Stopped)
+    }
+
+    pub(crate) async fn shutdown(&self) -> Result<(), AdmissionError> {
+        let _ = self.registry.send(Shutdown).await;
+        let persister = self.persister.clone();
+        // Flushing blocks: keep it off whatever thread awaits this.
+        let (tx, rx) = oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(persister.stop());
+        });
+        match rx.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(reason)) => Err(AdmissionError::Storage(reason)),
+            Err(_) => Err(AdmissionError::Stopped),
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! Cross-process admission over the admission directory's Unix socket (DESIGN §5).
+//!
+//! # Layout
+//! - [`frame`]: length-prefixed, versioned frames with a size limit.
+//! - [`protocol`]: the request and response messages (the in-process API as data).
+//! - [`server`]: the coordinator's side: peer checks, forwarding to the quota actors,
+//!   clean-up after clients that go away.
+//! - `client`: the client's side: one connection thread, requests matched by id,
+//!   failover (reconnect or take over, then re-send what was pending).
+
+mod client;
+pub mod frame;
+pub mod protocol;
+pub mod server;
+
+pub(crate) use client::RemoteClient;
+pub use client::{CLEANUP_BUDGET, TAKEOVER_TIMEOUT};
+pub use protocol::{ClientInfo, CoordinationStatus};
+pub use server::ClientTable;
