@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tollgate_actors::closable_store::ClosableStore;
 use tollgate_actors::{AdmissionError, AdmissionHandle, AdmissionRuntime, RuntimeConfig};
 use tollgate_quota::overrides::PolicyTable;
 use tollgate_storage::{AdmissionDir, CoordinatorLock, PreviousShutdown, SledStore, StorageError};
@@ -30,14 +31,22 @@ pub enum EngineError {
 }
 
 /// A running engine.
-#[derive(Debug)]
 pub struct Engine {
     dir: AdmissionDir,
     policies: PolicyTable,
-    store: Arc<SledStore>,
+    store: Arc<ClosableStore<SledStore>>,
     runtime: Option<AdmissionRuntime>,
     previous_shutdown: PreviousShutdown,
     _lock: CoordinatorLock,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("dir", &self.dir)
+            .field("previous_shutdown", &self.previous_shutdown)
+            .finish()
+    }
 }
 
 impl Engine {
@@ -46,7 +55,7 @@ impl Engine {
         let dir = AdmissionDir::resolve(&config.dir_env)?;
         let lock = CoordinatorLock::acquire_within(&dir, LOCK_TIMEOUT)?;
         let opened = SledStore::open(&dir, &lock)?;
-        let store = Arc::new(opened.store);
+        let store = Arc::new(ClosableStore::new(Arc::new(opened.store)));
         let runtime = AdmissionRuntime::start(RuntimeConfig::for_this_process(store.clone()))?;
         Ok(Engine {
             dir,
@@ -86,7 +95,11 @@ impl Engine {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown().await?;
         }
-        self.store.mark_clean_shutdown()?;
+        // Close sled even if callers still hold admission handles: the next owner (in this
+        // process or another) must be able to open it.
+        if let Some(sled) = self.store.close() {
+            sled.mark_clean_shutdown()?;
+        }
         Ok(())
     }
 }

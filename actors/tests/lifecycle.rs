@@ -1,0 +1,302 @@
+//! Quota actors over their lifetime, in paused time: idle eviction and restoration,
+//! fail-closed storage, strictest policy across owners, and waiter deadlines.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tollgate_actors::{
+    start_in_current_system, AdmissionError, AdmissionHandle, RuntimeConfig, TokioClock,
+    WaitOptions,
+};
+use tollgate_quota::{Outcome, Owner, Policy, QuotaKey, Timestamp};
+use tollgate_storage::{MemoryStore, QuotaStore, StorageError, StorageErrorKind};
+
+const START: Timestamp = Timestamp::from_millis(5_000_000);
+
+fn paused_system() -> actix::SystemRunner {
+    actix::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .expect("a paused tokio runtime")
+    })
+}
+
+fn config(store: Arc<dyn QuotaStore>, pid: u32) -> RuntimeConfig {
+    RuntimeConfig {
+        store,
+        owner: Owner { pid, generation: 1 },
+        pid_alive: Arc::new(|_| true),
+        evict_after: Duration::from_secs(10),
+    }
+}
+
+fn key() -> QuotaKey {
+    "aws/123456789012/eu-west-1/kms:GetKeyLastUsage"
+        .parse()
+        .unwrap()
+}
+
+/// The persistence thread runs in real time: poll the store (bounded) until the key's
+/// record satisfies `ready`.
+fn wait_for_record(
+    store: &dyn QuotaStore,
+    ready: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    for _ in 0..1_000 {
+        if let Some(bytes) = store.load(&key().to_string()).unwrap() {
+            let record: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            if ready(&record) {
+                return record;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("the record was not stored within 10 s");
+}
+
+async fn one_request(
+    handle: &AdmissionHandle,
+    policy: Policy,
+    outcome: Outcome,
+) -> Result<(), AdmissionError> {
+    let slot = handle
+        .reserve(&key(), policy, WaitOptions::default())
+        .await?;
+    let grant = slot.admit(1, false, WaitOptions::default()).await?;
+    slot.feedback(outcome, &grant);
+    Ok(())
+}
+
+#[test]
+fn idle_key_is_evicted_and_restored_exactly_from_its_graceful_record() {
+    paused_system().block_on(async {
+        let store: Arc<dyn QuotaStore> = Arc::new(MemoryStore::new());
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let handle = start_in_current_system(config(store.clone(), 1), clock.clone());
+        let policy = Policy::new(5.0, 1.0, 10, 20).unwrap();
+        one_request(&handle, policy, Outcome::Throttled)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let before = handle.status().await.unwrap();
+        assert_eq!(before[0].state.penalty_steps, 1);
+        // Idle for longer than evict_after: the actor retires with a graceful record.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        // The writer thread runs in real time; give it a moment to store the record.
+        std::thread::sleep(Duration::from_millis(300));
+        let stored = store.load(&key().to_string()).unwrap().expect("a record");
+        let record: serde_json::Value = serde_json::from_slice(&stored).unwrap();
+        assert!(
+            !record["live"].is_null(),
+            "eviction writes the full (graceful) record"
+        );
+        // The next request recreates the actor from that record: penalty kept.
+        let status = handle.status().await.unwrap();
+        assert_eq!(status.len(), 1, "the stored key is still reported");
+        assert_eq!(status[0].state.penalty_steps, 1);
+        one_request(&handle, policy, Outcome::Success)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let after = handle.status().await.unwrap();
+        assert_eq!(
+            after[0].state.penalty_steps, 0,
+            "a success after the failure recovers one step"
+        );
+        handle.shutdown().await.unwrap();
+    });
+}
+
+#[test]
+fn a_new_runtime_after_a_crash_starts_conservatively_but_keeps_penalty_and_allowance() {
+    let store: Arc<dyn QuotaStore> = Arc::new(MemoryStore::new());
+    let policy = Policy::new(10.0, 10.0, 10, 20).unwrap();
+    paused_system().block_on({
+        let store = store.clone();
+        async move {
+            let handle =
+                start_in_current_system(config(store, 1), Arc::new(TokioClock::starting_at(START)));
+            let slot = handle
+                .reserve(&key(), policy, WaitOptions::default())
+                .await
+                .unwrap();
+            let grant = slot.admit(1, true, WaitOptions::default()).await.unwrap();
+            assert!(grant.retry_spent);
+            slot.feedback(Outcome::Transient, &grant);
+            // Let the periodic save run, then "crash": no shutdown, no graceful record.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            std::mem::forget(slot);
+        }
+    });
+    // The crashed runtime's writer stored its periodic (durable-only) record.
+    let record = wait_for_record(store.as_ref(), |r| r["durable"]["retry"]["units"] == 19);
+    assert!(record["live"].is_null());
+    paused_system().block_on(async move {
+        // The crashed process (pid 1) is dead now.
+        let mut cfg = config(store, 2);
+        cfg.pid_alive = Arc::new(|pid| pid != 1);
+        let clock = Arc::new(TokioClock::starting_at(START + Duration::from_secs(60)));
+        let handle = start_in_current_system(cfg, clock.clone());
+        let status = {
+            // Creating the actor restores the record.
+            let slot = handle
+                .reserve(&key(), policy, WaitOptions::default())
+                .await
+                .unwrap();
+            let status = handle.status().await.unwrap();
+            let admitted = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+            assert_eq!(
+                admitted.admitted_at,
+                START + Duration::from_secs(61),
+                "nothing starts for one full window after an unclean takeover"
+            );
+            status
+        };
+        let s = &status[0].state;
+        assert_eq!(s.penalty_steps, 1, "penalty survives the crash");
+        assert_eq!(s.retry_units, 19, "retry allowance survives the crash");
+        assert_eq!(
+            s.reservations, 1,
+            "the dead owner's slot was reaped; only ours is held"
+        );
+        assert!(s.tokens < 1.0, "bucket starts empty");
+        handle.shutdown().await.unwrap();
+    });
+}
+
+/// A store whose writes fail, as a full or read-only disk would.
+struct FailingStore;
+
+impl QuotaStore for FailingStore {
+    fn load(&self, _: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(None)
+    }
+    fn save(&self, _: &str, _: &[u8]) -> Result<(), StorageError> {
+        Err(StorageError::new(
+            StorageErrorKind::Io,
+            None,
+            "disk full (simulated); free space and retry",
+        ))
+    }
+    fn save_batch(&self, _: &[(String, Vec<u8>)]) -> Result<(), StorageError> {
+        self.save("", &[])
+    }
+    fn remove(&self, _: &str) -> Result<(), StorageError> {
+        Ok(())
+    }
+    fn entries(&self) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        Ok(Vec::new())
+    }
+    fn flush(&self) -> Result<(), StorageError> {
+        Ok(())
+    }
+    fn describe(&self) -> String {
+        "failing test store".into()
+    }
+}
+
+#[test]
+fn storage_failure_stops_dispatch() {
+    paused_system().block_on(async {
+        let handle = start_in_current_system(
+            config(Arc::new(FailingStore), 1),
+            Arc::new(TokioClock::starting_at(START)),
+        );
+        let policy = Policy::new(100.0, 100.0, 10, 20).unwrap();
+        // The first request goes out before the first save is attempted.
+        one_request(&handle, policy, Outcome::Success)
+            .await
+            .unwrap();
+        // Let the save fail (the writer thread is real, so wait in real time too).
+        let mut refused = None;
+        for _ in 0..200 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            std::thread::sleep(Duration::from_millis(5));
+            if let Err(e) = one_request(&handle, policy, Outcome::Success).await {
+                refused = Some(e);
+                break;
+            }
+        }
+        match refused {
+            Some(AdmissionError::Storage(reason)) => {
+                assert!(reason.contains("disk full"), "{reason}")
+            }
+            other => panic!("expected a storage refusal, got {other:?}"),
+        }
+        assert!(
+            handle.shutdown().await.is_err(),
+            "shutdown reports the storage failure"
+        );
+    });
+}
+
+#[test]
+fn strictest_policy_of_two_owners_governs_the_key() {
+    paused_system().block_on(async {
+        let store: Arc<dyn QuotaStore> = Arc::new(MemoryStore::new());
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let handle = start_in_current_system(config(store, 1), clock.clone());
+        let loose = Policy::new(10.0, 10.0, 10, 20).unwrap();
+        let strict = Policy::new(2.0, 1.0, 10, 20).unwrap();
+        let a = handle
+            .reserve(&key(), loose, WaitOptions::default())
+            .await
+            .unwrap();
+        let b = handle
+            .reserve(&key(), strict, WaitOptions::default())
+            .await
+            .unwrap();
+        let mut starts = Vec::new();
+        for _ in 0..3 {
+            starts.push(
+                a.admit(1, false, WaitOptions::default())
+                    .await
+                    .unwrap()
+                    .admitted_at,
+            );
+        }
+        drop(b);
+        let ms: Vec<u64> = starts
+            .iter()
+            .map(|t| t.saturating_since(START).as_millis() as u64)
+            .collect();
+        assert_eq!(
+            ms,
+            [0, 500, 1_000],
+            "the strict 2/s burst 1 applies to the loose caller too"
+        );
+        handle.shutdown().await.unwrap();
+    });
+}
+
+#[test]
+fn a_waiter_past_its_deadline_is_answered_and_never_starts() {
+    paused_system().block_on(async {
+        let handle = start_in_current_system(
+            config(Arc::new(MemoryStore::new()), 1),
+            Arc::new(TokioClock::starting_at(START)),
+        );
+        let policy = Policy::new(1.0, 1.0, 10, 20).unwrap();
+        let slot = handle
+            .reserve(&key(), policy, WaitOptions::default())
+            .await
+            .unwrap();
+        slot.admit(1, false, WaitOptions::default()).await.unwrap();
+        let short = WaitOptions {
+            timeout: Duration::from_millis(300),
+            scope: 0,
+        };
+        match slot.admit(1, false, short).await {
+            Err(AdmissionError::DeadlineExceeded { key }) => {
+                assert!(key.contains("kms:GetKeyLastUsage"))
+            }
+            other => panic!("expected a deadline error, got {other:?}"),
+        }
+        // The next admission is still at 1 s: the timed-out waiter charged nothing.
+        let next = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+        assert_eq!(next.admitted_at, START + Duration::from_secs(1));
+        handle.shutdown().await.unwrap();
+    });
+}

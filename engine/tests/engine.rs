@@ -1,0 +1,81 @@
+//! The engine end to end on a real admission directory: sled state, the actor thread,
+//! and a caller on its own tokio runtime.
+
+use tollgate_engine::{Engine, EngineConfig};
+use tollgate_quota::{Outcome, QuotaKey};
+use tollgate_storage::{DirEnv, PreviousShutdown};
+
+fn config(dir: &std::path::Path) -> EngineConfig {
+    EngineConfig {
+        dir_env: DirEnv {
+            explicit: Some(dir.to_path_buf()),
+            xdg_cache_home: None,
+            home: None,
+            temp_dir: std::env::temp_dir(),
+            uid: tollgate_storage::current_uid(),
+        },
+        policies: tollgate_quota::PolicyTable::defaults(),
+    }
+}
+
+#[tokio::test]
+async fn state_survives_a_clean_restart_and_the_second_opener_waits_its_turn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("admission");
+    let key: QuotaKey = "aws/123456789012/us-east-1/kms:GetKeyLastUsage"
+        .parse()
+        .unwrap();
+
+    let engine = Engine::open(config(&dir)).unwrap();
+    assert_eq!(engine.previous_shutdown(), PreviousShutdown::Fresh);
+    let policy = engine.policies().policy_for_key(&key);
+    assert_eq!(
+        policy.rate_per_second(),
+        5.0,
+        "the KMS GetKeyLastUsage default"
+    );
+    let handle = engine.admission();
+    let slot = handle
+        .reserve(&key, policy, Default::default())
+        .await
+        .unwrap();
+    let retry = slot.admit(1, true, Default::default()).await.unwrap();
+    slot.feedback(Outcome::Throttled, &retry);
+    slot.release();
+
+    // While this engine holds the directory, another cannot take it.
+    let dir_for_thread = dir.clone();
+    let blocked = std::thread::spawn(move || {
+        let mut cfg = config(&dir_for_thread);
+        cfg.dir_env.explicit = Some(dir_for_thread);
+        tollgate_storage::CoordinatorLock::try_acquire(
+            &tollgate_storage::AdmissionDir::resolve(&cfg.dir_env).unwrap(),
+        )
+        .unwrap()
+        .is_none()
+    })
+    .join()
+    .unwrap();
+    assert!(blocked);
+
+    engine.close().await.unwrap();
+
+    let engine = Engine::open(config(&dir)).unwrap();
+    assert_eq!(engine.previous_shutdown(), PreviousShutdown::Clean);
+    let status = engine.admission().status().await.unwrap();
+    let kms = status
+        .iter()
+        .find(|s| s.key == key.to_string())
+        .expect("the key was stored");
+    assert_eq!(kms.state.penalty_steps, 1);
+    assert_eq!(kms.state.retry_units, 19);
+    assert_eq!(kms.state.reservations, 0);
+    engine.close().await.unwrap();
+
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let meta = entry.unwrap().metadata().unwrap();
+        let mode = meta.permissions().mode() & 0o777;
+        assert!(mode == 0o600 || mode == 0o700, "mode {mode:o}");
+    }
+}
