@@ -499,7 +499,9 @@ async fn hello(stream: &mut UnixStream, owner: Owner) -> Result<(), Option<Strin
             version: PROTOCOL_VERSION,
         },
     };
-    frame::write(stream, &req).await.map_err(|_| None)?;
+    // A coordinator that refuses us may answer and close before our hello is written:
+    // read its answer even if writing failed.
+    let _ = frame::write(stream, &req).await;
     let answer = tokio::time::timeout(TAKEOVER_TIMEOUT, frame::read::<Response, _>(stream)).await;
     match answer {
         Ok(Ok(Response {
