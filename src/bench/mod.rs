@@ -5,7 +5,9 @@
 //! binary.
 
 mod in_process;
+mod processes;
 mod stats;
+pub mod worker;
 
 use std::process::ExitCode;
 
@@ -25,7 +27,25 @@ pub struct AdmissionArgs {
     /// state in a temporary directory), with the governor crate's check as the floor.
     #[arg(long)]
     pub in_process: bool,
-    /// Admissions per measurement.
+    /// Spawn this many real tollgate processes sharing one admission directory, each
+    /// performing `--requests` admissions on one key (a bare Unix-socket echo is measured
+    /// in the same run as the floor).
+    #[arg(long, conflicts_with = "in_process")]
+    pub processes: Option<usize>,
+    /// With --processes: the shared key's rate per second (0: unlimited).
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
+    /// With --processes: the shared key's burst.
+    #[arg(long, default_value_t = 1.0)]
+    pub burst: f64,
+    /// With --processes: the admission directory (default: a fresh temporary one).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+    /// With --processes: write one JSON line per admission ({pid, key, granted_at_us})
+    /// to DIR/worker-<i>.jsonl.
+    #[arg(long, value_name = "DIR")]
+    pub log: Option<std::path::PathBuf>,
+    /// Admissions per measurement (per process with --processes).
     #[arg(long, default_value_t = 20_000)]
     pub requests: usize,
     /// Concurrent callers for the throughput measurement.
@@ -39,12 +59,15 @@ pub struct AdmissionArgs {
 /// Run a benchmark.
 pub fn run(which: BenchCommand) -> anyhow::Result<ExitCode> {
     match which {
-        BenchCommand::Admission(args) => {
-            anyhow::ensure!(
-                args.in_process,
-                "only the in-process admission benchmark exists so far; pass --in-process"
-            );
-            in_process::run(&args)
-        }
+        BenchCommand::Admission(args) => match args.processes {
+            Some(p) => processes::run(&args, p),
+            None => {
+                anyhow::ensure!(
+                    args.in_process,
+                    "pass --in-process or --processes P to choose an admission benchmark"
+                );
+                in_process::run(&args)
+            }
+        },
     }
 }

@@ -1,7 +1,9 @@
 //! Command-line definitions (clap) and dispatch. Each subcommand lives in its own file.
 
 mod policies;
+mod serve;
 mod status;
+mod status_live;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,6 +44,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Hold the coordinator role for the admission directory until SIGTERM or Ctrl-C,
+    /// then hand it over gracefully.
+    Serve {
+        /// Admission directory (default: TOLLGATE_ADMISSION_DIR, else the user cache).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// One process of `bench admission --processes` (internal).
+    #[command(hide = true)]
+    BenchWorker(crate::bench::worker::WorkerArgs),
+    /// Say hello on a coordinator socket and print the answer (diagnostics, internal).
+    #[command(hide = true)]
+    ProbeSocket {
+        /// The socket.
+        socket: PathBuf,
+    },
     /// Run a benchmark and print a table.
     Bench {
         #[command(subcommand)]
@@ -54,6 +72,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Policies { json } => policies::run(json),
         Command::Status { dir, json } => status::run(dir, json),
+        Command::Serve { dir } => serve::run(dir),
+        Command::BenchWorker(args) => crate::bench::worker::run(&args),
+        Command::ProbeSocket { socket } => crate::bench::worker::probe_socket(&socket),
         Command::Bench { which } => crate::bench::run(which),
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! If no process holds the directory, status takes the lock briefly, reads the stored
 //! records and releases it (marking the state cleanly shut down: reading changes
-//! nothing). If a coordinator holds it, status says which process does.
+//! nothing). If a coordinator holds it, status asks it over the socket for its pid, its
+//! connected clients and every key's live state.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,14 +11,17 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use tollgate_actors::clock::unix_now;
+use tollgate_actors::ClientInfo;
 use tollgate_quota::{QuotaRecord, QuotaSnapshot, QuotaState};
-use tollgate_storage::{read_holder, AdmissionDir, CoordinatorLock, QuotaStore, SledStore};
+use tollgate_storage::{AdmissionDir, CoordinatorLock, QuotaStore, SledStore};
 
 #[derive(Debug, Serialize)]
 struct Report {
     admission_dir: String,
     source: String,
     coordinator_pid: Option<u32>,
+    /// Processes connected to the running coordinator (empty when none runs).
+    clients: Vec<ClientInfo>,
     keys: Vec<KeyReport>,
 }
 
@@ -34,6 +38,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         admission_dir: dir.path().display().to_string(),
         source: dir.source().to_string(),
         coordinator_pid: None,
+        clients: Vec::new(),
         keys: Vec::new(),
     };
     match CoordinatorLock::try_acquire(&dir)? {
@@ -55,7 +60,19 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
             }
             opened.store.mark_clean_shutdown()?;
         }
-        None => report.coordinator_pid = read_holder(&dir)?.map(|h| h.pid),
+        None => {
+            let live = super::status_live::fetch(&dir)?;
+            report.coordinator_pid = Some(live.coordinator_pid);
+            report.clients = live.clients;
+            report.keys = live
+                .keys
+                .into_iter()
+                .map(|k| KeyReport {
+                    key: k.key,
+                    state: k.state,
+                })
+                .collect();
+        }
     }
     let mut out = std::io::stdout().lock();
     if json {
@@ -68,10 +85,17 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         report.admission_dir, report.source
     )?;
     match report.coordinator_pid {
-        Some(pid) => writeln!(
-            out,
-            "coordinator: pid {pid} holds the directory; its live state is served to its clients"
-        )?,
+        Some(pid) => {
+            writeln!(out, "coordinator: pid {pid} (live state below)")?;
+            let pids: Vec<String> = report.clients.iter().map(|c| c.pid.to_string()).collect();
+            writeln!(
+                out,
+                "clients: {} connected{}{}",
+                pids.len(),
+                if pids.is_empty() { "" } else { ": pids " },
+                pids.join(", ")
+            )?;
+        }
         None => writeln!(out, "coordinator: none running")?,
     }
     if report.keys.is_empty() {

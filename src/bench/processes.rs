@@ -1,0 +1,265 @@
+//! `tollgate bench admission --processes P`: P real tollgate processes share one admission
+//! directory and one key, each performing N admissions; the parent reports what they saw.
+//!
+//! The floor is measured in the same run: the same P processes' worth of clients doing
+//! 64-byte round trips against a bare tokio Unix-socket echo server in this process. The
+//! admission figures include the coordinator election (one of the workers becomes
+//! coordinator, the others are its clients) and, with a finite `--rate`, the pacing: then
+//! `ideal_s` is what the policy allows at best, and `max_starts_in_any_window` is checked
+//! against `window_limit` from the grant instants themselves.
+
+#![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tollgate_actors::clock::unix_now;
+use tollgate_quota::window::WindowShape;
+
+use super::stats::{print_table, Row};
+use super::worker::{bench_policy, WorkerReport, ECHO_FRAME_BYTES};
+use super::AdmissionArgs;
+
+/// Time given to the workers to start and connect before they all begin.
+const START_DELAY: Duration = Duration::from_millis(600);
+
+#[derive(Debug, Serialize)]
+struct Report {
+    processes: usize,
+    requests_per_process: usize,
+    rate_per_second: Option<f64>,
+    burst: Option<f64>,
+    admitted: usize,
+    elapsed_s: f64,
+    ideal_s: f64,
+    max_starts_in_any_window: u64,
+    window_limit: u64,
+    window_s: f64,
+    coordinator_pid: Option<u32>,
+    admission: Row,
+    echo_floor: Row,
+    p50_ratio_to_echo: f64,
+    p99_ratio_to_echo: f64,
+    throughput_ratio_to_echo: f64,
+}
+
+pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
+    let processes = processes.max(1);
+    let n = args.requests.max(1);
+    let policy = bench_policy(args.rate, args.burst)?;
+    let limited = args.rate > 0.0;
+    let tmp = tempfile::tempdir().context("creating a temporary directory")?;
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None => tmp.path().join("admission"),
+    };
+    if let Some(log) = &args.log {
+        std::fs::create_dir_all(log).with_context(|| format!("creating {}", log.display()))?;
+    }
+    let exe = std::env::current_exe().context("locating the tollgate binary")?;
+
+    let echo_reports = echo_floor(&exe, tmp.path(), processes, n)?;
+    let mut extra = vec!["--dir".to_owned(), dir.display().to_string()];
+    if limited {
+        extra.extend(["--rate".into(), args.rate.to_string()]);
+        extra.extend(["--burst".into(), args.burst.to_string()]);
+    }
+    let reports = spawn_workers(&exe, processes, n, &extra, args.log.as_deref())?;
+
+    let echo = summarize("unix-socket echo (64 B round trip)", &echo_reports);
+    let admission = summarize("cross-process admission", &reports);
+    let mut grants: Vec<u64> = reports
+        .iter()
+        .flat_map(|r| r.granted_at_us.clone())
+        .collect();
+    grants.sort_unstable();
+    let shape = WindowShape::for_rate(policy.rate_per_second());
+    let admitted = grants.len();
+    let ideal_s = if limited {
+        ((admitted as f64 - policy.burst()) / policy.rate_per_second()).max(0.0)
+    } else {
+        0.0
+    };
+    let report = Report {
+        processes,
+        requests_per_process: n,
+        rate_per_second: limited.then_some(args.rate),
+        burst: limited.then_some(args.burst),
+        admitted,
+        elapsed_s: span_s(&reports),
+        ideal_s,
+        max_starts_in_any_window: max_in_window(&grants, shape.length),
+        window_limit: shape.limit,
+        window_s: shape.length.as_secs_f64(),
+        coordinator_pid: reports.iter().find(|r| r.coordinator).map(|r| r.pid),
+        p50_ratio_to_echo: ratio(admission.p50_us, echo.p50_us),
+        p99_ratio_to_echo: ratio(admission.p99_us, echo.p99_us),
+        throughput_ratio_to_echo: ratio(
+            admission.throughput_per_s.unwrap_or(0.0),
+            echo.throughput_per_s.unwrap_or(0.0),
+        ),
+        admission,
+        echo_floor: echo,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_table(&[report.admission.clone(), report.echo_floor.clone()]);
+    println!();
+    println!(
+        "processes {} x {} admissions: admitted {}, elapsed {:.3} s, ideal {:.3} s",
+        report.processes, n, report.admitted, report.elapsed_s, report.ideal_s
+    );
+    println!(
+        "max starts in any {:.0} s window: {} (limit {})",
+        report.window_s, report.max_starts_in_any_window, report.window_limit
+    );
+    println!(
+        "ratios to the echo floor: p50 {:.2}x, p99 {:.2}x, throughput {:.0}%",
+        report.p50_ratio_to_echo,
+        report.p99_ratio_to_echo,
+        report.throughput_ratio_to_echo * 100.0
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+/// From the first worker's start to the last one's finish.
+fn span_s(reports: &[WorkerReport]) -> f64 {
+    let start = reports.iter().map(|r| r.started_us).min().unwrap_or(0);
+    let end = reports.iter().map(|r| r.finished_us).max().unwrap_or(0);
+    end.saturating_sub(start) as f64 / 1e6
+}
+
+fn summarize(subject: &str, reports: &[WorkerReport]) -> Row {
+    let latencies: Vec<Duration> = reports
+        .iter()
+        .flat_map(|r| r.latencies_us.iter().map(|&u| Duration::from_micros(u)))
+        .collect();
+    let span = span_s(reports);
+    let throughput = (span > 0.0).then(|| latencies.len() as f64 / span);
+    Row::new(subject, latencies, throughput)
+}
+
+/// Most grants inside any half-open window `[t, t + length)`; `sorted` ascending.
+pub fn max_in_window(sorted: &[u64], length: Duration) -> u64 {
+    let len = length.as_micros() as u64;
+    let mut best = 0;
+    let mut j = 0;
+    for i in 0..sorted.len() {
+        j = j.max(i);
+        while j < sorted.len() && sorted[j] < sorted[i] + len {
+            j += 1;
+        }
+        best = best.max((j - i) as u64);
+    }
+    best
+}
+
+fn spawn_workers(
+    exe: &Path,
+    processes: usize,
+    n: usize,
+    extra: &[String],
+    log: Option<&Path>,
+) -> anyhow::Result<Vec<WorkerReport>> {
+    let start_at = unix_now().as_micros() + START_DELAY.as_micros() as u64;
+    let mut children = Vec::with_capacity(processes);
+    for i in 0..processes {
+        let mut cmd = Command::new(exe);
+        cmd.arg("bench-worker")
+            .args(["--requests", &n.to_string()])
+            .args(["--start-at-us", &start_at.to_string()])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(log) = log {
+            cmd.arg("--log").arg(log.join(format!("worker-{i}.jsonl")));
+        }
+        children.push(cmd.spawn().context("spawning a bench worker")?);
+    }
+    let mut reports = Vec::with_capacity(processes);
+    for child in children {
+        let out = child.wait_with_output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "a bench worker failed: {}",
+            out.status
+        );
+        let line = String::from_utf8_lossy(&out.stdout);
+        reports.push(serde_json::from_str(line.trim()).context("reading a worker's report")?);
+    }
+    Ok(reports)
+}
+
+/// Run P echo clients (child processes) against a bare echo server in this process.
+fn echo_floor(
+    exe: &Path,
+    tmp: &Path,
+    processes: usize,
+    n: usize,
+) -> anyhow::Result<Vec<WorkerReport>> {
+    let socket: PathBuf = tmp.join("echo.sock");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let listener = rt.block_on(async { tokio::net::UnixListener::bind(&socket) })?;
+    let server = rt.spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; ECHO_FRAME_BYTES];
+                while stream.read_exact(&mut buf).await.is_ok() {
+                    if stream.write_all(&buf).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    // The server runs on this runtime's thread while the workers run.
+    let extra = vec!["--echo".to_owned(), socket.display().to_string()];
+    let (tx, rx) = std::sync::mpsc::channel();
+    let exe = exe.to_owned();
+    std::thread::spawn(move || {
+        let _ = tx.send(spawn_workers(&exe, processes, n, &extra, None));
+    });
+    let reports = rt.block_on(async {
+        loop {
+            match rx.try_recv() {
+                Ok(r) => break r,
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
+                Err(e) => break Err(anyhow::anyhow!("echo workers vanished: {e}")),
+            }
+        }
+    });
+    server.abort();
+    reports
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_counts_are_half_open() {
+        let s = Duration::from_secs(1);
+        assert_eq!(max_in_window(&[], s), 0);
+        assert_eq!(max_in_window(&[0, 1_000_000, 2_000_000], s), 1);
+        assert_eq!(max_in_window(&[0, 999_999, 1_000_000], s), 2);
+        assert_eq!(max_in_window(&[5, 5, 5, 10], s), 4);
+    }
+}

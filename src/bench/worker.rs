@@ -1,0 +1,239 @@
+//! `tollgate bench-worker` (hidden): one process of `bench admission --processes`.
+//!
+//! In admission mode it joins the shared admission directory (as coordinator or client,
+//! whichever the election makes it), takes one reservation and performs N admissions on
+//! one key, timing each; with `--log` it appends one JSON line per grant
+//! (`{pid, key, granted_at_us}`, the coordinator's wall-clock epoch microseconds) and
+//! flushes it at once, so the lines of a process killed mid-run survive. In echo mode it
+//! does N round trips of 64-byte frames on a plain Unix socket: the floor. Either way it
+//! prints one JSON summary line on stdout for the parent.
+
+#![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tollgate_actors::clock::unix_now;
+use tollgate_actors::remote::frame;
+use tollgate_actors::remote::protocol::{Request, RequestBody, Response};
+use tollgate_actors::{connect, WaitOptions};
+use tollgate_quota::{Policy, QuotaKey};
+use tollgate_storage::AdmissionDir;
+
+/// The key every worker of one run shares.
+pub const BENCH_KEY: &str = "aws/123456789012/us-east-1/bench:Shared";
+/// Bytes per echo round trip.
+pub const ECHO_FRAME_BYTES: usize = 64;
+
+/// Arguments of `tollgate bench-worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Shared admission directory (admission mode).
+    #[arg(long, value_name = "DIR", conflicts_with = "echo")]
+    pub dir: Option<PathBuf>,
+    /// Echo server socket (floor mode).
+    #[arg(long, value_name = "SOCKET")]
+    pub echo: Option<PathBuf>,
+    /// Admissions (or round trips) to perform.
+    #[arg(long, default_value_t = 1_000)]
+    pub requests: usize,
+    /// Policy rate per second; 0 for unlimited.
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
+    /// Policy burst (ignored when unlimited).
+    #[arg(long, default_value_t = 1.0)]
+    pub burst: f64,
+    /// Append one JSON line per grant to this file.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Start at this wall-clock instant (epoch µs), so workers start together.
+    #[arg(long)]
+    pub start_at_us: Option<u64>,
+}
+
+/// What a worker reports to the parent.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkerReport {
+    pub pid: u32,
+    pub coordinator: bool,
+    pub started_us: u64,
+    pub finished_us: u64,
+    pub latencies_us: Vec<u64>,
+    pub granted_at_us: Vec<u64>,
+}
+
+/// One line of `--log`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct GrantLine {
+    pub pid: u32,
+    pub key: String,
+    pub granted_at_us: u64,
+}
+
+/// The policy of a run: unlimited when `rate` is 0.
+pub fn bench_policy(rate: f64, burst: f64) -> anyhow::Result<Policy> {
+    if rate <= 0.0 {
+        return Ok(Policy::new(1e9, 1e9, 1_000_000, 0)?);
+    }
+    Ok(Policy::new(rate, burst, 1_000, 20)?)
+}
+
+pub fn run(args: &WorkerArgs) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let report = match (&args.dir, &args.echo) {
+        (Some(dir), None) => admission(args, dir, &rt)?,
+        (None, Some(socket)) => rt.block_on(echo(args, socket))?,
+        _ => anyhow::bail!("bench-worker needs exactly one of --dir and --echo"),
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_start(start_at_us: Option<u64>) {
+    if let Some(at) = start_at_us {
+        let now = unix_now().as_micros();
+        if at > now {
+            tokio::time::sleep(Duration::from_micros(at - now)).await;
+        }
+    }
+}
+
+fn admission(
+    args: &WorkerArgs,
+    dir: &Path,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<WorkerReport> {
+    let dir = AdmissionDir::at(dir)?;
+    let joined = connect(&dir)?;
+    let coordinator = joined.is_coordinator();
+    let handle = joined.handle();
+    let key: QuotaKey = BENCH_KEY.parse()?;
+    let policy = bench_policy(args.rate, args.burst)?;
+    let mut log = match &args.log {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("opening {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let pid = std::process::id();
+    let report = rt.block_on(async {
+        wait_for_start(args.start_at_us).await;
+        let started_us = unix_now().as_micros();
+        let wait = WaitOptions {
+            timeout: Duration::from_secs(600),
+            scope: 0,
+        };
+        let slot = handle.reserve(&key, policy, wait).await?;
+        let mut latencies_us = Vec::with_capacity(args.requests);
+        let mut granted_at_us = Vec::with_capacity(args.requests);
+        for _ in 0..args.requests {
+            let t = Instant::now();
+            let grant = slot.admit(1, false, wait).await?;
+            latencies_us.push(t.elapsed().as_micros() as u64);
+            granted_at_us.push(grant.admitted_at.as_micros());
+            if let Some(log) = log.as_mut() {
+                let line = GrantLine {
+                    pid,
+                    key: BENCH_KEY.to_owned(),
+                    granted_at_us: grant.admitted_at.as_micros(),
+                };
+                writeln!(log, "{}", serde_json::to_string(&line)?)?;
+                log.flush()?;
+            }
+        }
+        drop(slot);
+        let finished_us = unix_now().as_micros();
+        anyhow::Ok(WorkerReport {
+            pid,
+            coordinator,
+            started_us,
+            finished_us,
+            latencies_us,
+            granted_at_us,
+        })
+    })?;
+    rt.block_on(joined.shutdown())?;
+    Ok(report)
+}
+
+async fn echo(args: &WorkerArgs, socket: &Path) -> anyhow::Result<WorkerReport> {
+    let mut stream = tokio::net::UnixStream::connect(socket)
+        .await
+        .with_context(|| format!("connecting to {}", socket.display()))?;
+    wait_for_start(args.start_at_us).await;
+    let started_us = unix_now().as_micros();
+    let mut buf = [7u8; ECHO_FRAME_BYTES];
+    let mut latencies_us = Vec::with_capacity(args.requests);
+    for _ in 0..args.requests {
+        let t = Instant::now();
+        stream.write_all(&buf).await?;
+        stream.read_exact(&mut buf).await?;
+        latencies_us.push(t.elapsed().as_micros() as u64);
+    }
+    Ok(WorkerReport {
+        pid: std::process::id(),
+        coordinator: false,
+        started_us,
+        finished_us: unix_now().as_micros(),
+        latencies_us,
+        granted_at_us: Vec::new(),
+    })
+}
+
+/// `tollgate probe-socket PATH`: say hello as this process and print the answer. Exit 0
+/// when welcomed, 2 when refused, 1 when the socket fails.
+pub fn probe_socket(socket: &Path) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut stream = tokio::net::UnixStream::connect(socket)
+            .await
+            .with_context(|| format!("connecting to {}", socket.display()))?;
+        let hello = Request {
+            id: 0,
+            body: RequestBody::Hello {
+                pid: std::process::id(),
+                generation: unix_now().as_micros(),
+                uid: tollgate_storage::current_uid(),
+                version: frame::PROTOCOL_VERSION,
+            },
+        };
+        // A refusing coordinator may answer and close before the hello is written.
+        let _ = frame::write(&mut stream, &hello).await;
+        let answer = tokio::time::timeout(
+            Duration::from_secs(5),
+            frame::read::<Response, _>(&mut stream),
+        )
+        .await
+        .context("no answer within 5 s")?;
+        match answer {
+            Ok(resp) => {
+                println!("{}", serde_json::to_string(&resp)?);
+                Ok(match resp.body {
+                    tollgate_actors::remote::protocol::ResponseBody::Welcome { .. } => {
+                        ExitCode::SUCCESS
+                    }
+                    _ => ExitCode::from(2),
+                })
+            }
+            Err(e) => {
+                println!("{{\"closed\":\"{e}\"}}");
+                Ok(ExitCode::from(2))
+            }
+        }
+    })
+}
