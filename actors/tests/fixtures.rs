@@ -1,9 +1,12 @@
 //! Actor-level simulations of seed 000's fixtures, in paused tokio time inside an actix
 //! system: the quota actors' own timers drive the schedule.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::paused_system;
 use tollgate_actors::{
     start_in_current_system, AdmissionError, RuntimeConfig, TokioClock, WaitOptions,
 };
@@ -23,18 +26,6 @@ fn config() -> RuntimeConfig {
         pid_alive: Arc::new(|_| true),
         evict_after: Duration::from_secs(300),
     }
-}
-
-/// An actix system on a tokio runtime whose clock is paused from the start, so timer
-/// ticks align with the simulated clock's epoch.
-fn paused_system() -> actix::SystemRunner {
-    actix::System::with_tokio_rt(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .expect("a paused tokio runtime")
-    })
 }
 
 fn log_streams() -> QuotaKey {

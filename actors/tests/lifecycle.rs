@@ -1,9 +1,12 @@
 //! Quota actors over their lifetime, in paused time: idle eviction and restoration,
 //! fail-closed storage, strictest policy across owners, and waiter deadlines.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::paused_system;
 use tollgate_actors::{
     start_in_current_system, AdmissionError, AdmissionHandle, RuntimeConfig, TokioClock,
     WaitOptions,
@@ -12,16 +15,6 @@ use tollgate_quota::{Outcome, Owner, Policy, QuotaKey, Timestamp};
 use tollgate_storage::{MemoryStore, QuotaStore, StorageError, StorageErrorKind};
 
 const START: Timestamp = Timestamp::from_millis(5_000_000);
-
-fn paused_system() -> actix::SystemRunner {
-    actix::System::with_tokio_rt(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .expect("a paused tokio runtime")
-    })
-}
 
 fn config(store: Arc<dyn QuotaStore>, pid: u32) -> RuntimeConfig {
     RuntimeConfig {

@@ -225,11 +225,9 @@ proptest! {
     }
 }
 
-/// Seed 000 "fast responses": 8 requests at 4/s burst 2 finish at exactly 1.5 s.
-#[test]
-fn fast_responses_fixture_ends_at_one_and_a_half_seconds() {
-    let policy = Policy::new(4.0, 2.0, 10, 2).unwrap();
-    let arrivals = (0..8)
+/// Grant instants (ms) of `n` successful requests arriving together at t = 0.
+fn starts_of_simultaneous_requests(policy: Policy, n: usize) -> Vec<u64> {
+    let arrivals = (0..n)
         .map(|_| Arrival {
             at_ms: 0,
             cost: 1,
@@ -237,32 +235,29 @@ fn fast_responses_fixture_ends_at_one_and_a_half_seconds() {
             outcome: Outcome::Success,
         })
         .collect();
-    let trace = simulate(policy, arrivals);
-    let ms: Vec<u64> = trace
+    simulate(policy, arrivals)
         .grants
         .iter()
         .map(|g| g.1.as_micros() / 1_000)
-        .collect();
-    assert_eq!(ms, [0, 0, 250, 500, 1_000, 1_000, 1_250, 1_500]);
+        .collect()
+}
+
+/// Seed 000 "fast responses": 8 requests at 4/s burst 2 finish at exactly 1.5 s.
+#[test]
+fn fast_responses_fixture_ends_at_one_and_a_half_seconds() {
+    let policy = Policy::new(4.0, 2.0, 10, 2).unwrap();
+    assert_eq!(
+        starts_of_simultaneous_requests(policy, 8),
+        [0, 0, 250, 500, 1_000, 1_000, 1_250, 1_500]
+    );
 }
 
 /// Seed 000: a rate of 0.5/s allows one start per 2 s.
 #[test]
 fn half_rate_spaces_starts_two_seconds_apart() {
     let policy = Policy::new(0.5, 1.0, 10, 2).unwrap();
-    let arrivals = (0..3)
-        .map(|_| Arrival {
-            at_ms: 0,
-            cost: 1,
-            cancel_after_ms: None,
-            outcome: Outcome::Success,
-        })
-        .collect();
-    let trace = simulate(policy, arrivals);
-    let ms: Vec<u64> = trace
-        .grants
-        .iter()
-        .map(|g| g.1.as_micros() / 1_000)
-        .collect();
-    assert_eq!(ms, [0, 2_000, 4_000]);
+    assert_eq!(
+        starts_of_simultaneous_requests(policy, 3),
+        [0, 2_000, 4_000]
+    );
 }
