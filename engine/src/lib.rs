@@ -10,6 +10,7 @@
 //! - [`engine`]: `Engine` — opens the admission directory and runs the quota actors.
 #![forbid(unsafe_code)]
 
+pub mod aws;
 pub mod config;
 pub mod engine;
 

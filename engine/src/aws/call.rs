@@ -1,0 +1,221 @@
+//! `AwsGate`: the one door collectors use to call AWS.
+//!
+//! A collector builds its SDK client once from [`sdk_config`](crate::aws::sdk_config) and
+//! sends every request through [`AwsGate::call`], handing the SDK the per-attempt
+//! [`GatedHttpClient`] it is given:
+//!
+//! ```ignore
+//! let out = gate
+//!     .call(&ctx, "s3", "ListBuckets", Some(region), |http| {
+//!         client
+//!             .list_buckets()
+//!             .customize()
+//!             .config_override(aws_sdk_s3::Config::builder().http_client(http))
+//!             .send()
+//!     })
+//!     .await?;
+//! ```
+//!
+//! The gate resolves the canonical quota key and its policy, takes the concurrency
+//! reservation, and runs the retry owner ([`crate::aws::retry`]); the connector inside
+//! `GatedHttpClient` awaits final admission for every physical attempt. A client built
+//! from `sdk_config` but called without the gate fails with a clear error instead of
+//! sending ungated traffic.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tollgate_actors::AdmissionHandle;
+use tollgate_quota::{AccountScope, Partition, PolicyTable, QuotaKey};
+
+use crate::aws::backoff::RetrySettings;
+use crate::aws::error::{CallError, CallErrorKind};
+use crate::aws::gated::{GatedHttpClient, SIGNED_REQUEST_MAX_WAIT};
+use crate::aws::identity::CallerIdentity;
+use crate::aws::retry;
+use crate::aws::telemetry::{NoTelemetry, TelemetrySink};
+
+/// A scan's id: the admission cancellation scope of its calls and the `scanId` of its
+/// telemetry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScanId(pub u64);
+
+impl ScanId {
+    /// The admission scope (`WaitOptions::scope`, `AdmissionHandle::cancel_scope`).
+    pub fn scope(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ScanId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "scan-{:016x}", self.0)
+    }
+}
+
+/// Who a call is for and what bounds it. Cheap to clone; one per collector or batch.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The scan that owns the call.
+    pub scan_id: ScanId,
+    /// The collector making it (`s3-buckets`).
+    pub collector: &'static str,
+    /// Datasets the call serves (telemetry sorts and deduplicates them).
+    pub datasets: Vec<String>,
+    /// The scan's deadline: admission waits, backoff and transport all end here.
+    pub deadline: Instant,
+    /// The scan's cancellation: queued attempts never dispatch, in-flight ones abort.
+    pub cancel: CancellationToken,
+}
+
+/// The gate: admission handle, policies, the caller's account, retry settings, telemetry
+/// and the one shared inner HTTP client. Cheap to clone.
+#[derive(Clone)]
+pub struct AwsGate {
+    pub(crate) inner: Arc<GateInner>,
+}
+
+pub(crate) struct GateInner {
+    pub admission: AdmissionHandle,
+    pub policies: PolicyTable,
+    pub partition: Partition,
+    pub account: AccountScope,
+    pub retry: RetrySettings,
+    pub telemetry: Arc<dyn TelemetrySink>,
+    pub http: SharedHttpClient,
+    pub signed_request_max_wait: std::time::Duration,
+}
+
+impl fmt::Debug for AwsGate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AwsGate")
+            .field("partition", &self.inner.partition)
+            .field("account", &self.inner.account.to_string())
+            .field("retry", &self.inner.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AwsGate {
+    /// A gate for `identity`'s account over `admission`, sending through `http` (the
+    /// shared inner client, e.g. [`default_http_client`](crate::aws::default_http_client)).
+    ///
+    /// For an unresolved identity, pass an isolated in-memory admission handle
+    /// ([`isolated_admission`](crate::aws::isolated_admission)), not the shared one.
+    pub fn new(
+        admission: AdmissionHandle,
+        policies: PolicyTable,
+        identity: &CallerIdentity,
+        http: SharedHttpClient,
+    ) -> Self {
+        AwsGate {
+            inner: Arc::new(GateInner {
+                admission,
+                policies,
+                partition: identity.partition.clone(),
+                account: identity.account.clone(),
+                retry: RetrySettings::default(),
+                telemetry: Arc::new(NoTelemetry),
+                http,
+                signed_request_max_wait: SIGNED_REQUEST_MAX_WAIT,
+            }),
+        }
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut GateInner)) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => f(inner),
+            None => {
+                let old = &self.inner;
+                let mut copy = GateInner {
+                    admission: old.admission.clone(),
+                    policies: old.policies.clone(),
+                    partition: old.partition.clone(),
+                    account: old.account.clone(),
+                    retry: old.retry,
+                    telemetry: old.telemetry.clone(),
+                    http: old.http.clone(),
+                    signed_request_max_wait: old.signed_request_max_wait,
+                };
+                f(&mut copy);
+                self.inner = Arc::new(copy);
+            }
+        }
+        self
+    }
+
+    /// Use these retry settings (default: 6 attempts, full jitter).
+    pub fn with_retry(self, retry: RetrySettings) -> Self {
+        self.edit(|g| g.retry = retry)
+    }
+
+    /// Send attempt events to `sink` as well as to `tracing`.
+    pub fn with_telemetry(self, sink: Arc<dyn TelemetrySink>) -> Self {
+        self.edit(|g| g.telemetry = sink)
+    }
+
+    /// The partition every key uses.
+    pub fn partition(&self) -> &Partition {
+        &self.inner.partition
+    }
+
+    /// The account (or `unresolved:<run-id>` scope) every key uses.
+    pub fn account(&self) -> &AccountScope {
+        &self.inner.account
+    }
+
+    /// The admission handle.
+    pub fn admission(&self) -> &AdmissionHandle {
+        &self.inner.admission
+    }
+
+    /// The canonical quota key of an operation in this gate's account.
+    pub fn quota_key(
+        &self,
+        service: &str,
+        operation: &str,
+        region: Option<&str>,
+    ) -> Result<QuotaKey, CallError> {
+        QuotaKey::for_operation(
+            &self.inner.partition,
+            &self.inner.account,
+            region,
+            service,
+            operation,
+        )
+        .map_err(|e| CallError::new(CallErrorKind::Admission, operation, e.to_string()))
+    }
+
+    /// Make one logical AWS call: reserve, then for every physical attempt prepare the
+    /// request with `send(gated_client)`, await final admission in the connector, send,
+    /// classify, and retry throttled or transient failures within the limits. `service`
+    /// and `operation` name the quota (`"s3"`, `"ListBuckets"`); `region` is `None` only
+    /// for global services.
+    ///
+    /// `send` is called once per preparation (an attempt is prepared again when its
+    /// signed request waited too long for admission); it must hand the SDK the client it
+    /// is given, through `customize().config_override(..)`.
+    pub async fn call<T, E, F, Fut>(
+        &self,
+        ctx: &CallContext,
+        service: &str,
+        operation: &str,
+        region: Option<&str>,
+        send: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnMut(GatedHttpClient) -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let key = self.quota_key(service, operation, region)?;
+        retry::run(&self.inner, ctx, service, operation, key, send).await
+    }
+}

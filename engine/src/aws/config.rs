@@ -1,0 +1,139 @@
+//! SDK configuration for gated clients: one shared inner HTTP client, retries disabled,
+//! no operation timeouts, and a default client that refuses ungated requests.
+//!
+//! - The inner client (hyper 1 over rustls/ring) is built once per process
+//!   ([`default_http_client`]): every gated attempt and every credential provider share
+//!   its connection pools.
+//! - Credential providers (IMDS, SSO, `AssumeRole` inside the chain, `credential_process`)
+//!   are built by `aws-config` with that inner client directly: their requests are not
+//!   charged to the account's quotas (DESIGN §6).
+//! - The returned [`SdkConfig`]'s own HTTP client is [`UngatedRefusal`]: a service client
+//!   built from it sends nothing unless the call goes through
+//!   [`AwsGate::call`](crate::aws::AwsGate::call), which overrides the client per attempt.
+//! - Retries are `RetryConfig::disabled()` (the engine owns them), and there is no
+//!   operation or attempt timeout: the admission wait happens inside the SDK's attempt,
+//!   so an SDK timeout would cut it short. The scan deadline bounds the call instead.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_smithy_async::time::TimeSource;
+use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use tollgate_quota::Clock;
+
+/// Connect timeout of the inner client (the SDK's default for current behavior versions).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(3_100);
+
+/// The process's shared inner HTTPS client (rustls over ring), built on first use.
+pub fn default_http_client() -> SharedHttpClient {
+    static CLIENT: OnceLock<SharedHttpClient> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            aws_smithy_http_client::Builder::new()
+                .tls_provider(Provider::Rustls(CryptoMode::Ring))
+                .build_https()
+        })
+        .clone()
+}
+
+/// Load the default credential chain (`profile` from the shared config files, or the
+/// default chain), the default `region` chain unless one is given, and `endpoint_url` for
+/// every service (`--endpoint-url`, e.g. a moto server). See the module docs.
+pub async fn sdk_config(
+    profile: Option<&str>,
+    region: Option<&str>,
+    endpoint_url: Option<&str>,
+) -> SdkConfig {
+    sdk_config_with(default_http_client(), profile, region, endpoint_url).await
+}
+
+/// [`sdk_config`] with an explicit inner client (tests, embedders with their own TLS).
+pub async fn sdk_config_with(
+    inner: SharedHttpClient,
+    profile: Option<&str>,
+    region: Option<&str>,
+    endpoint_url: Option<&str>,
+) -> SdkConfig {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(inner)
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(gated_timeouts());
+    if let Some(profile) = profile {
+        loader = loader.profile_name(profile);
+    }
+    if let Some(region) = region {
+        loader = loader.region(Region::new(region.to_owned()));
+    }
+    if let Some(url) = endpoint_url {
+        loader = loader.endpoint_url(url);
+    }
+    // The credential providers captured the inner client while loading; service clients
+    // get the refusing one.
+    loader
+        .load()
+        .await
+        .into_builder()
+        .http_client(UngatedRefusal)
+        .build()
+}
+
+/// Connect timeout only: no operation or attempt timeout (module docs).
+pub fn gated_timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .disable_operation_timeout()
+        .disable_operation_attempt_timeout()
+        .build()
+}
+
+/// The HTTP client of [`sdk_config`]'s result: every request fails, naming the fix.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UngatedRefusal;
+
+/// The error an ungated request gets.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("tollgate: this AWS client sends only through AwsGate::call (every request needs admission); pass the gated HTTP client with customize().config_override(..)")]
+pub struct UngatedRequest;
+
+impl HttpClient for UngatedRefusal {
+    fn http_connector(
+        &self,
+        _settings: &HttpConnectorSettings,
+        _components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(UngatedRefusal)
+    }
+}
+
+impl HttpConnector for UngatedRefusal {
+    fn call(&self, _request: HttpRequest) -> HttpConnectorFuture {
+        HttpConnectorFuture::ready(Err(ConnectorError::user(Box::new(UngatedRequest))))
+    }
+}
+
+/// An SDK time source reading tollgate's injected clock, so signing times follow the
+/// admission clock (and paused time in simulations).
+#[derive(Clone)]
+pub struct ClockTimeSource(pub Arc<dyn Clock>);
+
+impl std::fmt::Debug for ClockTimeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClockTimeSource")
+    }
+}
+
+impl TimeSource for ClockTimeSource {
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_micros(self.0.now().as_micros())
+    }
+}

@@ -1,0 +1,232 @@
+//! `GatedHttpClient`: the SDK's HTTP client wrapper whose connector awaits final admission
+//! after signing and just before the bytes go out.
+//!
+//! Why a connector? The SDK orchestrator runs serialization, endpoint resolution,
+//! credential resolution and signing, and only then hands the signed request to the
+//! connector. So the connector is exactly the point DESIGN §3 names for final admission:
+//! everything that can fail locally has happened, and nothing has been sent. Charging
+//! tokens any earlier would waste capacity on requests that never leave; any later is
+//! impossible.
+//!
+//! One `GatedHttpClient` is built per preparation of an attempt by the retry owner
+//! ([`crate::aws::retry`]) and passed to the SDK with
+//! `customize().config_override(<Service>::Config::builder().http_client(gated))`. It
+//! carries the call's reservation guard, whether the attempt is a retry, the cancellation
+//! token and the deadline, and it writes what happened (grant, dispatch instant, status,
+//! `Retry-After`) into a record the retry owner reads afterwards. The inner client (hyper
+//! over rustls) is one shared instance, so connection pools survive across calls.
+//!
+//! A signed request waits at most [`SIGNED_REQUEST_MAX_WAIT`] for admission. Past that
+//! the connector gives up with [`SignatureRefresh`] and the retry owner prepares the same
+//! attempt again (a fresh signature), without spending a retry or counting an attempt.
+//! Cancellation while waiting means nothing dispatches; while in flight, the inner
+//! request future is dropped, which aborts it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tollgate_actors::{AdmissionError, ReservationGuard, WaitOptions};
+use tollgate_quota::Grant;
+
+use crate::aws::backoff::retry_after;
+
+/// Longest a signed request waits for admission: 4 minutes, a margin inside the usual
+/// 5-minute SigV4 validity window (seed 000).
+pub const SIGNED_REQUEST_MAX_WAIT: Duration = Duration::from_secs(240);
+
+/// The connector's answer when a signed request waited [`SIGNED_REQUEST_MAX_WAIT`]: the
+/// retry owner re-prepares the request for a fresh signature.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the signed request waited longer than {SIGNED_REQUEST_MAX_WAIT:?} for admission; it is prepared again with a fresh signature")]
+pub struct SignatureRefresh;
+
+/// The connector's answer when the call was cancelled.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the call was cancelled before its response arrived")]
+pub struct CancelledByCaller;
+
+/// What the retry owner tells one preparation's connector.
+#[derive(Debug, Clone)]
+pub(crate) struct AttemptPlan {
+    pub guard: Arc<ReservationGuard>,
+    pub retry: bool,
+    pub cost: u32,
+    pub scope: u64,
+    pub cancel: CancellationToken,
+    pub deadline: Instant,
+    pub max_wait: Duration,
+}
+
+/// What happened in one preparation, as far as the connector saw it.
+#[derive(Debug, Default)]
+pub(crate) struct AttemptRecord {
+    /// The SDK handed a signed request to the connector.
+    pub reached_connector: bool,
+    /// Final admission's grant.
+    pub grant: Option<Grant>,
+    /// Final admission failed (refused, deadline, cancelled, storage...).
+    pub admission_error: Option<AdmissionError>,
+    /// The admission wait hit [`SIGNED_REQUEST_MAX_WAIT`].
+    pub needs_refresh: bool,
+    /// The connector saw the cancellation.
+    pub cancelled: bool,
+    /// When the request went out.
+    pub dispatched_at: Option<Instant>,
+    /// When the response head (or transport error) came back.
+    pub finished_at: Option<Instant>,
+    /// The response status.
+    pub status: Option<u16>,
+    /// The server's `Retry-After` / `x-amz-retry-after`.
+    pub retry_after: Option<Duration>,
+}
+
+#[derive(Debug)]
+struct Attempt {
+    plan: AttemptPlan,
+    record: Mutex<AttemptRecord>,
+}
+
+impl Attempt {
+    fn update(&self, f: impl FnOnce(&mut AttemptRecord)) {
+        if let Ok(mut record) = self.record.lock() {
+            f(&mut record);
+        }
+    }
+}
+
+/// The per-preparation HTTP client handed to the SDK. See the module docs.
+#[derive(Debug, Clone)]
+pub struct GatedHttpClient {
+    inner: SharedHttpClient,
+    attempt: Arc<Attempt>,
+}
+
+impl GatedHttpClient {
+    pub(crate) fn new(inner: SharedHttpClient, plan: AttemptPlan) -> Self {
+        GatedHttpClient {
+            inner,
+            attempt: Arc::new(Attempt {
+                plan,
+                record: Mutex::new(AttemptRecord::default()),
+            }),
+        }
+    }
+
+    /// A handle on the record the connector fills in.
+    pub(crate) fn recorder(&self) -> AttemptRecorder {
+        AttemptRecorder(self.attempt.clone())
+    }
+}
+
+/// The retry owner's view of a preparation's record.
+#[derive(Debug, Clone)]
+pub(crate) struct AttemptRecorder(Arc<Attempt>);
+
+impl AttemptRecorder {
+    /// Take the record (leaving an empty one).
+    pub fn take(&self) -> AttemptRecord {
+        self.0
+            .record
+            .lock()
+            .map(|mut r| std::mem::take(&mut *r))
+            .unwrap_or_default()
+    }
+}
+
+impl HttpClient for GatedHttpClient {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(GatedConnector {
+            inner: self.inner.http_connector(settings, components),
+            attempt: self.attempt.clone(),
+        })
+    }
+}
+
+/// The connector: admission, then the inner connector.
+#[derive(Debug)]
+struct GatedConnector {
+    inner: SharedHttpConnector,
+    attempt: Arc<Attempt>,
+}
+
+impl HttpConnector for GatedConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let inner = self.inner.clone();
+        let attempt = self.attempt.clone();
+        HttpConnectorFuture::new(async move { gate_and_send(&attempt, &inner, request).await })
+    }
+}
+
+async fn gate_and_send(
+    attempt: &Attempt,
+    inner: &SharedHttpConnector,
+    request: HttpRequest,
+) -> Result<aws_smithy_runtime_api::client::orchestrator::HttpResponse, ConnectorError> {
+    let plan = &attempt.plan;
+    attempt.update(|r| r.reached_connector = true);
+    let cancelled = || {
+        attempt.update(|r| r.cancelled = true);
+        ConnectorError::user(Box::new(CancelledByCaller))
+    };
+    if plan.cancel.is_cancelled() {
+        return Err(cancelled());
+    }
+    let remaining = plan.deadline.saturating_duration_since(Instant::now());
+    let refresh_bound = plan.max_wait < remaining;
+    let wait = WaitOptions {
+        timeout: plan.max_wait.min(remaining),
+        scope: plan.scope,
+    };
+    let admitted = tokio::select! {
+        biased;
+        _ = plan.cancel.cancelled() => return Err(cancelled()),
+        admitted = plan.guard.admit(plan.cost, plan.retry, wait) => admitted,
+    };
+    let grant = match admitted {
+        Ok(grant) => grant,
+        Err(AdmissionError::DeadlineExceeded { .. }) if refresh_bound => {
+            attempt.update(|r| r.needs_refresh = true);
+            return Err(ConnectorError::other(Box::new(SignatureRefresh), None));
+        }
+        Err(e) => {
+            attempt.update(|r| r.admission_error = Some(e.clone()));
+            return Err(ConnectorError::other(Box::new(e), None));
+        }
+    };
+    attempt.update(|r| r.grant = Some(grant));
+    if plan.cancel.is_cancelled() {
+        plan.guard.refund_retry(&grant);
+        return Err(cancelled());
+    }
+    attempt.update(|r| r.dispatched_at = Some(Instant::now()));
+    let response = tokio::select! {
+        biased;
+        // Dropping the inner future aborts the request.
+        _ = plan.cancel.cancelled() => {
+            attempt.update(|r| r.finished_at = Some(Instant::now()));
+            return Err(cancelled());
+        }
+        response = inner.call(request) => response,
+    };
+    attempt.update(|r| {
+        r.finished_at = Some(Instant::now());
+        if let Ok(response) = &response {
+            r.status = Some(response.status().as_u16());
+            r.retry_after = retry_after(response.headers());
+        }
+    });
+    response
+}

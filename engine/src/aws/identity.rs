@@ -1,0 +1,279 @@
+//! Caller identity: STS `GetCallerIdentity` once per run, before any gated call.
+//!
+//! The signing caller's account keys every quota, so it must be known before admission
+//! can be shared with other processes. The request therefore cannot itself take part in
+//! account-scoped admission (seed 000): it has its own small budget instead, at most
+//! [`IDENTITY_MAX_ATTEMPTS`] attempts with backoff, within [`IDENTITY_TIMEOUT`] and the
+//! caller's deadline, and it stops on cancellation.
+//!
+//! If it fails, the run goes on with `AccountScope::Unresolved(run-id)`: the caller uses
+//! an isolated in-memory admission runtime ([`isolated_admission`]) for that run and
+//! says so ([`CallerIdentity::unresolved_reason`]). Pacing and retry limits still apply
+//! within the run; only cross-process sharing is lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
+use tokio::time::{sleep, Instant};
+use tokio_util::sync::CancellationToken;
+use tollgate_actors::{AdmissionError, AdmissionRuntime, RuntimeConfig};
+use tollgate_quota::key::{AccountId, RunId};
+use tollgate_quota::{AccountScope, Partition};
+use tollgate_storage::MemoryStore;
+
+use crate::aws::backoff::{random_unit, RetrySettings};
+use crate::aws::error::{CallError, CallErrorKind};
+use crate::aws::retry::describe;
+use crate::aws::telemetry::{
+    emit, AttemptEvent, AttemptOutcome, Attribution, RetryOutcome, TelemetrySink,
+};
+
+/// Attempts of the identity request.
+pub const IDENTITY_MAX_ATTEMPTS: u32 = 3;
+/// The identity request's own deadline.
+pub const IDENTITY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Who signs this run's requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallerIdentity {
+    /// The partition (`aws`, `aws-cn`, `aws-us-gov`), from the caller's ARN (or the
+    /// region when unresolved).
+    pub partition: Partition,
+    /// The caller's account, or `unresolved:<run-id>`.
+    pub account: AccountScope,
+    /// The caller's ARN, when resolved.
+    pub arn: Option<String>,
+    /// Why the identity is unresolved (for output and telemetry).
+    pub unresolved_reason: Option<String>,
+}
+
+impl CallerIdentity {
+    /// A resolved identity.
+    pub fn resolved(partition: Partition, account: AccountId, arn: Option<String>) -> Self {
+        CallerIdentity {
+            partition,
+            account: AccountScope::Account(account),
+            arn,
+            unresolved_reason: None,
+        }
+    }
+
+    /// The identity of a run whose caller could not be resolved.
+    pub fn unresolved(run_id: RunId, region: Option<&str>, reason: impl Into<String>) -> Self {
+        CallerIdentity {
+            partition: partition_of_region(region),
+            account: AccountScope::Unresolved(run_id),
+            arn: None,
+            unresolved_reason: Some(reason.into()),
+        }
+    }
+
+    /// Whether the account is known (admission can be shared across processes).
+    pub fn is_resolved(&self) -> bool {
+        self.account.is_resolved()
+    }
+}
+
+/// The partition a region belongs to, for an unresolved caller.
+pub fn partition_of_region(region: Option<&str>) -> Partition {
+    let name = match region {
+        Some(r) if r.starts_with("cn-") => "aws-cn",
+        Some(r) if r.starts_with("us-gov-") => "aws-us-gov",
+        Some(r) if r.starts_with("us-iso-") => "aws-iso",
+        Some(r) if r.starts_with("us-isob-") => "aws-iso-b",
+        _ => "aws",
+    };
+    Partition::new(name).unwrap_or_else(|_| Partition::aws())
+}
+
+/// `arn:<partition>:<service>:<region>:<account>:<resource>` → partition and account.
+pub fn parse_arn(arn: &str) -> Option<(Partition, AccountId)> {
+    let mut parts = arn.splitn(6, ':');
+    let (Some("arn"), Some(partition), Some(_), Some(_), Some(account)) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return None;
+    };
+    Some((
+        Partition::new(partition).ok()?,
+        AccountId::new(account).ok()?,
+    ))
+}
+
+/// A fresh in-memory admission runtime on its own thread, for a run whose identity is
+/// unresolved: its keys (`unresolved:<run-id>`) are never shared, so they need no
+/// directory, lock or coordinator.
+pub fn isolated_admission() -> Result<AdmissionRuntime, AdmissionError> {
+    AdmissionRuntime::start(RuntimeConfig::for_this_process(
+        Arc::new(MemoryStore::new()),
+    ))
+}
+
+/// Resolve the caller with `sts` (a client from [`sdk_config`](crate::aws::sdk_config)),
+/// sending through `http` (the inner client: this request is not gated). Falls back to
+/// `unresolved:<run_id>` on any failure except cancellation, which is an error.
+pub async fn resolve_identity(
+    sts: &aws_sdk_sts::Client,
+    http: &SharedHttpClient,
+    run_id: RunId,
+    cancel: &CancellationToken,
+    deadline: Instant,
+    telemetry: &dyn TelemetrySink,
+) -> Result<CallerIdentity, CallError> {
+    const OPERATION: &str = "GetCallerIdentity";
+    let region = sts.config().region().map(|r| r.as_ref().to_owned());
+    let deadline = deadline.min(Instant::now() + IDENTITY_TIMEOUT);
+    let settings = RetrySettings::default();
+    let attribution = Attribution::new(run_id.as_str().to_owned(), "caller-identity", &[]);
+    let event = |attempt: u32,
+                 started: (Instant, u64),
+                 status: Option<u16>,
+                 outcome: AttemptOutcome,
+                 retry: RetryOutcome| AttemptEvent {
+        service: "sts".into(),
+        operation: OPERATION.into(),
+        quota: None,
+        attempt,
+        retry_count: attempt - 1,
+        started_at_ms: started.1,
+        preparation_count: 1,
+        queue_duration_ms: 0,
+        transport_duration_ms: Instant::now()
+            .saturating_duration_since(started.0)
+            .as_millis() as u64,
+        dispatched: status.is_some(),
+        status_code: status,
+        outcome,
+        retry_outcome: retry,
+        error_code: None,
+        attribution: attribution.clone(),
+        cleanup_outcome: None,
+    };
+    let time_source = sts.config().time_source();
+    let now_ms = || {
+        time_source
+            .as_ref()
+            .and_then(|t| t.now().duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as u64)
+    };
+    let cancelled = || CallError::new(CallErrorKind::Cancelled, OPERATION, "cancelled");
+    let mut last = String::new();
+    for attempt in 1..=IDENTITY_MAX_ATTEMPTS {
+        let started = (Instant::now(), now_ms());
+        let send = sts
+            .get_caller_identity()
+            .customize()
+            .config_override(aws_sdk_sts::Config::builder().http_client(http.clone()))
+            .send();
+        let result = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                emit(telemetry, &event(attempt, started, None, AttemptOutcome::Cancelled, RetryOutcome::Cancelled));
+                return Err(cancelled());
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                emit(telemetry, &event(attempt, started, None, AttemptOutcome::DeadlineExceeded, RetryOutcome::Deadline));
+                last = "timed out".into();
+                break;
+            }
+            result = send => result,
+        };
+        match result {
+            Ok(out) => {
+                emit(
+                    telemetry,
+                    &event(
+                        attempt,
+                        started,
+                        Some(200),
+                        AttemptOutcome::Success,
+                        RetryOutcome::Done,
+                    ),
+                );
+                let arn = out.arn().map(str::to_owned);
+                let parsed = arn.as_deref().and_then(parse_arn);
+                let account = out.account().and_then(|a| AccountId::new(a).ok());
+                return Ok(match (parsed, account) {
+                    (Some((partition, from_arn)), account) => {
+                        CallerIdentity::resolved(partition, account.unwrap_or(from_arn), arn)
+                    }
+                    (None, _) => CallerIdentity::unresolved(
+                        run_id,
+                        region.as_deref(),
+                        "GetCallerIdentity answered without a valid ARN",
+                    ),
+                });
+            }
+            Err(err) => {
+                let status = err.raw_response().map(|r| r.status().as_u16());
+                let facts = describe(&err, status.is_some());
+                last = match &facts.code {
+                    Some(code) => format!("{code}: {}", facts.message),
+                    None => facts.message.clone(),
+                };
+                let (outcome, more) = match facts.class {
+                    crate::aws::ErrorClass::Throttled => (AttemptOutcome::Throttle, true),
+                    crate::aws::ErrorClass::Transient => (AttemptOutcome::Transient, true),
+                    crate::aws::ErrorClass::Fatal => (AttemptOutcome::Fatal, false),
+                };
+                let delay = settings.backoff(attempt, facts.class, None, random_unit);
+                let retry = if !more {
+                    RetryOutcome::NotRetryable
+                } else if attempt == IDENTITY_MAX_ATTEMPTS {
+                    RetryOutcome::AttemptsExhausted
+                } else if Instant::now() + delay >= deadline {
+                    RetryOutcome::Deadline
+                } else {
+                    RetryOutcome::Retry
+                };
+                let mut e = event(attempt, started, status, outcome, retry);
+                e.error_code = facts.code.clone();
+                emit(telemetry, &e);
+                if retry != RetryOutcome::Retry {
+                    break;
+                }
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Err(cancelled()),
+                    _ = sleep(delay) => {}
+                }
+            }
+        }
+    }
+    Ok(CallerIdentity::unresolved(
+        run_id,
+        region.as_deref(),
+        format!(
+            "caller identity could not be resolved ({last}); admission is isolated to this run"
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_partition_and_account_from_arns() {
+        let (p, a) = parse_arn("arn:aws:iam::123456789012:user/alice").unwrap();
+        assert_eq!((p.as_str(), a.as_str()), ("aws", "123456789012"));
+        let (p, _) = parse_arn("arn:aws-cn:sts::123456789012:assumed-role/r/s").unwrap();
+        assert_eq!(p.as_str(), "aws-cn");
+        assert!(parse_arn("arn:aws:iam::12345:user/short").is_none());
+        assert!(parse_arn("not-an-arn").is_none());
+    }
+
+    #[test]
+    fn unresolved_scope_names_the_run() {
+        let id =
+            CallerIdentity::unresolved(RunId::new("run-7").unwrap(), Some("us-gov-west-1"), "x");
+        assert_eq!(id.account.to_string(), "unresolved:run-7");
+        assert_eq!(id.partition.as_str(), "aws-us-gov");
+        assert!(!id.is_resolved());
+    }
+}

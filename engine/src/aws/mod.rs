@@ -1,0 +1,46 @@
+//! The AWS call path: every SDK request passes one admission gate.
+//!
+//! Collectors build SDK clients from [`sdk_config`] and send every request through
+//! [`AwsGate::call`]. The gate takes the operation's concurrency reservation, and its
+//! [`GatedHttpClient`] awaits final admission for each physical attempt after the SDK has
+//! signed the request and just before it goes out. The engine, not the SDK, owns retries
+//! (SDK `max_attempts = 1`): at most 6 attempts, jittered backoff never shorter than the
+//! server's `Retry-After`, each retry spending a unit of the key's shared allowance.
+//!
+//! # Layout
+//! - [`call`]: `AwsGate`, `CallContext`, `ScanId`: the API collectors use.
+//! - [`gated`]: `GatedHttpClient`, the connector that awaits admission; the 4-minute
+//!   signed-request bound.
+//! - [`retry`]: the retry owner: one call's reservation, attempts and feedback.
+//! - [`backoff`]: `RetrySettings`, full-jitter backoff, `Retry-After` parsing.
+//! - [`taxonomy`]: throttled / transient / fatal, from code, then status, then kind.
+//! - [`error`]: `CallError` and its `CallErrorKind`.
+//! - [`identity`]: STS `GetCallerIdentity` with its own budget; the unresolved fallback.
+//! - [`telemetry`]: `aws: attempt` events and their sinks.
+//! - [`config`]: `sdk_config` (retries disabled, credential providers ungated), the shared
+//!   inner HTTP client, the refusing default client, the clock-driven time source.
+
+pub mod backoff;
+pub mod call;
+pub mod config;
+pub mod error;
+pub mod gated;
+pub mod identity;
+pub(crate) mod retry;
+pub mod taxonomy;
+pub mod telemetry;
+
+pub use backoff::{Jitter, RetrySettings, DEFAULT_MAX_ATTEMPTS};
+pub use call::{AwsGate, CallContext, ScanId};
+pub use config::{
+    default_http_client, gated_timeouts, sdk_config, sdk_config_with, ClockTimeSource,
+    UngatedRefusal,
+};
+pub use error::{CallError, CallErrorKind};
+pub use gated::{GatedHttpClient, SignatureRefresh, SIGNED_REQUEST_MAX_WAIT};
+pub use identity::{isolated_admission, resolve_identity, CallerIdentity};
+pub use taxonomy::{classify, ErrorClass};
+pub use telemetry::{
+    AttemptEvent, AttemptOutcome, Attribution, CleanupOutcome, FileTelemetry, MemoryTelemetry,
+    NoTelemetry, RetryOutcome, TelemetrySink,
+};

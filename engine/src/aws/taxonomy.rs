@@ -1,0 +1,237 @@
+//! The error taxonomy: is a failed attempt throttled, transient or fatal?
+//!
+//! The answer decides everything downstream: whether the retry owner tries again, which
+//! backoff base it uses, and what feedback the key's admission state receives (a throttle
+//! or transient failure deepens the key's penalty; a fatal answer says nothing about
+//! capacity). Classification runs in a fixed order (DESIGN §6, seed 004):
+//!
+//! 1. **error code** first: a throttling code is throttling whatever the status, so a
+//!    `SlowDown` on a 503 is throttling, not a transient 5xx. `LimitExceededException` is
+//!    throttling only when its message speaks of rate (otherwise it is a resource limit,
+//!    such as "too many keys", which no retry fixes);
+//! 2. then the **HTTP status**: 429 is throttling; 408, 500, 502, 503 and 504 are
+//!    transient; any other status with an error is fatal;
+//! 3. then, with no response at all, the **kind of failure**: timeouts and I/O or dispatch
+//!    failures are transient; failures to build the request are fatal.
+
+/// What a failed attempt means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// The service asked us to slow down: retry after backoff, deepen the key's penalty.
+    Throttled,
+    /// A failure that a later attempt may not see (5xx, timeout, reset): retry after
+    /// backoff; it also counts as pressure on the key.
+    Transient,
+    /// An answer no retry changes (access denied, validation, missing configuration).
+    Fatal,
+}
+
+impl ErrorClass {
+    /// Whether the retry owner may try again.
+    pub fn is_retryable(self) -> bool {
+        !matches!(self, ErrorClass::Fatal)
+    }
+}
+
+/// Error codes that always mean "slow down", on any status.
+pub const THROTTLING_CODES: &[&str] = &[
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "RequestThrottledException",
+    "RequestThrottled",
+    "TooManyRequestsException",
+    "ProvisionedThroughputExceededException",
+    "TransactionInProgressException",
+    "RequestLimitExceeded",
+    "BandwidthLimitExceeded",
+    "SlowDown",
+    "PriorRequestNotComplete",
+    "EC2ThrottledException",
+    "RequestLimitExceededException",
+    "ThrottlingError",
+];
+
+/// Error codes that mean a transient server-side failure, whatever the status says.
+pub const TRANSIENT_CODES: &[&str] = &[
+    "RequestTimeout",
+    "RequestTimeoutException",
+    "InternalError",
+    "InternalFailure",
+    "InternalServerError",
+    "InternalServerException",
+    "ServiceUnavailable",
+    "ServiceUnavailableException",
+    "IDPCommunicationError",
+];
+
+/// The code that is throttling only when its message speaks of rate.
+pub const LIMIT_EXCEEDED: &str = "LimitExceededException";
+
+/// Statuses that mean a transient failure when no code says otherwise.
+pub const TRANSIENT_STATUSES: &[u16] = &[408, 500, 502, 503, 504];
+
+/// HTTP 429 Too Many Requests.
+pub const TOO_MANY_REQUESTS: u16 = 429;
+
+/// What went wrong when there is no (parseable) HTTP answer to go by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The service answered with an error (code and status describe it).
+    Response,
+    /// The attempt or connection timed out.
+    Timeout,
+    /// Connecting, TLS or I/O failed, or the connector gave up for another reason.
+    Dispatch,
+    /// The request could not be built (serialization, endpoint, invalid input).
+    Construction,
+}
+
+/// The facts one classification looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure<'a> {
+    /// The service's error code (`ThrottlingException`, `AccessDenied`, ...).
+    pub code: Option<&'a str>,
+    /// The service's error message.
+    pub message: Option<&'a str>,
+    /// The HTTP status, when a response arrived.
+    pub status: Option<u16>,
+    /// What kind of failure it was.
+    pub kind: FailureKind,
+}
+
+/// Classify one failed attempt: code, then status, then kind.
+pub fn classify(failure: &Failure<'_>) -> ErrorClass {
+    if let Some(code) = failure.code {
+        if THROTTLING_CODES.contains(&code) {
+            return ErrorClass::Throttled;
+        }
+        if code == LIMIT_EXCEEDED {
+            return if speaks_of_rate(failure.message.unwrap_or_default()) {
+                ErrorClass::Throttled
+            } else {
+                ErrorClass::Fatal
+            };
+        }
+        if TRANSIENT_CODES.contains(&code) {
+            return ErrorClass::Transient;
+        }
+    }
+    if let Some(status) = failure.status {
+        if status == TOO_MANY_REQUESTS {
+            return ErrorClass::Throttled;
+        }
+        if TRANSIENT_STATUSES.contains(&status) {
+            return ErrorClass::Transient;
+        }
+        if status >= 400 {
+            return ErrorClass::Fatal;
+        }
+    }
+    match failure.kind {
+        FailureKind::Timeout | FailureKind::Dispatch => ErrorClass::Transient,
+        // An error answer with neither a known code nor an error status (e.g. an
+        // unparseable 200) is not something a retry is known to fix.
+        FailureKind::Response | FailureKind::Construction => ErrorClass::Fatal,
+    }
+}
+
+/// Whether a `LimitExceededException` message is about request rate rather than a
+/// resource count ("Rate exceeded", "request rate", "throttled", "too many requests").
+fn speaks_of_rate(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    ["rate", "throttl", "too many requests", "slow down"]
+        .iter()
+        .any(|needle| m.contains(needle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ErrorClass::*;
+    use FailureKind::*;
+
+    fn case(
+        code: Option<&str>,
+        message: Option<&str>,
+        status: Option<u16>,
+        kind: FailureKind,
+    ) -> ErrorClass {
+        classify(&Failure {
+            code,
+            message,
+            status,
+            kind,
+        })
+    }
+
+    #[test]
+    fn table() {
+        #[rustfmt::skip]
+        let table: &[(Option<&str>, Option<&str>, Option<u16>, FailureKind, ErrorClass)] = &[
+            // throttling codes, on 400, 429 and 5xx alike
+            (Some("Throttling"), None, Some(400), Response, Throttled),
+            (Some("ThrottlingException"), None, Some(400), Response, Throttled),
+            (Some("ThrottledException"), None, Some(429), Response, Throttled),
+            (Some("RequestLimitExceeded"), None, Some(503), Response, Throttled),
+            (Some("TooManyRequestsException"), None, Some(429), Response, Throttled),
+            (Some("ProvisionedThroughputExceededException"), None, Some(400), Response, Throttled),
+            (Some("RequestThrottled"), None, Some(400), Response, Throttled),
+            (Some("RequestThrottledException"), None, Some(400), Response, Throttled),
+            (Some("SlowDown"), None, Some(503), Response, Throttled),
+            (Some("PriorRequestNotComplete"), None, Some(400), Response, Throttled),
+            (Some("BandwidthLimitExceeded"), None, Some(400), Response, Throttled),
+            (Some("EC2ThrottledException"), None, Some(400), Response, Throttled),
+            (Some("TransactionInProgressException"), None, Some(400), Response, Throttled),
+            // a throttling code on a 5xx is throttling, not transient
+            (Some("ThrottlingException"), None, Some(500), Response, Throttled),
+            // LimitExceededException: rate → throttled, resource count → fatal
+            (Some("LimitExceededException"), Some("Rate exceeded"), Some(400), Response, Throttled),
+            (Some("LimitExceededException"), Some("Request RATE is too high"), Some(400), Response, Throttled),
+            (Some("LimitExceededException"), Some("Too many requests"), Some(400), Response, Throttled),
+            (Some("LimitExceededException"), Some("Maximum number of keys reached"), Some(400), Response, Fatal),
+            (Some("LimitExceededException"), None, Some(400), Response, Fatal),
+            // transient codes, and status when the code is unknown
+            (Some("InternalError"), None, Some(500), Response, Transient),
+            (Some("RequestTimeout"), None, Some(400), Response, Transient),
+            (Some("ServiceUnavailable"), None, Some(503), Response, Transient),
+            (Some("SomethingNew"), None, Some(502), Response, Transient),
+            (None, None, Some(500), Response, Transient),
+            (None, None, Some(502), Response, Transient),
+            (None, None, Some(503), Response, Transient),
+            (None, None, Some(504), Response, Transient),
+            (None, None, Some(408), Response, Transient),
+            (None, None, Some(429), Response, Throttled),
+            (Some("SomethingNew"), None, Some(429), Response, Throttled),
+            // fatal answers
+            (Some("AccessDenied"), None, Some(403), Response, Fatal),
+            (Some("AccessDeniedException"), None, Some(400), Response, Fatal),
+            (Some("NoSuchLifecycleConfiguration"), None, Some(404), Response, Fatal),
+            (Some("ValidationException"), None, Some(400), Response, Fatal),
+            (Some("InvalidParameterValue"), None, Some(400), Response, Fatal),
+            (None, None, Some(404), Response, Fatal),
+            (None, None, Some(501), Response, Fatal),
+            // no response: by kind
+            (None, None, None, Timeout, Transient),
+            (None, None, None, Dispatch, Transient),
+            (None, None, None, Construction, Fatal),
+            (None, None, None, Response, Fatal),
+            (None, None, Some(200), Response, Fatal),
+        ];
+        for (i, (code, message, status, kind, want)) in table.iter().enumerate() {
+            assert_eq!(
+                case(*code, *message, *status, *kind),
+                *want,
+                "row {i}: {code:?} {message:?} {status:?} {kind:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_fatal_is_not_retryable() {
+        assert!(Throttled.is_retryable());
+        assert!(Transient.is_retryable());
+        assert!(!Fatal.is_retryable());
+    }
+}
