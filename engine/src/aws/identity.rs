@@ -24,7 +24,7 @@ use tollgate_storage::MemoryStore;
 
 use crate::aws::backoff::{random_unit, RetrySettings};
 use crate::aws::error::{CallError, CallErrorKind};
-use crate::aws::retry::describe;
+use crate::aws::sdk_error::describe;
 use crate::aws::telemetry::{
     emit, AttemptEvent, AttemptOutcome, Attribution, RetryOutcome, TelemetrySink,
 };

@@ -12,6 +12,7 @@
 //! - [`gated`]: `GatedHttpClient`, the connector that awaits admission; the 4-minute
 //!   signed-request bound.
 //! - [`retry`]: the retry owner: one call's reservation, attempts and feedback.
+//! - `sdk_error`: what a failed SDK call says (code, message, status), classified.
 //! - [`backoff`]: `RetrySettings`, full-jitter backoff, `Retry-After` parsing.
 //! - [`taxonomy`]: throttled / transient / fatal, from code, then status, then kind.
 //! - [`error`]: `CallError` and its `CallErrorKind`.
@@ -27,6 +28,7 @@ pub mod error;
 pub mod gated;
 pub mod identity;
 pub(crate) mod retry;
+mod sdk_error;
 pub mod taxonomy;
 pub mod telemetry;
 

@@ -26,11 +26,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_credential_types::provider::error::CredentialsError;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
-use aws_smithy_types::retry::ErrorKind as SmithyErrorKind;
 use tokio::time::{sleep, sleep_until, Instant};
 use tollgate_actors::{AdmissionError, ReservationGuard, WaitOptions};
 use tollgate_quota::{Outcome, QuotaKey, Refusal};
@@ -39,32 +37,11 @@ use crate::aws::backoff::random_unit;
 use crate::aws::call::{CallContext, GateInner};
 use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::gated::{AttemptPlan, AttemptRecord, GatedHttpClient};
-use crate::aws::taxonomy::{classify, ErrorClass, Failure, FailureKind};
+use crate::aws::sdk_error::{describe, FailureFacts};
+use crate::aws::taxonomy::ErrorClass;
 use crate::aws::telemetry::{
     emit, AttemptEvent, AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome,
 };
-
-/// A failed preparation, described without its payload.
-#[derive(Debug, Clone)]
-pub(crate) struct FailureFacts {
-    pub class: ErrorClass,
-    pub code: Option<String>,
-    pub message: String,
-    pub status: Option<u16>,
-}
-
-impl FailureFacts {
-    fn into_error(self, kind: CallErrorKind, operation: &str, attempts: u32) -> CallError {
-        CallError {
-            kind,
-            operation: operation.to_owned(),
-            code: self.code,
-            message: self.message,
-            status: self.status,
-            attempts,
-        }
-    }
-}
 
 fn kind_of(class: ErrorClass) -> CallErrorKind {
     match class {
@@ -80,88 +57,6 @@ fn outcome_of(class: ErrorClass) -> (Outcome, AttemptOutcome) {
         ErrorClass::Transient => (Outcome::Transient, AttemptOutcome::Transient),
         ErrorClass::Fatal => (Outcome::Fatal, AttemptOutcome::Fatal),
     }
-}
-
-/// Describe and classify an SDK error. `dispatched` says whether the request reached the
-/// transport: before that, only credential timeouts and I/O are worth another try.
-pub(crate) fn describe<E>(err: &SdkError<E, HttpResponse>, dispatched: bool) -> FailureFacts
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-{
-    let status = err.raw_response().map(|r| r.status().as_u16());
-    let (kind, code, message) = match err {
-        SdkError::ServiceError(se) => (
-            FailureKind::Response,
-            se.err().code().map(str::to_owned),
-            se.err().message().unwrap_or_default().to_owned(),
-        ),
-        SdkError::ResponseError(_) => (
-            FailureKind::Response,
-            None,
-            "the response could not be read".to_owned(),
-        ),
-        SdkError::TimeoutError(_) => (FailureKind::Timeout, None, "timed out".to_owned()),
-        SdkError::DispatchFailure(d) => {
-            let kind = if d.is_timeout() {
-                FailureKind::Timeout
-            } else if d.is_io() {
-                FailureKind::Dispatch
-            } else if d.is_user() || d.as_other() == Some(SmithyErrorKind::ClientError) {
-                FailureKind::Construction
-            } else if !dispatched {
-                // Credential resolution and other preparation failures surface here.
-                credentials_failure(err).unwrap_or(FailureKind::Construction)
-            } else {
-                FailureKind::Dispatch
-            };
-            (kind, None, error_chain(err))
-        }
-        SdkError::ConstructionFailure(_) => (FailureKind::Construction, None, error_chain(err)),
-        _ => (FailureKind::Construction, None, error_chain(err)),
-    };
-    let class = classify(&Failure {
-        code: code.as_deref(),
-        message: Some(&message),
-        status,
-        kind,
-    });
-    FailureFacts {
-        class,
-        code,
-        message,
-        status,
-    }
-}
-
-/// A credentials error in `err`'s source chain: timeouts and provider failures are worth
-/// retrying; missing or invalid configuration is not.
-fn credentials_failure(err: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
-    let mut source = err.source();
-    while let Some(e) = source {
-        if let Some(c) = e.downcast_ref::<CredentialsError>() {
-            return Some(match c {
-                CredentialsError::ProviderTimedOut(_) => FailureKind::Timeout,
-                CredentialsError::ProviderError(_) => FailureKind::Dispatch,
-                _ => FailureKind::Construction,
-            });
-        }
-        source = e.source();
-    }
-    None
-}
-
-/// The error and its sources, joined: enough to act on, no payloads.
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![err.to_string()];
-    let mut source = err.source();
-    while let Some(e) = source {
-        let text = e.to_string();
-        if parts.last() != Some(&text) {
-            parts.push(text);
-        }
-        source = e.source();
-    }
-    parts.join(": ")
 }
 
 /// Builds one call's telemetry events.

@@ -1,0 +1,737 @@
+//! The gated AWS call path over a fake transport, in paused time inside an actix system:
+//! a real STS client signs real requests with static test credentials, and a scripted
+//! connector answers them. Admission runs in quota actors over a `MemoryStore`.
+
+use std::collections::VecDeque;
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_sts::config::retry::RetryConfig;
+use aws_sdk_sts::config::{BehaviorVersion, Credentials, Region, StalledStreamProtectionConfig};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_runtime_api::http::StatusCode;
+use aws_smithy_types::body::SdkBody;
+use aws_smithy_types::config_bag::ConfigBag;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tollgate_actors::{start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock};
+use tollgate_engine::aws::identity::resolve_identity;
+use tollgate_engine::aws::{
+    gated_timeouts, AttemptEvent, AttemptOutcome, AwsGate, CallContext, CallErrorKind,
+    CallerIdentity, ClockTimeSource, Jitter, MemoryTelemetry, RetryOutcome, RetrySettings, ScanId,
+    UngatedRefusal,
+};
+use tollgate_quota::key::{AccountId, RunId};
+use tollgate_quota::{Owner, Partition, PolicyTable, Timestamp};
+use tollgate_storage::MemoryStore;
+
+const START: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+const REGION: &str = "us-east-1";
+
+// ---------------------------------------------------------------- the fake transport
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+enum Reply {
+    Identity,
+    Error {
+        status: u16,
+        code: &'static str,
+        retry_after: Option<&'static str>,
+    },
+    /// Never answers (a request in flight until aborted).
+    Hang,
+}
+
+fn throttle() -> Reply {
+    Reply::Error {
+        status: 400,
+        code: "Throttling",
+        retry_after: None,
+    }
+}
+
+/// What the transport saw.
+#[derive(Debug, Clone)]
+struct Seen {
+    at: Instant,
+}
+
+#[derive(Debug, Clone)]
+struct FakeAws {
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    otherwise: Reply,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl FakeAws {
+    fn new(script: impl IntoIterator<Item = Reply>, otherwise: Reply) -> Self {
+        FakeAws {
+            script: Arc::new(Mutex::new(script.into_iter().collect())),
+            otherwise,
+            seen: Arc::default(),
+        }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn client(&self) -> SharedHttpClient {
+        SharedHttpClient::new(self.clone())
+    }
+}
+
+fn response(reply: &Reply) -> HttpResponse {
+    let (status, body, retry_after) = match reply {
+        Reply::Identity => (
+            200,
+            r#"<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <GetCallerIdentityResult>
+    <Arn>arn:aws-us-gov:iam::123456789012:user/alice</Arn>
+    <UserId>AIDATEST</UserId>
+    <Account>123456789012</Account>
+  </GetCallerIdentityResult>
+  <ResponseMetadata><RequestId>req-1</RequestId></ResponseMetadata>
+</GetCallerIdentityResponse>"#
+                .to_owned(),
+            None,
+        ),
+        Reply::Error {
+            status,
+            code,
+            retry_after,
+        } => (
+            *status,
+            format!(
+                r#"<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <Error><Type>Sender</Type><Code>{code}</Code><Message>scripted {code}</Message></Error>
+  <RequestId>req-2</RequestId>
+</ErrorResponse>"#
+            ),
+            *retry_after,
+        ),
+        Reply::Hang => unreachable!(),
+    };
+    let mut response =
+        HttpResponse::new(StatusCode::try_from(status).unwrap(), SdkBody::from(body));
+    response.headers_mut().insert("content-type", "text/xml");
+    if let Some(value) = retry_after {
+        response.headers_mut().insert("retry-after", value);
+    }
+    response
+}
+
+impl HttpClient for FakeAws {
+    fn http_connector(
+        &self,
+        _settings: &HttpConnectorSettings,
+        _components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(self.clone())
+    }
+}
+
+impl HttpConnector for FakeAws {
+    fn call(&self, _request: HttpRequest) -> HttpConnectorFuture {
+        self.seen.lock().unwrap().push(Seen { at: Instant::now() });
+        let reply = self
+            .script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| self.otherwise.clone());
+        match reply {
+            Reply::Hang => HttpConnectorFuture::new(std::future::pending()),
+            reply => HttpConnectorFuture::ready(Ok(response(&reply))),
+        }
+    }
+}
+
+/// Records each preparation's signature, as the SDK hands the signed request over.
+#[derive(Debug, Clone, Default)]
+struct Signatures(Arc<Mutex<Vec<(String, String)>>>);
+
+impl Intercept for Signatures {
+    fn name(&self) -> &'static str {
+        "Signatures"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let headers = context.request().headers();
+        let get = |name| headers.get(name).unwrap_or_default().to_owned();
+        self.0
+            .lock()
+            .unwrap()
+            .push((get("authorization"), get("x-amz-date")));
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- the harness
+
+fn paused_system() -> actix::SystemRunner {
+    actix::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .expect("a paused tokio runtime")
+    })
+}
+
+fn admission(clock: Arc<TokioClock>) -> AdmissionHandle {
+    let config = RuntimeConfig {
+        store: Arc::new(MemoryStore::new()),
+        owner: Owner {
+            pid: std::process::id(),
+            generation: 1,
+        },
+        pid_alive: Arc::new(|_| true),
+        evict_after: Duration::from_secs(3_600),
+    };
+    start_in_current_system(config, clock)
+}
+
+fn sts_client(clock: Arc<TokioClock>, signatures: Option<Signatures>) -> aws_sdk_sts::Client {
+    let mut config = aws_sdk_sts::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .credentials_provider(Credentials::new(
+            "AKIDTEST",
+            "test-secret",
+            None,
+            None,
+            "test",
+        ))
+        .http_client(UngatedRefusal)
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(gated_timeouts())
+        .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
+        .time_source(ClockTimeSource(clock));
+    if let Some(signatures) = signatures {
+        config = config.interceptor(signatures);
+    }
+    aws_sdk_sts::Client::from_conf(config.build())
+}
+
+/// Policy overrides for `sts:GetCallerIdentity`.
+fn policies(json: &str) -> PolicyTable {
+    PolicyTable::with_overrides(json, "test").unwrap()
+}
+
+fn identity() -> CallerIdentity {
+    CallerIdentity::resolved(
+        Partition::aws(),
+        AccountId::new("123456789012").unwrap(),
+        None,
+    )
+}
+
+struct Harness {
+    gate: AwsGate,
+    client: aws_sdk_sts::Client,
+    fake: FakeAws,
+    telemetry: MemoryTelemetry,
+    handle: AdmissionHandle,
+    clock: Arc<TokioClock>,
+}
+
+fn harness(fake: FakeAws, policies: PolicyTable, signatures: Option<Signatures>) -> Harness {
+    let clock = Arc::new(TokioClock::starting_at(START));
+    let handle = admission(clock.clone());
+    let telemetry = MemoryTelemetry::new();
+    let gate = AwsGate::new(handle.clone(), policies, &identity(), fake.client())
+        .with_retry(RetrySettings {
+            jitter: Jitter::None,
+            ..RetrySettings::default()
+        })
+        .with_telemetry(Arc::new(telemetry.clone()));
+    Harness {
+        gate,
+        client: sts_client(clock.clone(), signatures),
+        fake,
+        telemetry,
+        handle,
+        clock,
+    }
+}
+
+fn context(cancel: CancellationToken) -> CallContext {
+    CallContext {
+        scan_id: ScanId(7),
+        collector: "test-collector",
+        datasets: vec!["identity".into()],
+        deadline: Instant::now() + Duration::from_secs(3_600),
+        cancel,
+    }
+}
+
+impl Harness {
+    async fn call(&self, ctx: &CallContext) -> Result<String, tollgate_engine::aws::CallError> {
+        let client = self.client.clone();
+        self.gate
+            .call(ctx, "sts", "GetCallerIdentity", Some(REGION), move |http| {
+                client
+                    .get_caller_identity()
+                    .customize()
+                    .config_override(aws_sdk_sts::Config::builder().http_client(http))
+                    .send()
+            })
+            .await
+            .map(|out| out.account().unwrap_or_default().to_owned())
+    }
+
+    async fn retry_units(&self) -> u32 {
+        let status = self.handle.status().await.unwrap();
+        status[0].state.retry_units
+    }
+
+    async fn reservations(&self) -> usize {
+        let status = self.handle.status().await.unwrap();
+        status[0].state.reservations
+    }
+
+    fn dispatch_offsets(&self, from: Instant) -> Vec<Duration> {
+        self.fake.seen().iter().map(|s| s.at - from).collect()
+    }
+
+    fn events(&self) -> Vec<AttemptEvent> {
+        self.telemetry.events()
+    }
+}
+
+// ---------------------------------------------------------------- (a) throttle, throttle, success
+
+#[test]
+fn throttled_twice_then_success_spends_two_units_and_refunds_one() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([throttle(), throttle(), Reply::Identity], Reply::Identity);
+        let h = harness(fake, PolicyTable::defaults(), None);
+        let start = Instant::now();
+        let account = h.call(&context(CancellationToken::new())).await.unwrap();
+        assert_eq!(account, "123456789012");
+
+        let at = h.dispatch_offsets(start);
+        assert_eq!(at.len(), 3, "three physical attempts");
+        // Jitter::None: backoff 1 s after the first throttle, 2 s after the second.
+        assert!(at[1] - at[0] >= Duration::from_secs(1), "{at:?}");
+        assert!(at[2] - at[1] >= Duration::from_secs(2), "{at:?}");
+        // 20 - 2 spent + 1 refunded by the success.
+        assert_eq!(h.retry_units().await, 19);
+        assert_eq!(h.reservations().await, 0, "the reservation was released");
+
+        let events = h.events();
+        let outcomes: Vec<_> = events
+            .iter()
+            .map(|e| (e.attempt, e.outcome, e.retry_outcome))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                (1, AttemptOutcome::Throttle, RetryOutcome::Retry),
+                (2, AttemptOutcome::Throttle, RetryOutcome::Retry),
+                (3, AttemptOutcome::Success, RetryOutcome::Done),
+            ]
+        );
+        let last = events.last().unwrap();
+        assert_eq!(
+            last.quota.as_deref(),
+            Some("aws/123456789012/us-east-1/sts:GetCallerIdentity")
+        );
+        assert_eq!(last.retry_count, 2);
+        assert!(last.dispatched);
+        assert_eq!(last.status_code, Some(200));
+        assert_eq!(last.attribution.dataset.as_deref(), Some("identity"));
+        assert_eq!(last.attribution.scan_id, "scan-0000000000000007");
+        assert_eq!(events[0].error_code.as_deref(), Some("Throttling"));
+        assert_eq!(
+            last.cleanup_outcome,
+            Some(tollgate_engine::aws::CleanupOutcome::Released)
+        );
+        assert_eq!(
+            h.clock.now_ms() - START.as_micros() / 1_000,
+            at[2].as_millis() as u64,
+            "the call ended at its last dispatch"
+        );
+    });
+}
+
+trait NowMs {
+    fn now_ms(&self) -> u64;
+}
+
+impl NowMs for TokioClock {
+    fn now_ms(&self) -> u64 {
+        tollgate_quota::Clock::now(self).as_micros() / 1_000
+    }
+}
+
+// ---------------------------------------------------------------- (b) Retry-After
+
+#[test]
+fn retry_after_is_a_floor_for_the_backoff() {
+    paused_system().block_on(async {
+        let slow_down = Reply::Error {
+            status: 503,
+            code: "SlowDown",
+            retry_after: Some("7"),
+        };
+        let fake = FakeAws::new([slow_down], Reply::Identity);
+        let h = harness(fake, PolicyTable::defaults(), None);
+        let start = Instant::now();
+        h.call(&context(CancellationToken::new())).await.unwrap();
+        let at = h.dispatch_offsets(start);
+        assert_eq!(at.len(), 2);
+        assert!(
+            at[1] - at[0] >= Duration::from_secs(7),
+            "the retry went out after {:?}",
+            at[1] - at[0]
+        );
+        assert_eq!(
+            h.events()[0].outcome,
+            AttemptOutcome::Throttle,
+            "SlowDown on a 503 is throttling"
+        );
+    });
+}
+
+// ---------------------------------------------------------------- (c) 4-minute signature bound
+
+#[test]
+fn a_wait_past_four_minutes_reprepares_with_a_fresh_signature() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([], Reply::Identity);
+        let signatures = Signatures::default();
+        // One request per 300 s: the second call waits 300 s for admission.
+        let table = policies(
+            r#"{"sts:GetCallerIdentity":{"ratePerSecond":0.0033333333333333335,"burst":1}}"#,
+        );
+        let h = harness(fake, table, Some(signatures.clone()));
+        let ctx = context(CancellationToken::new());
+        let start = Instant::now();
+        h.call(&ctx).await.unwrap();
+        h.call(&ctx).await.unwrap();
+
+        let at = h.dispatch_offsets(start);
+        assert_eq!(at.len(), 2, "re-preparation sends nothing");
+        assert!(at[1] >= Duration::from_secs(299), "{at:?}");
+
+        let events = h.events();
+        let second: Vec<_> = events[1..]
+            .iter()
+            .map(|e| (e.attempt, e.preparation_count, e.outcome, e.dispatched))
+            .collect();
+        assert_eq!(
+            second,
+            [
+                (1, 1, AttemptOutcome::Reprepare, false),
+                (1, 2, AttemptOutcome::Success, true),
+            ],
+            "the refresh neither counts an attempt nor sends"
+        );
+        assert!(events[1].queue_duration_ms >= 240_000);
+
+        let signatures = signatures.0.lock().unwrap().clone();
+        assert_eq!(signatures.len(), 3, "three preparations: {signatures:?}");
+        let (first_auth, first_date) = &signatures[1];
+        let (fresh_auth, fresh_date) = &signatures[2];
+        assert_ne!(first_date, fresh_date, "X-Amz-Date moved on");
+        assert_ne!(first_auth, fresh_auth, "a fresh signature");
+        assert_eq!(h.retry_units().await, 20, "no retry unit spent");
+    });
+}
+
+// ---------------------------------------------------------------- (d) cancellation
+
+#[test]
+fn cancellation_while_queued_dispatches_nothing() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([], Reply::Identity);
+        let table = policies(r#"{"sts:GetCallerIdentity":{"ratePerSecond":0.01,"burst":1}}"#);
+        let h = Arc::new(harness(fake, table, None));
+        let cancel = CancellationToken::new();
+        let ctx = context(cancel.clone());
+        h.call(&ctx).await.unwrap();
+        let queued = {
+            let h = h.clone();
+            let ctx = ctx.clone();
+            actix::spawn(async move { h.call(&ctx).await })
+        };
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        cancel.cancel();
+        let err = queued.await.unwrap().unwrap_err();
+        assert_eq!(err.kind(), CallErrorKind::Cancelled);
+        assert_eq!(err.attempts(), 0);
+        // Long after, still nothing more went out.
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        assert_eq!(h.fake.seen().len(), 1);
+        let last = h.events().last().cloned().unwrap();
+        assert_eq!(
+            (last.outcome, last.dispatched, last.transport_duration_ms),
+            (AttemptOutcome::Cancelled, false, 0)
+        );
+        assert_eq!(h.reservations().await, 0);
+    });
+}
+
+#[test]
+fn cancellation_in_flight_aborts_the_request_and_releases_the_slot() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([Reply::Hang], Reply::Identity);
+        let h = Arc::new(harness(fake, PolicyTable::defaults(), None));
+        let cancel = CancellationToken::new();
+        let ctx = context(cancel.clone());
+        let call = {
+            let h = h.clone();
+            actix::spawn(async move { h.call(&ctx).await })
+        };
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(h.fake.seen().len(), 1, "in flight");
+        cancel.cancel();
+        let err = call.await.unwrap().unwrap_err();
+        assert_eq!((err.kind(), err.attempts()), (CallErrorKind::Cancelled, 1));
+        let last = h.events().last().cloned().unwrap();
+        assert_eq!(
+            (last.outcome, last.dispatched),
+            (AttemptOutcome::Cancelled, true)
+        );
+        assert!(last.transport_duration_ms >= 5_000);
+        assert_eq!(h.reservations().await, 0);
+        assert_eq!(
+            h.retry_units().await,
+            20,
+            "an aborted request is no feedback"
+        );
+    });
+}
+
+// ---------------------------------------------------------------- (e) fatal
+
+#[test]
+fn access_denied_is_fatal_after_one_attempt() {
+    paused_system().block_on(async {
+        let denied = Reply::Error {
+            status: 403,
+            code: "AccessDenied",
+            retry_after: None,
+        };
+        let fake = FakeAws::new([], denied);
+        let h = harness(fake, PolicyTable::defaults(), None);
+        let err = h
+            .call(&context(CancellationToken::new()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), CallErrorKind::Fatal);
+        assert_eq!(
+            (err.code(), err.status(), err.attempts()),
+            (Some("AccessDenied"), Some(403), 1)
+        );
+        assert!(err.is_access_denied());
+        assert_eq!(h.fake.seen().len(), 1);
+        assert_eq!(h.retry_units().await, 20);
+        let last = h.events().last().cloned().unwrap();
+        assert_eq!(
+            (last.outcome, last.retry_outcome),
+            (AttemptOutcome::Fatal, RetryOutcome::NotRetryable)
+        );
+    });
+}
+
+// ---------------------------------------------------------------- (f) limits
+
+#[test]
+fn at_most_six_physical_attempts() {
+    paused_system().block_on(async {
+        let unavailable = Reply::Error {
+            status: 503,
+            code: "ServiceUnavailable",
+            retry_after: None,
+        };
+        let fake = FakeAws::new([], unavailable);
+        let h = harness(fake, PolicyTable::defaults(), None);
+        let err = h
+            .call(&context(CancellationToken::new()))
+            .await
+            .unwrap_err();
+        assert_eq!((err.kind(), err.attempts()), (CallErrorKind::Transient, 6));
+        assert_eq!(h.fake.seen().len(), 6);
+        assert_eq!(h.retry_units().await, 15, "five retries spent");
+        let last = h.events().last().cloned().unwrap();
+        assert_eq!(last.retry_outcome, RetryOutcome::AttemptsExhausted);
+    });
+}
+
+#[test]
+fn max_attempts_is_configurable() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([], throttle());
+        let mut h = harness(fake, PolicyTable::defaults(), None);
+        h.gate = h.gate.clone().with_retry(RetrySettings {
+            max_attempts: NonZeroU32::new(2).unwrap(),
+            jitter: Jitter::None,
+            ..RetrySettings::default()
+        });
+        let err = h
+            .call(&context(CancellationToken::new()))
+            .await
+            .unwrap_err();
+        assert_eq!((err.kind(), err.attempts()), (CallErrorKind::Throttled, 2));
+    });
+}
+
+#[test]
+fn an_empty_retry_allowance_stops_retries_with_the_last_error() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([], throttle());
+        let table = policies(r#"{"sts:GetCallerIdentity":{"retryCapacity":2}}"#);
+        let h = harness(fake, table, None);
+        let err = h
+            .call(&context(CancellationToken::new()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), CallErrorKind::RetryAllowanceExhausted);
+        assert_eq!((err.code(), err.attempts()), (Some("Throttling"), 3));
+        assert_eq!(h.fake.seen().len(), 3, "1 first attempt + 2 retries");
+        let last = h.events().last().cloned().unwrap();
+        assert_eq!(
+            (last.outcome, last.dispatched),
+            (AttemptOutcome::Exhausted, false)
+        );
+        // A first attempt still goes out with the allowance empty.
+        let err = h
+            .call(&context(CancellationToken::new()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), CallErrorKind::RetryAllowanceExhausted);
+        assert_eq!(h.fake.seen().len(), 4);
+    });
+}
+
+// ---------------------------------------------------------------- ungated use
+
+#[test]
+fn a_client_used_without_the_gate_sends_nothing() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([], Reply::Identity);
+        let h = harness(fake, PolicyTable::defaults(), None);
+        let err = h.client.get_caller_identity().send().await.unwrap_err();
+        let text = format!(
+            "{}",
+            aws_smithy_types::error::display::DisplayErrorContext(&err)
+        );
+        assert!(text.contains("AwsGate::call"), "{text}");
+        assert!(h.fake.seen().is_empty());
+    });
+}
+
+// ---------------------------------------------------------------- (g) identity
+
+#[test]
+fn identity_resolves_account_and_partition_from_the_arn() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([throttle()], Reply::Identity);
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let client = sts_client(clock, None);
+        let telemetry = MemoryTelemetry::new();
+        let id = resolve_identity(
+            &client,
+            &fake.client(),
+            RunId::new("run-1").unwrap(),
+            &CancellationToken::new(),
+            Instant::now() + Duration::from_secs(60),
+            &telemetry,
+        )
+        .await
+        .unwrap();
+        assert!(id.is_resolved());
+        assert_eq!(id.account.to_string(), "123456789012");
+        assert_eq!(id.partition.as_str(), "aws-us-gov");
+        assert_eq!(fake.seen().len(), 2, "one throttle, one retry");
+        assert!(telemetry.events().iter().all(|e| e.quota.is_none()));
+    });
+}
+
+#[test]
+fn identity_failure_falls_back_to_an_unresolved_run_scope() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new(
+            [],
+            Reply::Error {
+                status: 500,
+                code: "InternalFailure",
+                retry_after: None,
+            },
+        );
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let client = sts_client(clock, None);
+        let id = resolve_identity(
+            &client,
+            &fake.client(),
+            RunId::new("run-42").unwrap(),
+            &CancellationToken::new(),
+            Instant::now() + Duration::from_secs(60),
+            &MemoryTelemetry::new(),
+        )
+        .await
+        .unwrap();
+        assert!(!id.is_resolved());
+        assert_eq!(id.account.to_string(), "unresolved:run-42");
+        assert_eq!(fake.seen().len(), 3, "its own budget: at most 3 attempts");
+        assert!(id.unresolved_reason.unwrap().contains("InternalFailure"));
+
+        // The gate then keys quotas by the run scope.
+        let handle = admission(Arc::new(TokioClock::starting_at(START)));
+        let gate = AwsGate::new(
+            handle,
+            PolicyTable::defaults(),
+            &CallerIdentity::unresolved(RunId::new("run-42").unwrap(), Some(REGION), "x"),
+            fake.client(),
+        );
+        let key = gate.quota_key("s3", "ListBuckets", Some(REGION)).unwrap();
+        assert!(
+            key.to_string().starts_with("aws/unresolved:run-42/"),
+            "{key}"
+        );
+    });
+}
+
+#[test]
+fn identity_cancellation_is_an_error_not_a_fallback() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([Reply::Hang], Reply::Identity);
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let client = sts_client(clock, None);
+        let cancel = CancellationToken::new();
+        let cancel_soon = cancel.clone();
+        actix::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            cancel_soon.cancel();
+        });
+        let err = resolve_identity(
+            &client,
+            &fake.client(),
+            RunId::new("run-3").unwrap(),
+            &cancel,
+            Instant::now() + Duration::from_secs(60),
+            &MemoryTelemetry::new(),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.kind(), CallErrorKind::Cancelled);
+    });
+}
