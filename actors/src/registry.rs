@@ -6,7 +6,7 @@
 //! be read or decoded makes that key fail closed with an actionable error; the registry
 //! never replaces unreadable state with a fresh bucket.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use actix::fut::wrap_future;
@@ -29,6 +29,8 @@ pub struct Registry {
     actors: HashMap<String, Addr<QuotaActor>>,
     deps: ActorDeps,
     evict_after: Duration,
+    /// Keys this runtime has loaded: their records were written by this runtime since.
+    loaded: HashSet<String>,
 }
 
 impl Registry {
@@ -38,6 +40,7 @@ impl Registry {
             actors: HashMap::new(),
             deps,
             evict_after,
+            loaded: HashSet::new(),
         }
     }
 
@@ -58,13 +61,22 @@ impl Registry {
         QuotaState::from_record(fresh.to_record(false), now, &|_| true).0
     }
 
-    fn spawn_actor(&self, key: &str, policy: Policy) -> Addr<QuotaActor> {
+    fn spawn_actor(&mut self, key: &str, policy: Policy) -> Addr<QuotaActor> {
         let now = self.deps.clock.now();
         let pid_alive = self.deps.pid_alive.clone();
+        // After an unclean takeover, a graceful record left by an earlier coordinator is
+        // stale: the coordinator that crashed may have loaded it and admitted more before
+        // its own (durable-only) record reached the store. Trust only the durable part the
+        // first time this runtime loads each key.
+        let distrust_live =
+            self.deps.unclean_takeover_at.is_some() && self.loaded.insert(key.to_owned());
         let (state, failure) = match self.deps.persister.load(key) {
             Ok(None) => (self.fresh_state(policy, now), None),
             Ok(Some(bytes)) => match serde_json::from_slice::<QuotaRecord>(&bytes) {
-                Ok(record) if record.format == QuotaRecord::FORMAT => {
+                Ok(mut record) if record.format == QuotaRecord::FORMAT => {
+                    if distrust_live {
+                        record.live = None;
+                    }
                     let (mut state, recovery) = QuotaState::from_record(record, now, &|pid| pid_alive(pid));
                     if recovery.conservative || recovery.reaped > 0 {
                         tracing::info!(key, conservative = recovery.conservative, reaped = recovery.reaped, "restored quota state");

@@ -73,3 +73,42 @@ fn a_client_admits_through_the_coordinator_and_takes_over_on_graceful_exit() {
     assert!(again.is_coordinator());
     rt().block_on(again.shutdown()).unwrap();
 }
+
+/// Regression: a coordinator that took over gracefully, admitted, and crashed before its
+/// own record was stored left the previous coordinator's graceful record behind; its
+/// successor trusted that record's window and admitted again within the same window.
+#[test]
+fn a_crash_after_a_graceful_hand_over_does_not_resurrect_the_stale_window() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
+    // 1/s, burst 1: at most one start in any 1 s window.
+    let policy = Policy::new(1.0, 1.0, 10, 20).unwrap();
+    let admit_once = |admission: &tollgate_actors::Admission| {
+        let handle = admission.handle();
+        rt().block_on(async move {
+            let slot = handle
+                .reserve(&key(), policy, WaitOptions::default())
+                .await
+                .unwrap();
+            let grant = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+            grant.admitted_at
+        })
+    };
+    let first = connect(&dir).unwrap();
+    admit_once(&first);
+    rt().block_on(first.shutdown()).unwrap(); // graceful record: one start at t0
+    std::thread::sleep(Duration::from_millis(1_100)); // that start leaves the window
+    let second = connect(&dir).unwrap();
+    assert!(second.is_coordinator());
+    let crashed_at = admit_once(&second); // at once: the restored window is empty
+    drop(second); // no hand-over, and too soon for its periodic record to be stored
+    let third = connect(&dir).unwrap();
+    assert!(third.is_coordinator());
+    let next = admit_once(&third);
+    assert!(
+        next.saturating_since(crashed_at) >= Duration::from_secs(1),
+        "admitted {:?} after the crashed coordinator's last start",
+        next.saturating_since(crashed_at)
+    );
+    rt().block_on(third.shutdown()).unwrap();
+}
