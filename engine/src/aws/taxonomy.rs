@@ -166,10 +166,19 @@ mod tests {
         })
     }
 
+    /// code, message, status, kind → expected class.
+    type Row<'a> = (
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<u16>,
+        FailureKind,
+        ErrorClass,
+    );
+
     #[test]
     fn table() {
         #[rustfmt::skip]
-        let table: &[(Option<&str>, Option<&str>, Option<u16>, FailureKind, ErrorClass)] = &[
+        let table: &[Row<'_>] = &[
             // throttling codes, on 400, 429 and 5xx alike
             (Some("Throttling"), None, Some(400), Response, Throttled),
             (Some("ThrottlingException"), None, Some(400), Response, Throttled),
