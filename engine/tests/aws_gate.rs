@@ -48,6 +48,11 @@ enum Reply {
         code: &'static str,
         retry_after: Option<&'static str>,
     },
+    /// Any body, as XML.
+    Raw {
+        status: u16,
+        body: &'static str,
+    },
     /// Never answers (a request in flight until aborted).
     Hang,
 }
@@ -120,6 +125,7 @@ fn response(reply: &Reply) -> HttpResponse {
             ),
             *retry_after,
         ),
+        Reply::Raw { status, body } => (*status, (*body).to_owned(), None),
         Reply::Hang => unreachable!(),
     };
     let mut response =
@@ -734,4 +740,101 @@ fn identity_cancellation_is_an_error_not_a_fallback() {
         .unwrap_err();
         assert_eq!(err.kind(), CallErrorKind::Cancelled);
     });
+}
+
+// ---------------------------------------------------------------- S3 through the gate
+
+fn s3_client(clock: Arc<TokioClock>) -> aws_sdk_s3::Client {
+    let config = aws_sdk_s3::Config::builder()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(aws_sdk_s3::config::Region::new(REGION))
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            "AKIDTEST",
+            "test-secret",
+            None,
+            None,
+            "test",
+        ))
+        .http_client(UngatedRefusal)
+        .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
+        .timeout_config(gated_timeouts())
+        .stalled_stream_protection(aws_sdk_s3::config::StalledStreamProtectionConfig::disabled())
+        .time_source(ClockTimeSource(clock))
+        .force_path_style(true)
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
+/// S3's restXml answers go through the same path: a listing, and the "no lifecycle
+/// configuration" answer collectors treat as zero rules (fatal, not retried, code kept).
+#[test]
+fn s3_listing_and_missing_lifecycle_configuration() {
+    paused_system().block_on(async {
+        let buckets = Reply::Raw {
+            status: 200,
+            body: r#"<?xml version="1.0" encoding="UTF-8"?>
+<ListAllMyBucketsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+  <Owner><ID>owner</ID></Owner>
+  <Buckets><Bucket><Name>logs</Name><CreationDate>2026-01-01T00:00:00.000Z</CreationDate></Bucket></Buckets>
+</ListAllMyBucketsResult>"#,
+        };
+        let no_lifecycle = Reply::Raw {
+            status: 404,
+            body: r#"<?xml version="1.0" encoding="UTF-8"?>
+<Error><Code>NoSuchLifecycleConfiguration</Code><Message>The lifecycle configuration does not exist</Message><BucketName>logs</BucketName><RequestId>r</RequestId></Error>"#,
+        };
+        let fake = FakeAws::new([throttle_s3(), buckets, no_lifecycle], Reply::Identity);
+        let h = harness(fake, PolicyTable::defaults(), None);
+        let s3 = s3_client(h.clock.clone());
+        let ctx = context(CancellationToken::new());
+        let listed = h
+            .gate
+            .call(&ctx, "s3", "ListBuckets", Some(REGION), |http| {
+                s3.list_buckets()
+                    .customize()
+                    .config_override(aws_sdk_s3::Config::builder().http_client(http))
+                    .send()
+            })
+            .await
+            .unwrap();
+        let names: Vec<_> = listed.buckets().iter().filter_map(|b| b.name()).collect();
+        assert_eq!(names, ["logs"]);
+        let err = h
+            .gate
+            .call(&ctx, "s3", "GetBucketLifecycleConfiguration", Some(REGION), |http| {
+                s3.get_bucket_lifecycle_configuration()
+                    .bucket("logs")
+                    .customize()
+                    .config_override(aws_sdk_s3::Config::builder().http_client(http))
+                    .send()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), CallErrorKind::Fatal);
+        assert_eq!(
+            (err.code(), err.status(), err.attempts()),
+            (Some("NoSuchLifecycleConfiguration"), Some(404), 1)
+        );
+        let quotas: Vec<_> = h.events().iter().map(|e| (e.quota.clone().unwrap(), e.outcome)).collect();
+        assert_eq!(
+            quotas,
+            [
+                ("aws/123456789012/us-east-1/s3:ListBuckets".to_owned(), AttemptOutcome::Throttle),
+                ("aws/123456789012/us-east-1/s3:ListBuckets".to_owned(), AttemptOutcome::Success),
+                (
+                    "aws/123456789012/us-east-1/s3:GetBucketLifecycleConfiguration".to_owned(),
+                    AttemptOutcome::Fatal
+                ),
+            ]
+        );
+    });
+}
+
+/// S3's throttling answer: `SlowDown` on a 503.
+fn throttle_s3() -> Reply {
+    Reply::Raw {
+        status: 503,
+        body: r#"<?xml version="1.0" encoding="UTF-8"?>
+<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message><RequestId>r</RequestId></Error>"#,
+    }
 }
