@@ -838,3 +838,47 @@ fn throttle_s3() -> Reply {
 <Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message><RequestId>r</RequestId></Error>"#,
     }
 }
+
+// ---------------------------------------------------------------- sdk_config
+
+/// `sdk_config` loads without a default HTTPS client feature, disables SDK retries and
+/// operation timeouts, and leaves service clients with the refusing client.
+#[test]
+fn sdk_config_disables_sdk_retries_and_refuses_ungated_requests() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([], Reply::Identity);
+        let sdk = tollgate_engine::aws::sdk_config_with(
+            fake.client(),
+            None,
+            Some(REGION),
+            Some("http://127.0.0.1:9"),
+        )
+        .await;
+        assert_eq!(sdk.retry_config().map(|r| r.max_attempts()), Some(1));
+        let timeouts = sdk.timeout_config().unwrap();
+        assert_eq!(timeouts.operation_timeout(), None);
+        assert_eq!(timeouts.operation_attempt_timeout(), None);
+        let sts = aws_sdk_sts::Client::from_conf(
+            aws_sdk_sts::config::Builder::from(&sdk)
+                .credentials_provider(Credentials::new("AKIDTEST", "s", None, None, "test"))
+                .build(),
+        );
+        let err = sts.get_caller_identity().send().await.unwrap_err();
+        let text = format!(
+            "{}",
+            aws_smithy_types::error::display::DisplayErrorContext(&err)
+        );
+        assert!(text.contains("AwsGate::call"), "{text}");
+        assert!(fake.seen().is_empty());
+        // Through the gate's inner client, the same config reaches the transport.
+        let out = sts
+            .get_caller_identity()
+            .customize()
+            .config_override(aws_sdk_sts::Config::builder().http_client(fake.client()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(out.account(), Some("123456789012"));
+        assert_eq!(fake.seen().len(), 1);
+    });
+}
