@@ -8,6 +8,13 @@
 //! # Layout
 //! - [`config`]: `EngineConfig` — admission directory and quota policies, validated.
 //! - [`engine`]: `Engine` — opens the admission directory and runs the quota actors.
+//! - [`discovery`]: `Discovery` — the supervisor on its own actor thread;
+//!   `discover(request) -> DiscoveryReport`, scan handles with progress and cancellation.
+//! - [`supervisor`]: `Supervisor` — scans, attribution, cancellation, report assembly.
+//! - [`collectors`]: one actor per dataset (`s3-buckets`, `lambda-functions`,
+//!   `dynamodb-tables`, `kms-keys`), every request through `AwsGate::call`.
+//! - [`output`]: the JSON report; [`dataset`], [`request`]: what a scan asks for;
+//!   [`throttling`]: the per-key "throttled gaps" tally.
 #![forbid(unsafe_code)]
 
 pub mod aws;
@@ -16,3 +23,18 @@ pub mod engine;
 
 pub use config::{ConfigError, EngineConfig};
 pub use engine::{Engine, EngineError};
+
+// Discovery: datasets, collectors, supervisor, report.
+pub mod collectors;
+pub mod dataset;
+pub mod discovery;
+pub mod output;
+pub mod request;
+mod scan_setup;
+pub mod supervisor;
+pub mod throttling;
+
+pub use dataset::Dataset;
+pub use discovery::{Discovery, DiscoveryError, ScanHandle};
+pub use output::{DatasetReport, DatasetStatus, DiscoveryReport, Item};
+pub use request::DiscoveryRequest;

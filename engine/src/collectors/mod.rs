@@ -1,0 +1,226 @@
+//! Collectors: one actix actor per dataset, each running its requests through
+//! [`AwsGate::call`] so that every physical attempt passes admission.
+//!
+//! A collector is a plain async function over a [`CollectorRun`] (the scan's gate, call
+//! context, regions, SDK configuration and progress counters) that returns a
+//! [`DatasetReport`]; [`CollectorActor`] runs it inside the supervisor's actor system and
+//! reports the result. Status rules (complete / partial / failed / cancelled, `null` with
+//! a reason) live in one place, [`ReportBuilder`], so collectors cannot disagree about them.
+//!
+//! # Layout
+//! - [`actor`]: `CollectorActor` and the messages it sends the supervisor.
+//! - [`progress`]: `Progress`, counters a collector bumps and the supervisor publishes.
+//! - [`report_builder`]: `ReportBuilder`, the status and reasons rules.
+//! - [`s3_buckets`], [`lambda_functions`], [`dynamodb_tables`], [`kms_keys`]: one file per
+//!   dataset.
+
+pub mod actor;
+pub mod dynamodb_tables;
+pub mod kms_keys;
+pub mod lambda_functions;
+pub mod progress;
+pub mod report_builder;
+pub mod s3_buckets;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Mutex;
+
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+
+pub use actor::CollectorActor;
+pub use progress::{DatasetProgress, Progress};
+pub use report_builder::ReportBuilder;
+
+use crate::aws::{AwsGate, CallContext, CallError, GatedHttpClient};
+use crate::dataset::Dataset;
+use crate::output::DatasetReport;
+
+/// Everything one collector needs for one scan.
+pub struct CollectorRun {
+    /// The scan's gate.
+    pub gate: AwsGate,
+    /// Attribution, deadline and cancellation of every call.
+    pub ctx: CallContext,
+    /// Regions to scan (validated, sorted, at least one).
+    pub regions: Vec<String>,
+    /// SDK configuration (credentials, endpoint) clients are built from.
+    pub sdk: aws_config::SdkConfig,
+    /// S3 path-style addressing (emulators).
+    pub force_path_style: bool,
+    /// Counters the supervisor publishes.
+    pub progress: Progress,
+    clients: Mutex<HashMap<(&'static str, String), Client>>,
+}
+
+impl std::fmt::Debug for CollectorRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectorRun")
+            .field("ctx", &self.ctx)
+            .field("regions", &self.regions)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
+enum Client {
+    S3(aws_sdk_s3::Client),
+    Lambda(aws_sdk_lambda::Client),
+    DynamoDb(aws_sdk_dynamodb::Client),
+    Kms(aws_sdk_kms::Client),
+}
+
+impl CollectorRun {
+    /// A run over `regions` (must not be empty).
+    pub fn new(
+        gate: AwsGate,
+        ctx: CallContext,
+        regions: Vec<String>,
+        sdk: aws_config::SdkConfig,
+        force_path_style: bool,
+        progress: Progress,
+    ) -> Self {
+        CollectorRun {
+            gate,
+            ctx,
+            regions,
+            sdk,
+            force_path_style,
+            progress,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The region for global listings (S3 ListBuckets): the scan's first.
+    pub fn home_region(&self) -> &str {
+        self.regions
+            .first()
+            .map(String::as_str)
+            .unwrap_or("us-east-1")
+    }
+
+    /// Whether the scan was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.ctx.cancel.is_cancelled()
+    }
+
+    /// One gated call in `region` (see [`AwsGate::call`]).
+    pub async fn call<T, E, F, Fut>(
+        &self,
+        service: &str,
+        operation: &str,
+        region: &str,
+        send: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnMut(GatedHttpClient) -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        self.gate
+            .call(&self.ctx, service, operation, Some(region), send)
+            .await
+    }
+
+    fn client(
+        &self,
+        service: &'static str,
+        region: &str,
+        build: impl FnOnce() -> Client,
+    ) -> Client {
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        clients
+            .entry((service, region.to_string()))
+            .or_insert_with(build)
+            .clone()
+    }
+
+    /// The S3 client for `region`.
+    pub fn s3(&self, region: &str) -> aws_sdk_s3::Client {
+        let build = || {
+            let config = aws_sdk_s3::config::Builder::from(&self.sdk)
+                .region(aws_config::Region::new(region.to_string()))
+                .force_path_style(self.force_path_style)
+                .build();
+            Client::S3(aws_sdk_s3::Client::from_conf(config))
+        };
+        match self.client("s3", region, build) {
+            Client::S3(c) => c,
+            _ => unreachable!("clients are keyed by service"),
+        }
+    }
+
+    /// The per-attempt S3 override carrying the gated HTTP client.
+    pub fn s3_override(&self, http: GatedHttpClient) -> aws_sdk_s3::config::Builder {
+        aws_sdk_s3::Config::builder().http_client(http)
+    }
+
+    /// The Lambda client for `region`.
+    pub fn lambda(&self, region: &str) -> aws_sdk_lambda::Client {
+        let build = || {
+            let config = aws_sdk_lambda::config::Builder::from(&self.sdk)
+                .region(aws_config::Region::new(region.to_string()))
+                .build();
+            Client::Lambda(aws_sdk_lambda::Client::from_conf(config))
+        };
+        match self.client("lambda", region, build) {
+            Client::Lambda(c) => c,
+            _ => unreachable!("clients are keyed by service"),
+        }
+    }
+
+    /// The per-attempt Lambda override.
+    pub fn lambda_override(&self, http: GatedHttpClient) -> aws_sdk_lambda::config::Builder {
+        aws_sdk_lambda::Config::builder().http_client(http)
+    }
+
+    /// The DynamoDB client for `region`.
+    pub fn dynamodb(&self, region: &str) -> aws_sdk_dynamodb::Client {
+        let build = || {
+            let config = aws_sdk_dynamodb::config::Builder::from(&self.sdk)
+                .region(aws_config::Region::new(region.to_string()))
+                .build();
+            Client::DynamoDb(aws_sdk_dynamodb::Client::from_conf(config))
+        };
+        match self.client("dynamodb", region, build) {
+            Client::DynamoDb(c) => c,
+            _ => unreachable!("clients are keyed by service"),
+        }
+    }
+
+    /// The per-attempt DynamoDB override.
+    pub fn dynamodb_override(&self, http: GatedHttpClient) -> aws_sdk_dynamodb::config::Builder {
+        aws_sdk_dynamodb::Config::builder().http_client(http)
+    }
+
+    /// The KMS client for `region`.
+    pub fn kms(&self, region: &str) -> aws_sdk_kms::Client {
+        let build = || {
+            let config = aws_sdk_kms::config::Builder::from(&self.sdk)
+                .region(aws_config::Region::new(region.to_string()))
+                .build();
+            Client::Kms(aws_sdk_kms::Client::from_conf(config))
+        };
+        match self.client("kms", region, build) {
+            Client::Kms(c) => c,
+            _ => unreachable!("clients are keyed by service"),
+        }
+    }
+
+    /// The per-attempt KMS override.
+    pub fn kms_override(&self, http: GatedHttpClient) -> aws_sdk_kms::config::Builder {
+        aws_sdk_kms::Config::builder().http_client(http)
+    }
+}
+
+/// Run `dataset`'s collector to the end.
+pub async fn collect(dataset: Dataset, run: &CollectorRun) -> DatasetReport {
+    match dataset {
+        Dataset::S3Buckets => s3_buckets::collect(run).await,
+        Dataset::LambdaFunctions => lambda_functions::collect(run).await,
+        Dataset::DynamoDbTables => dynamodb_tables::collect(run).await,
+        Dataset::KmsKeys => kms_keys::collect(run).await,
+    }
+}

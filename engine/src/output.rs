@@ -1,0 +1,274 @@
+//! The discovery report: what `tollgate discover` prints and `Discovery::report` returns.
+//!
+//! One JSON document per scan:
+//! `{scan_id, partition, account, regions, started_at, finished_at, datasets, throttling}`.
+//! Every dataset carries a `status` so a reader can tell a complete list from a short one:
+//! a dataset that lost calls to throttling, retry exhaustion or the deadline is `partial`,
+//! one whose listing failed outright is `failed`, one stopped by cancellation is
+//! `cancelled`. A value the account would not give (access denied, an operation the
+//! endpoint does not implement) is `null` on the item and explained, once per distinct
+//! cause and with a count, in the dataset's `reasons`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use tollgate_quota::Timestamp;
+
+use crate::dataset::Dataset;
+
+/// One scan's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiscoveryReport {
+    /// The scan id (also the attribution id in telemetry).
+    pub scan_id: String,
+    /// AWS partition (`aws`, `aws-cn`, `aws-us-gov`).
+    pub partition: String,
+    /// The caller's account, or `null` when identity could not be resolved (then
+    /// admission ran isolated under `unresolved:<run-id>`; see `identity_note`).
+    pub account: Option<String>,
+    /// Why the account is unknown, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_note: Option<String>,
+    /// Regions scanned.
+    pub regions: Vec<String>,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub started_at: String,
+    /// Wall-clock end, RFC 3339 UTC.
+    pub finished_at: String,
+    /// One entry per requested dataset, by name (`s3-buckets`, ...).
+    pub datasets: BTreeMap<String, DatasetReport>,
+    /// The throttled gaps: per quota key, what throttling cost this scan.
+    pub throttling: BTreeMap<String, KeyThrottling>,
+}
+
+impl DiscoveryReport {
+    /// The worst dataset status (`complete` when there are no datasets).
+    pub fn overall_status(&self) -> DatasetStatus {
+        self.datasets
+            .values()
+            .map(|d| d.status)
+            .max()
+            .unwrap_or(DatasetStatus::Complete)
+    }
+
+    /// One dataset's report.
+    pub fn dataset(&self, dataset: Dataset) -> Option<&DatasetReport> {
+        self.datasets.get(dataset.name())
+    }
+}
+
+/// How complete a dataset is. Ordered from best to worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetStatus {
+    /// Every call answered; `null` values (if any) are explained in `reasons`.
+    Complete,
+    /// Some calls were lost to throttling, retry exhaustion, transient errors or the
+    /// deadline: items or values are missing, and `reasons` says which calls.
+    Partial,
+    /// The listing itself failed: `items` is empty or a prefix, not the inventory.
+    Failed,
+    /// The scan was cancelled before the dataset finished: `items` is what was collected.
+    Cancelled,
+}
+
+impl DatasetStatus {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DatasetStatus::Complete => "complete",
+            DatasetStatus::Partial => "partial",
+            DatasetStatus::Failed => "failed",
+            DatasetStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One dataset's status, reasons and items.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetReport {
+    /// How complete it is.
+    pub status: DatasetStatus,
+    /// Why values are `null` or calls were lost; one entry per distinct cause.
+    pub reasons: Vec<Reason>,
+    /// The resources found.
+    pub items: Vec<Item>,
+}
+
+/// One distinct cause of missing data, with how often it happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    /// `service:Operation` of the call.
+    pub operation: String,
+    /// The item field left `null`, when the cause was a per-item read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// What happened: `unavailable` (the account or endpoint will not give the value),
+    /// `throttled`, `retries_exhausted`, `transient`, `deadline_exceeded`, `cancelled`,
+    /// `admission` or `failed`.
+    pub kind: String,
+    /// The AWS error code, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// A human-readable explanation (first occurrence).
+    pub message: String,
+    /// How many calls ended this way.
+    pub count: u64,
+}
+
+/// An inventory item. Untagged in JSON: each variant has its own required name field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Item {
+    /// `s3-buckets`.
+    S3Bucket(S3Bucket),
+    /// `lambda-functions`.
+    LambdaFunction(LambdaFunction),
+    /// `dynamodb-tables`.
+    DynamoDbTable(DynamoDbTable),
+    /// `kms-keys`.
+    KmsKey(KmsKey),
+}
+
+/// An S3 bucket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct S3Bucket {
+    /// Bucket name.
+    pub name: String,
+    /// The bucket's region; `null` if it could not be read.
+    pub region: Option<String>,
+    /// Lifecycle rules (0 when the bucket has no lifecycle configuration).
+    pub lifecycle_rule_count: Option<u32>,
+    /// Intelligent-Tiering configurations.
+    pub intelligent_tiering_configuration_count: Option<u32>,
+}
+
+/// A Lambda function.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LambdaFunction {
+    /// Function name.
+    pub function_name: String,
+    /// Region.
+    pub region: String,
+    /// Runtime (`null` for container-image functions).
+    pub runtime: Option<String>,
+    /// Published versions, excluding `$LATEST`.
+    pub version_count: Option<u32>,
+}
+
+/// A DynamoDB table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DynamoDbTable {
+    /// Table name.
+    pub table_name: String,
+    /// Region.
+    pub region: String,
+    /// `PROVISIONED` or `PAY_PER_REQUEST` (tables created before on-demand existed report
+    /// no billing mode summary and are `PROVISIONED`).
+    pub billing_mode: Option<String>,
+    /// DynamoDB's approximate item count (refreshed by AWS about every six hours).
+    pub item_count: Option<i64>,
+}
+
+/// A KMS key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KmsKey {
+    /// Key id.
+    pub key_id: String,
+    /// Region.
+    pub region: String,
+    /// `AWS` or `CUSTOMER`.
+    pub key_manager: Option<String>,
+    /// `Enabled`, `Disabled`, `PendingDeletion`, ...
+    pub key_state: Option<String>,
+    /// Last successful cryptographic use, RFC 3339 UTC; `null` when never used since
+    /// tracking began or when the value could not be read (then `reasons` says why).
+    pub last_used_at: Option<String>,
+}
+
+/// What throttling cost one quota key during the scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyThrottling {
+    /// Physical attempts answered with a throttling error.
+    pub throttled_responses: u64,
+    /// Retries sent (attempts after the first of a call).
+    pub retries: u64,
+    /// Calls that ended without success for want of retries, time or patience (throttled,
+    /// transient, retry allowance exhausted, deadline).
+    pub gave_up_calls: u64,
+}
+
+impl KeyThrottling {
+    /// True when nothing happened worth reporting.
+    pub fn is_quiet(&self) -> bool {
+        *self == KeyThrottling::default()
+    }
+}
+
+/// RFC 3339 UTC with millisecond precision, for `started_at`/`finished_at`.
+pub fn rfc3339(at: Timestamp) -> String {
+    let micros = at.as_micros();
+    let secs = (micros / 1_000_000) as i64;
+    let nanos = ((micros % 1_000_000) / 1_000 * 1_000_000) as u32;
+    format_date_time(&aws_smithy_types::DateTime::from_secs_and_nanos(
+        secs, nanos,
+    ))
+}
+
+/// RFC 3339 for an SDK timestamp.
+pub fn format_date_time(at: &aws_smithy_types::DateTime) -> String {
+    at.fmt(aws_smithy_types::date_time::Format::DateTime)
+        .unwrap_or_else(|_| at.secs().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_order_from_best_to_worst() {
+        use DatasetStatus::*;
+        assert!(Complete < Partial && Partial < Failed && Failed < Cancelled);
+    }
+
+    #[test]
+    fn items_round_trip_untagged() {
+        let items = vec![
+            Item::S3Bucket(S3Bucket {
+                name: "b".into(),
+                region: Some("us-east-1".into()),
+                lifecycle_rule_count: Some(2),
+                intelligent_tiering_configuration_count: None,
+            }),
+            Item::KmsKey(KmsKey {
+                key_id: "k".into(),
+                region: "eu-west-1".into(),
+                key_manager: Some("CUSTOMER".into()),
+                key_state: Some("Enabled".into()),
+                last_used_at: None,
+            }),
+            Item::LambdaFunction(LambdaFunction {
+                function_name: "f".into(),
+                region: "us-east-1".into(),
+                runtime: None,
+                version_count: Some(0),
+            }),
+            Item::DynamoDbTable(DynamoDbTable {
+                table_name: "t".into(),
+                region: "us-east-1".into(),
+                billing_mode: Some("PAY_PER_REQUEST".into()),
+                item_count: Some(0),
+            }),
+        ];
+        let json = serde_json::to_string(&items).unwrap();
+        assert!(json.contains(r#""intelligent_tiering_configuration_count":null"#));
+        let back: Vec<Item> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, items);
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        let at = Timestamp::from_millis(1_764_491_978_123);
+        assert_eq!(rfc3339(at), "2025-11-30T08:39:38.123Z");
+    }
+}

@@ -1,0 +1,124 @@
+//! `DiscoveryRequest`: what a scan should collect, where, and for how long; validated
+//! once here so the supervisor and collectors only see usable values.
+
+use std::time::Duration;
+
+use crate::dataset::Dataset;
+
+/// Default discovery deadline (seed 000: 5 minutes); reservations expire with it.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The region used when neither the request nor the AWS configuration names one.
+pub const FALLBACK_REGION: &str = "us-east-1";
+
+/// One scan's parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoveryRequest {
+    /// Regions to scan; empty means the AWS configuration's region (else `us-east-1`).
+    pub regions: Vec<String>,
+    /// Datasets to collect; empty means all.
+    pub datasets: Vec<Dataset>,
+    /// Send every request to this endpoint (an emulator such as moto); S3 then uses
+    /// path-style addressing.
+    pub endpoint_url: Option<String>,
+    /// AWS profile for the default credential chain.
+    pub profile: Option<String>,
+    /// The whole scan's deadline.
+    pub timeout: Duration,
+}
+
+impl Default for DiscoveryRequest {
+    fn default() -> Self {
+        DiscoveryRequest {
+            regions: Vec::new(),
+            datasets: Vec::new(),
+            endpoint_url: None,
+            profile: None,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// A request was refused before any AWS call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// A region name is not a region.
+    #[error("{0:?} is not an AWS region name (expected something like us-east-1)")]
+    BadRegion(String),
+    /// The timeout is zero.
+    #[error("the discovery timeout must be longer than zero")]
+    ZeroTimeout,
+    /// The endpoint URL is not http(s).
+    #[error("--endpoint-url {0:?} must start with http:// or https://")]
+    BadEndpoint(String),
+}
+
+impl DiscoveryRequest {
+    /// The datasets to collect, deduplicated, in report order.
+    pub fn effective_datasets(&self) -> Vec<Dataset> {
+        if self.datasets.is_empty() {
+            return Dataset::ALL.to_vec();
+        }
+        let mut datasets = self.datasets.clone();
+        datasets.sort_unstable();
+        datasets.dedup();
+        datasets
+    }
+
+    /// Check the request; regions are deduplicated and sorted.
+    pub fn validate(mut self) -> Result<DiscoveryRequest, RequestError> {
+        for region in &self.regions {
+            let ok = !region.is_empty()
+                && region.len() <= 32
+                && region
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && region.contains('-');
+            if !ok {
+                return Err(RequestError::BadRegion(region.clone()));
+            }
+        }
+        if self.timeout.is_zero() {
+            return Err(RequestError::ZeroTimeout);
+        }
+        if let Some(url) = &self.endpoint_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(RequestError::BadEndpoint(url.clone()));
+            }
+        }
+        self.regions.sort_unstable();
+        self.regions.dedup();
+        self.datasets = self.effective_datasets();
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_refuses_bad_values_and_normalises_good_ones() {
+        let ok = DiscoveryRequest {
+            regions: vec!["us-west-2".into(), "us-east-1".into(), "us-west-2".into()],
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        assert_eq!(ok.regions, ["us-east-1", "us-west-2"]);
+        assert_eq!(ok.datasets, Dataset::ALL);
+        for bad in ["", "US-EAST-1", "useast1", "us_east_1"] {
+            let req = DiscoveryRequest {
+                regions: vec![bad.into()],
+                ..Default::default()
+            };
+            assert!(req.validate().is_err(), "{bad}");
+        }
+        let zero = DiscoveryRequest {
+            timeout: Duration::ZERO,
+            ..Default::default()
+        };
+        assert_eq!(zero.validate(), Err(RequestError::ZeroTimeout));
+    }
+}

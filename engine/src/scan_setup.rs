@@ -1,0 +1,112 @@
+//! A scan's setup, before any collector runs: SDK configuration, regions, caller identity
+//! and the scan's [`AwsGate`].
+//!
+//! The caller's account keys every quota, so it is resolved first (STS
+//! GetCallerIdentity, with its own small budget). If that fails the scan still runs, on
+//! an isolated in-memory admission runtime scoped `unresolved:<scan-id>` that lives as
+//! long as the scan, and the report says so.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tollgate_actors::AdmissionRuntime;
+use tollgate_quota::key::{AccountScope, RunId};
+
+use crate::aws::{
+    default_http_client, isolated_admission, resolve_identity, sdk_config, AwsGate, ScanId,
+};
+use crate::request::{DiscoveryRequest, FALLBACK_REGION};
+use crate::supervisor::SupervisorDeps;
+
+/// What every collector of one scan shares.
+pub struct ScanSetup {
+    /// The scan's gate (account-keyed, with the scan's telemetry).
+    pub gate: AwsGate,
+    /// SDK configuration clients are built from.
+    pub sdk: aws_config::SdkConfig,
+    /// Regions to scan (at least one).
+    pub regions: Vec<String>,
+    /// S3 path-style addressing (set with an endpoint URL: emulators).
+    pub force_path_style: bool,
+    /// Partition name for the report.
+    pub partition: String,
+    /// The account, when resolved.
+    pub account: Option<String>,
+    /// Why the account is unknown, when it is.
+    pub identity_note: Option<String>,
+    /// The isolated admission of an unresolved scan; dropped with the scan.
+    _isolated: Option<AdmissionRuntime>,
+}
+
+/// The scan could not be set up (every dataset fails with this reason).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// Cancelled while resolving the caller.
+    #[error("cancelled while resolving the caller's identity")]
+    Cancelled,
+    /// Admission could not be started for an unresolved caller.
+    #[error("could not start isolated admission for an unresolved caller: {0}")]
+    Admission(String),
+}
+
+/// Load the SDK configuration, resolve the caller and build the scan's gate.
+pub async fn prepare(
+    request: DiscoveryRequest,
+    deps: SupervisorDeps,
+    scan_id: ScanId,
+    cancel: CancellationToken,
+) -> Result<ScanSetup, SetupError> {
+    let deadline = Instant::now() + request.timeout;
+    let first_region = request.regions.first().map(String::as_str);
+    let sdk = sdk_config(
+        request.profile.as_deref(),
+        first_region,
+        request.endpoint_url.as_deref(),
+    )
+    .await;
+    let regions = if request.regions.is_empty() {
+        vec![sdk
+            .region()
+            .map(|r| r.as_ref().to_string())
+            .unwrap_or_else(|| FALLBACK_REGION.to_string())]
+    } else {
+        request.regions.clone()
+    };
+    let sts_config = aws_sdk_sts::config::Builder::from(&sdk)
+        .region(aws_config::Region::new(regions[0].clone()))
+        .build();
+    let sts = aws_sdk_sts::Client::from_conf(sts_config);
+    let http = default_http_client();
+    let run_id = RunId::new(&scan_id.to_string()).expect("scan-<hex> is a valid run id");
+    let identity = resolve_identity(&sts, &http, run_id, &cancel, deadline, &deps.telemetry)
+        .await
+        .map_err(|_| SetupError::Cancelled)?;
+
+    let (admission, isolated) = if identity.is_resolved() {
+        (deps.admission.clone(), None)
+    } else {
+        let runtime = isolated_admission().map_err(|e| SetupError::Admission(e.to_string()))?;
+        (runtime.handle(), Some(runtime))
+    };
+    if let Some(reason) = &identity.unresolved_reason {
+        tracing::warn!(%scan_id, "{reason}");
+    }
+    let gate = AwsGate::new(admission, deps.policies.clone(), &identity, http)
+        .with_telemetry(Arc::new(deps.telemetry.clone()));
+    let account = match &identity.account {
+        AccountScope::Account(id) => Some(id.as_str().to_string()),
+        AccountScope::Unresolved(_) => None,
+    };
+    Ok(ScanSetup {
+        gate,
+        sdk,
+        regions,
+        force_path_style: request.endpoint_url.is_some(),
+        partition: identity.partition.as_str().to_string(),
+        account,
+        identity_note: identity.unresolved_reason.clone(),
+        _isolated: isolated,
+    })
+}

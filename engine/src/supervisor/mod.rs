@@ -1,0 +1,391 @@
+//! `Supervisor`: one per discovery runtime. It opens scans, starts one collector actor per
+//! dataset, tracks their progress, assembles the report, and owns cancellation.
+//!
+//! A scan's life:
+//! 1. `StartScan` validates the request, draws a scan id (random, so scans of different
+//!    processes sharing one coordinator never share an admission cancellation scope) and
+//!    answers at once with the id and progress counters.
+//! 2. Setup (SDK configuration, caller identity, the scan's gate) runs as a task of this
+//!    actor; then a [`CollectorActor`] starts per dataset with a [`CallContext`] carrying
+//!    the scan id, collector, dataset, deadline and cancellation token — so every attempt
+//!    is attributed and bounded.
+//! 3. Each collector sends `DatasetFinished`; when all have, the report is assembled and
+//!    handed to every `AwaitReport` waiter.
+//!
+//! Cancellation (`CancelScan`) fires the scan's token (in-flight requests abort, queued
+//! attempts never dispatch), removes the scan's queued admission waiters with
+//! `AdmissionHandle::cancel_scope`, and still delivers what was collected, unfinished
+//! datasets marked `cancelled`. A collector that does not stop within [`STOP_GRACE`] of a
+//! cancellation or of the deadline is not waited for: its dataset is reported without
+//! items, `cancelled` or `failed`, with a reason.
+
+mod messages;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::fut::wrap_future;
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tollgate_actors::clock::unix_now;
+use tollgate_actors::AdmissionHandle;
+use tollgate_quota::{PolicyTable, Timestamp};
+
+pub use messages::{
+    AwaitReport, CancelScan, DatasetFinished, ForgetScan, GetProgress, ScanStarted, StartScan,
+    UnknownScan,
+};
+
+use crate::aws::{CallContext, ScanId};
+use crate::collectors::{CollectorActor, CollectorRun, Progress};
+use crate::dataset::Dataset;
+use crate::output::{rfc3339, DatasetReport, DatasetStatus, DiscoveryReport, Reason};
+use crate::request::{DiscoveryRequest, RequestError};
+use crate::scan_setup::{self, ScanSetup, SetupError};
+use crate::throttling::ScanTelemetry;
+
+/// How long collectors get to stop after a cancellation or the deadline.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// What the supervisor shares with every scan.
+#[derive(Clone)]
+pub struct SupervisorDeps {
+    /// Admission (the engine's handle: embedded coordinator or client).
+    pub admission: AdmissionHandle,
+    /// Effective policies.
+    pub policies: PolicyTable,
+    /// Attempt telemetry: the user's sink plus per-scan throttling tallies.
+    pub telemetry: ScanTelemetry,
+}
+
+impl std::fmt::Debug for SupervisorDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SupervisorDeps")
+            .field("admission", &self.admission)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The supervisor actor.
+pub struct Supervisor {
+    deps: SupervisorDeps,
+    scans: HashMap<ScanId, Scan>,
+}
+
+struct Scan {
+    request: DiscoveryRequest,
+    cancel: CancellationToken,
+    deadline: Instant,
+    started_at: Timestamp,
+    progress: BTreeMap<Dataset, Progress>,
+    reports: BTreeMap<Dataset, DatasetReport>,
+    setup: Option<Arc<ScanSetup>>,
+    cancelled: bool,
+    waiters: Vec<oneshot::Sender<Result<DiscoveryReport, UnknownScan>>>,
+    finished: Option<DiscoveryReport>,
+}
+
+impl Supervisor {
+    /// A supervisor over `deps`.
+    pub fn new(deps: SupervisorDeps) -> Self {
+        Supervisor {
+            deps,
+            scans: HashMap::new(),
+        }
+    }
+
+    fn new_scan_id(&self) -> ScanId {
+        loop {
+            let id = ScanId(fastrand::u64(1..));
+            if !self.scans.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// Setup finished: start the collectors, or fail every dataset.
+    fn begin(
+        &mut self,
+        scan_id: ScanId,
+        setup: Result<ScanSetup, SetupError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(scan) = self.scans.get_mut(&scan_id) else {
+            return;
+        };
+        if scan.finished.is_some() {
+            return;
+        }
+        let setup = match setup {
+            Ok(setup) => Arc::new(setup),
+            Err(e) => {
+                let status = if scan.cancelled {
+                    DatasetStatus::Cancelled
+                } else {
+                    DatasetStatus::Failed
+                };
+                for dataset in scan.progress.keys() {
+                    scan.reports
+                        .insert(*dataset, unfinished(status, &e.to_string()));
+                }
+                self.finish_if_done(scan_id);
+                return;
+            }
+        };
+        scan.setup = Some(setup.clone());
+        if scan.cancelled {
+            for dataset in scan.progress.keys() {
+                scan.reports.insert(
+                    *dataset,
+                    unfinished(
+                        DatasetStatus::Cancelled,
+                        "cancelled before collection started",
+                    ),
+                );
+            }
+            self.finish_if_done(scan_id);
+            return;
+        }
+        for (dataset, progress) in &scan.progress {
+            let call_ctx = CallContext {
+                scan_id,
+                collector: dataset.collector(),
+                datasets: vec![dataset.name().to_string()],
+                deadline: scan.deadline,
+                cancel: scan.cancel.clone(),
+            };
+            let run = CollectorRun::new(
+                setup.gate.clone(),
+                call_ctx,
+                setup.regions.clone(),
+                setup.sdk.clone(),
+                setup.force_path_style,
+                progress.clone(),
+            );
+            CollectorActor::new(scan_id, *dataset, run, ctx.address().recipient()).start();
+        }
+    }
+
+    /// After a cancellation or the deadline: give collectors [`STOP_GRACE`], then report
+    /// whatever has not arrived.
+    fn stop_later(&mut self, scan_id: ScanId, ctx: &mut Context<Self>, why: DatasetStatus) {
+        ctx.run_later(STOP_GRACE, move |act, _| {
+            let Some(scan) = act.scans.get_mut(&scan_id) else {
+                return;
+            };
+            if scan.finished.is_some() {
+                return;
+            }
+            let message = match why {
+                DatasetStatus::Cancelled => {
+                    "the collector did not stop within 5 s of the cancellation"
+                }
+                _ => "the collector did not finish by the scan's deadline",
+            };
+            for dataset in scan.progress.keys() {
+                scan.reports
+                    .entry(*dataset)
+                    .or_insert_with(|| unfinished(why, message));
+            }
+            act.finish_if_done(scan_id);
+        });
+    }
+
+    fn finish_if_done(&mut self, scan_id: ScanId) {
+        let Some(scan) = self.scans.get_mut(&scan_id) else {
+            return;
+        };
+        if scan.finished.is_some() || scan.reports.len() < scan.progress.len() {
+            return;
+        }
+        let setup = scan.setup.as_deref();
+        let report = DiscoveryReport {
+            scan_id: scan_id.to_string(),
+            partition: setup
+                .map(|s| s.partition.clone())
+                .unwrap_or_else(|| "aws".to_string()),
+            account: setup.and_then(|s| s.account.clone()),
+            identity_note: setup.and_then(|s| s.identity_note.clone()),
+            regions: setup
+                .map(|s| s.regions.clone())
+                .unwrap_or_else(|| scan.request.regions.clone()),
+            started_at: rfc3339(scan.started_at),
+            finished_at: rfc3339(unix_now()),
+            datasets: scan
+                .reports
+                .iter()
+                .map(|(d, r)| (d.name().to_string(), r.clone()))
+                .collect(),
+            throttling: self.deps.telemetry.take(&scan_id.to_string()),
+        };
+        // Nothing of this scan may wait for admission any longer.
+        scan.cancel.cancel();
+        for waiter in scan.waiters.drain(..) {
+            let _ = waiter.send(Ok(report.clone()));
+        }
+        scan.finished = Some(report);
+    }
+}
+
+/// A dataset that never reported: no items, one reason.
+fn unfinished(status: DatasetStatus, message: &str) -> DatasetReport {
+    DatasetReport {
+        status,
+        reasons: vec![Reason {
+            operation: "scan".to_string(),
+            field: None,
+            kind: match status {
+                DatasetStatus::Cancelled => "cancelled",
+                _ => "failed",
+            }
+            .to_string(),
+            code: None,
+            message: message.to_string(),
+            count: 1,
+        }],
+        items: Vec::new(),
+    }
+}
+
+impl Actor for Supervisor {
+    type Context = Context<Self>;
+}
+
+impl Handler<StartScan> for Supervisor {
+    type Result = Result<ScanStarted, RequestError>;
+
+    fn handle(&mut self, msg: StartScan, ctx: &mut Context<Self>) -> Self::Result {
+        let request = msg.0.validate()?;
+        let scan_id = self.new_scan_id();
+        let progress: BTreeMap<Dataset, Progress> = request
+            .datasets
+            .iter()
+            .map(|d| (*d, Progress::new(*d)))
+            .collect();
+        let cancel = CancellationToken::new();
+        let deadline = Instant::now() + request.timeout;
+        self.scans.insert(
+            scan_id,
+            Scan {
+                request: request.clone(),
+                cancel: cancel.clone(),
+                deadline,
+                started_at: unix_now(),
+                progress: progress.clone(),
+                reports: BTreeMap::new(),
+                setup: None,
+                cancelled: false,
+                waiters: Vec::new(),
+                finished: None,
+            },
+        );
+        let setup = scan_setup::prepare(request.clone(), self.deps.clone(), scan_id, cancel);
+        ctx.spawn(wrap_future::<_, Self>(setup).map(move |setup, act, ctx| {
+            act.begin(scan_id, setup, ctx);
+        }));
+        ctx.run_later(request.timeout, move |act, ctx| {
+            if act
+                .scans
+                .get(&scan_id)
+                .is_some_and(|s| s.finished.is_none())
+            {
+                act.stop_later(scan_id, ctx, DatasetStatus::Failed);
+            }
+        });
+        tracing::info!(%scan_id, datasets = ?request.datasets, regions = ?request.regions, "scan opened");
+        Ok(ScanStarted {
+            scan_id,
+            progress: progress.into_values().collect(),
+        })
+    }
+}
+
+impl Handler<CancelScan> for Supervisor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: CancelScan, ctx: &mut Context<Self>) -> bool {
+        let scan_id = msg.0;
+        let Some(scan) = self.scans.get_mut(&scan_id) else {
+            return false;
+        };
+        if scan.finished.is_some() || scan.cancelled {
+            return false;
+        }
+        scan.cancelled = true;
+        scan.cancel.cancel();
+        let admission = self.deps.admission.clone();
+        ctx.spawn(wrap_future::<_, Self>(async move {
+            let removed = admission.cancel_scope(scan_id.scope()).await;
+            tracing::info!(%scan_id, removed, "scan cancelled; queued admission waiters removed");
+        }));
+        self.stop_later(scan_id, ctx, DatasetStatus::Cancelled);
+        true
+    }
+}
+
+impl Handler<GetProgress> for Supervisor {
+    type Result = Option<Vec<crate::collectors::DatasetProgress>>;
+
+    fn handle(&mut self, msg: GetProgress, _: &mut Context<Self>) -> Self::Result {
+        self.scans
+            .get(&msg.0)
+            .map(|s| s.progress.values().map(Progress::snapshot).collect())
+    }
+}
+
+impl Handler<AwaitReport> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: AwaitReport, _: &mut Context<Self>) {
+        match self.scans.get_mut(&msg.scan_id) {
+            None => {
+                let _ = msg.reply.send(Err(UnknownScan(msg.scan_id)));
+            }
+            Some(scan) => match &scan.finished {
+                Some(report) => {
+                    let _ = msg.reply.send(Ok(report.clone()));
+                }
+                None => scan.waiters.push(msg.reply),
+            },
+        }
+    }
+}
+
+impl Handler<ForgetScan> for Supervisor {
+    type Result = MessageResult<ForgetScan>;
+
+    fn handle(&mut self, msg: ForgetScan, _: &mut Context<Self>) -> Self::Result {
+        let finished = self.scans.get(&msg.0).is_some_and(|s| s.finished.is_some());
+        if finished {
+            self.scans.remove(&msg.0);
+        }
+        MessageResult(finished)
+    }
+}
+
+impl Handler<DatasetFinished> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: DatasetFinished, _: &mut Context<Self>) {
+        let Some(scan) = self.scans.get_mut(&msg.scan_id) else {
+            return;
+        };
+        if scan.finished.is_some() {
+            return;
+        }
+        let mut report = msg.report;
+        if scan.cancelled && report.status < DatasetStatus::Cancelled && !report_is_whole(&report) {
+            report.status = DatasetStatus::Cancelled;
+        }
+        scan.reports.insert(msg.dataset, report);
+        self.finish_if_done(msg.scan_id);
+    }
+}
+
+/// A dataset that finished complete before the cancellation took effect stays complete.
+fn report_is_whole(report: &DatasetReport) -> bool {
+    report.status == DatasetStatus::Complete
+}
