@@ -18,3 +18,6 @@ pub use tollgate_storage as storage;
 
 pub use tollgate_actors::{AdmissionError, AdmissionHandle, ReservationGuard, WaitOptions};
 pub use tollgate_engine::{Engine, EngineConfig, EngineError};
+pub use tollgate_engine::{
+    Dataset, DatasetStatus, Discovery, DiscoveryReport, DiscoveryRequest, ScanHandle,
+};

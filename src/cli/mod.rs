@@ -1,5 +1,6 @@
 //! Command-line definitions (clap) and dispatch. Each subcommand lives in its own file.
 
+mod discover;
 mod policies;
 mod serve;
 mod status;
@@ -29,6 +30,10 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Discover AWS resources (S3 buckets, Lambda functions, DynamoDB tables, KMS keys)
+    /// through the shared admission gate; write a JSON report. Exit code: 0 complete,
+    /// 2 partial, 130 cancelled, 1 error or a failed dataset.
+    Discover(discover::DiscoverArgs),
     /// Print the effective quota policies: defaults merged with TOLLGATE_QUOTA_OVERRIDES.
     Policies {
         /// Print JSON instead of a table.
@@ -70,6 +75,7 @@ pub enum Command {
 /// Run a parsed command line; the exit code on success.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Discover(args) => discover::run(args),
         Command::Policies { json } => policies::run(json),
         Command::Status { dir, json } => status::run(dir, json),
         Command::Serve { dir } => serve::run(dir),

@@ -1,0 +1,385 @@
+//! `tollgate discover`: run one scan on the engine's admission, show progress per dataset,
+//! write the JSON report, print a summary table, and exit 0 complete / 2 partial /
+//! 130 cancelled (Ctrl-C) / 1 error (including a failed dataset).
+//!
+//! Progress goes to stderr: live bars (indicatif) on a terminal, plain lines otherwise
+//! (CI logs, pipes). The report goes to `--output FILE` or stdout, so
+//! `tollgate discover | jq` works while the bars draw on the terminal.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
+use tollgate_engine::collectors::DatasetProgress;
+use tollgate_engine::{
+    Dataset, DatasetStatus, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig, ScanHandle,
+};
+
+/// Exit code of a scan whose datasets are all complete.
+const EXIT_COMPLETE: u8 = 0;
+/// Exit code of an error, or of a scan with a failed dataset.
+const EXIT_ERROR: u8 = 1;
+/// Exit code of a scan with a partial dataset.
+const EXIT_PARTIAL: u8 = 2;
+/// Exit code after Ctrl-C (128 + SIGINT).
+const EXIT_CANCELLED: u8 = 130;
+
+/// How often progress is redrawn.
+const TICK: Duration = Duration::from_millis(100);
+/// How often plain (non-terminal) progress lines are printed.
+const PLAIN_EVERY: Duration = Duration::from_secs(5);
+
+/// `tollgate discover` flags.
+#[derive(Debug, clap::Args)]
+pub struct DiscoverArgs {
+    /// Regions to scan, comma-separated (default: the AWS configuration's region, else
+    /// us-east-1).
+    #[arg(long, value_delimiter = ',', value_name = "REGION")]
+    pub regions: Vec<String>,
+    /// Datasets to collect, comma-separated: s3-buckets, lambda-functions,
+    /// dynamodb-tables, kms-keys (default: all).
+    #[arg(long, value_delimiter = ',', value_name = "DATASET")]
+    pub datasets: Vec<Dataset>,
+    /// Send every AWS request to this endpoint (an emulator such as moto); S3 uses
+    /// path-style addressing.
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// AWS profile (default: the default credential chain).
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<String>,
+    /// Deadline for the whole scan: 90s, 5m, 1h, 1500ms, or plain seconds.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Write the JSON report here instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write one JSON line per admission or physical attempt here.
+    #[arg(long, value_name = "FILE")]
+    pub telemetry: Option<PathBuf>,
+    /// Admission directory (default: TOLLGATE_ADMISSION_DIR, else the user cache).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Parse `90s`, `5m`, `1h`, `1500ms` or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (try 90s, 5m, 1h or 1500ms)"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?} (use ms, s, m or h)"
+            ))
+        }
+    };
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(format!("{text:?}: the timeout must be longer than zero"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
+    let config = EngineConfig::from_env()?.with_admission_dir(args.dir.clone());
+    for warning in config.policies.warnings() {
+        eprintln!("tollgate: warning: {warning}");
+    }
+    let telemetry: Option<Arc<dyn TelemetrySink>> = match &args.telemetry {
+        Some(path) => Some(Arc::new(FileTelemetry::create(path).with_context(
+            || format!("creating the telemetry file {}", path.display()),
+        )?)),
+        None => None,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let engine = Engine::open(config)?;
+        let outcome = scan(&engine, args, telemetry).await;
+        engine.close().await?;
+        outcome
+    })
+}
+
+async fn scan(
+    engine: &Engine,
+    args: DiscoverArgs,
+    telemetry: Option<Arc<dyn TelemetrySink>>,
+) -> anyhow::Result<ExitCode> {
+    let request = DiscoveryRequest {
+        regions: args.regions,
+        datasets: args.datasets,
+        endpoint_url: args.endpoint_url,
+        profile: args.profile,
+        timeout: args.timeout,
+    };
+    let discovery = engine.discovery(telemetry);
+    let handle = discovery.start_scan(request).await?;
+    let display = ProgressDisplay::new(&handle);
+    let mut user_cancelled = false;
+    let report = {
+        let report = handle.report();
+        tokio::pin!(report);
+        let mut tick = tokio::time::interval(TICK);
+        loop {
+            tokio::select! {
+                report = &mut report => break report?,
+                _ = tokio::signal::ctrl_c(), if !user_cancelled => {
+                    user_cancelled = true;
+                    display.note("cancelling: stopping queued and in-flight requests (Ctrl-C again to quit at once)");
+                    handle.cancel().await?;
+                    tokio::spawn(async {
+                        if tokio::signal::ctrl_c().await.is_ok() {
+                            std::process::exit(i32::from(EXIT_CANCELLED));
+                        }
+                    });
+                }
+                _ = tick.tick() => display.update(&handle.progress()),
+            }
+        }
+    };
+    display.update(&handle.progress());
+    display.finish();
+    discovery.shutdown();
+
+    write_report(&report, args.output.as_deref())?;
+    print_summary(&report)?;
+    Ok(ExitCode::from(exit_code(&report, user_cancelled)))
+}
+
+/// 130 after Ctrl-C or with a cancelled dataset; else 1 for a failed dataset, 2 for a
+/// partial one, 0 when all are complete.
+fn exit_code(report: &DiscoveryReport, user_cancelled: bool) -> u8 {
+    if user_cancelled {
+        return EXIT_CANCELLED;
+    }
+    match report.overall_status() {
+        DatasetStatus::Complete => EXIT_COMPLETE,
+        DatasetStatus::Partial => EXIT_PARTIAL,
+        DatasetStatus::Failed => EXIT_ERROR,
+        DatasetStatus::Cancelled => EXIT_CANCELLED,
+    }
+}
+
+fn write_report(report: &DiscoveryReport, output: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(report).context("encoding the report")?;
+    match output {
+        Some(path) => std::fs::write(path, format!("{text}\n"))
+            .with_context(|| format!("writing the report to {}", path.display())),
+        None => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{text}")?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
+
+/// The table on stderr after the scan.
+fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
+    let mut err = std::io::stderr().lock();
+    let account = report.account.as_deref().unwrap_or("unresolved");
+    writeln!(
+        err,
+        "\nscan {} · account {} · {} · {}",
+        report.scan_id,
+        account,
+        report.partition,
+        report.regions.join(", ")
+    )?;
+    if let Some(note) = &report.identity_note {
+        writeln!(err, "note: {note}")?;
+    }
+    writeln!(
+        err,
+        "{:<18} {:<10} {:>7}  reasons",
+        "dataset", "status", "items"
+    )?;
+    for (name, dataset) in &report.datasets {
+        let reasons = dataset
+            .reasons
+            .iter()
+            .map(|r| {
+                let field = r
+                    .field
+                    .as_deref()
+                    .map(|f| format!(" → {f}"))
+                    .unwrap_or_default();
+                let code = r
+                    .code
+                    .as_deref()
+                    .map(|c| format!(" {c}"))
+                    .unwrap_or_default();
+                format!("{} {}{code}{field} ×{}", r.operation, r.kind, r.count)
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        writeln!(
+            err,
+            "{:<18} {:<10} {:>7}  {}",
+            name,
+            dataset.status.as_str(),
+            dataset.items.len(),
+            if reasons.is_empty() { "-" } else { &reasons }
+        )?;
+    }
+    if !report.throttling.is_empty() {
+        writeln!(err, "throttled gaps:")?;
+        writeln!(
+            err,
+            "  {:<64} {:>9} {:>7} {:>7}",
+            "quota key", "throttled", "retries", "gave up"
+        )?;
+        for (key, t) in &report.throttling {
+            writeln!(
+                err,
+                "  {:<64} {:>9} {:>7} {:>7}",
+                key, t.throttled_responses, t.retries, t.gave_up_calls
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Live bars on a terminal, plain lines otherwise.
+enum ProgressDisplay {
+    Bars {
+        multi: MultiProgress,
+        bars: Vec<(Dataset, ProgressBar)>,
+    },
+    Plain {
+        last: std::sync::Mutex<(tokio::time::Instant, Vec<Option<DatasetStatus>>)>,
+    },
+}
+
+impl ProgressDisplay {
+    fn new(handle: &ScanHandle) -> Self {
+        let progress = handle.progress();
+        if !std::io::stderr().is_terminal() {
+            for p in &progress {
+                eprintln!("tollgate: {}: started (scan {})", p.dataset, handle.id());
+            }
+            return ProgressDisplay::Plain {
+                last: std::sync::Mutex::new((
+                    tokio::time::Instant::now(),
+                    vec![None; progress.len()],
+                )),
+            };
+        }
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let style =
+            ProgressStyle::with_template("{prefix:<18} {bar:30.cyan/blue} {pos:>5}/{len:<5} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let bars = progress
+            .iter()
+            .map(|p| {
+                let bar = multi.add(ProgressBar::new(0));
+                bar.set_style(style.clone());
+                bar.set_prefix(p.dataset.name());
+                bar.set_message("listing…");
+                (p.dataset, bar)
+            })
+            .collect();
+        ProgressDisplay::Bars { multi, bars }
+    }
+
+    fn update(&self, progress: &[DatasetProgress]) {
+        match self {
+            ProgressDisplay::Bars { bars, .. } => {
+                for (p, (_, bar)) in progress.iter().zip(bars) {
+                    bar.set_length(p.planned.max(p.done));
+                    bar.set_position(p.done);
+                    match p.finished {
+                        Some(status) if !bar.is_finished() => {
+                            bar.finish_with_message(format!(
+                                "{} · {} items",
+                                status.as_str(),
+                                p.items
+                            ));
+                        }
+                        Some(_) => {}
+                        None => bar.set_message(format!("{} listed · {} items", p.listed, p.items)),
+                    }
+                }
+            }
+            ProgressDisplay::Plain { last } => {
+                let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+                let now = tokio::time::Instant::now();
+                let periodic = now.duration_since(last.0) >= PLAIN_EVERY;
+                for (i, p) in progress.iter().enumerate() {
+                    let was = last.1.get(i).copied().flatten();
+                    if p.finished.is_some() && was.is_none() {
+                        eprintln!(
+                            "tollgate: {}: {} ({} items)",
+                            p.dataset,
+                            p.finished.map(DatasetStatus::as_str).unwrap_or("?"),
+                            p.items
+                        );
+                        if let Some(slot) = last.1.get_mut(i) {
+                            *slot = p.finished;
+                        }
+                    } else if periodic && p.finished.is_none() {
+                        eprintln!(
+                            "tollgate: {}: {} listed, {}/{} calls, {} items",
+                            p.dataset, p.listed, p.done, p.planned, p.items
+                        );
+                    }
+                }
+                if periodic {
+                    last.0 = now;
+                }
+            }
+        }
+    }
+
+    fn note(&self, text: &str) {
+        match self {
+            ProgressDisplay::Bars { multi, .. } => {
+                let _ = multi.println(format!("tollgate: {text}"));
+            }
+            ProgressDisplay::Plain { .. } => eprintln!("tollgate: {text}"),
+        }
+    }
+
+    fn finish(&self) {
+        if let ProgressDisplay::Bars { bars, .. } = self {
+            for (_, bar) in bars {
+                if !bar.is_finished() {
+                    bar.abandon();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+    }
+}
