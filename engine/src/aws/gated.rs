@@ -19,6 +19,9 @@
 //! A signed request waits at most [`SIGNED_REQUEST_MAX_WAIT`] for admission. Past that
 //! the connector gives up with [`SignatureRefresh`] and the retry owner prepares the same
 //! attempt again (a fresh signature), without spending a retry or counting an attempt.
+//! The refreshed request asks for admission again and so rejoins the key's admission
+//! FIFO at the back. That queue holds at most the key's `concurrency` waiters (everyone
+//! else waits for a reservation, before preparation), so the reordering is bounded.
 //! Cancellation while waiting means nothing dispatches; while in flight, the inner
 //! request future is dropped, which aborts it.
 
