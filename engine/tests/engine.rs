@@ -3,7 +3,7 @@
 
 use tollgate_engine::{Engine, EngineConfig};
 use tollgate_quota::{Outcome, QuotaKey};
-use tollgate_storage::{DirEnv, PreviousShutdown};
+use tollgate_storage::DirEnv;
 
 fn config(dir: &std::path::Path) -> EngineConfig {
     EngineConfig {
@@ -19,7 +19,7 @@ fn config(dir: &std::path::Path) -> EngineConfig {
 }
 
 #[tokio::test]
-async fn state_survives_a_clean_restart_and_the_second_opener_waits_its_turn() {
+async fn second_engine_joins_as_client_and_state_survives_a_clean_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("admission");
     let key: QuotaKey = "aws/123456789012/us-east-1/kms:GetKeyLastUsage"
@@ -27,7 +27,7 @@ async fn state_survives_a_clean_restart_and_the_second_opener_waits_its_turn() {
         .unwrap();
 
     let engine = Engine::open(config(&dir)).unwrap();
-    assert_eq!(engine.previous_shutdown(), PreviousShutdown::Fresh);
+    assert!(engine.is_coordinator(), "the first process takes the coordinator role");
     let policy = engine.policies().policy_for_key(&key);
     assert_eq!(
         policy.rate_per_second(),
@@ -43,7 +43,15 @@ async fn state_survives_a_clean_restart_and_the_second_opener_waits_its_turn() {
     slot.feedback(Outcome::Throttled, &retry);
     slot.release();
 
-    // While this engine holds the directory, another cannot take it.
+    // A second engine on the same directory is a client of the first: same key, same state.
+    let second = Engine::open(config(&dir)).unwrap();
+    assert!(!second.is_coordinator());
+    let seen = second.admission().status().await.unwrap();
+    let kms = seen.iter().find(|s| s.key == key.to_string()).expect("shared state");
+    assert_eq!(kms.state.penalty_steps, 1, "the client sees the coordinator's penalty");
+    second.close().await.unwrap();
+
+    // While this engine holds the directory, nobody else can take the lock.
     let dir_for_thread = dir.clone();
     let blocked = std::thread::spawn(move || {
         let mut cfg = config(&dir_for_thread);
@@ -61,7 +69,7 @@ async fn state_survives_a_clean_restart_and_the_second_opener_waits_its_turn() {
     engine.close().await.unwrap();
 
     let engine = Engine::open(config(&dir)).unwrap();
-    assert_eq!(engine.previous_shutdown(), PreviousShutdown::Clean);
+    assert!(engine.is_coordinator());
     let status = engine.admission().status().await.unwrap();
     let kms = status
         .iter()
