@@ -27,7 +27,10 @@ async fn second_engine_joins_as_client_and_state_survives_a_clean_restart() {
         .unwrap();
 
     let engine = Engine::open(config(&dir)).unwrap();
-    assert!(engine.is_coordinator(), "the first process takes the coordinator role");
+    assert!(
+        engine.is_coordinator(),
+        "the first process takes the coordinator role"
+    );
     let policy = engine.policies().policy_for_key(&key);
     assert_eq!(
         policy.rate_per_second(),
@@ -47,8 +50,14 @@ async fn second_engine_joins_as_client_and_state_survives_a_clean_restart() {
     let second = Engine::open(config(&dir)).unwrap();
     assert!(!second.is_coordinator());
     let seen = second.admission().status().await.unwrap();
-    let kms = seen.iter().find(|s| s.key == key.to_string()).expect("shared state");
-    assert_eq!(kms.state.penalty_steps, 1, "the client sees the coordinator's penalty");
+    let kms = seen
+        .iter()
+        .find(|s| s.key == key.to_string())
+        .expect("shared state");
+    assert_eq!(
+        kms.state.penalty_steps, 1,
+        "the client sees the coordinator's penalty"
+    );
     second.close().await.unwrap();
 
     // While this engine holds the directory, nobody else can take the lock.
