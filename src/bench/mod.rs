@@ -6,6 +6,7 @@
 
 mod in_process;
 mod processes;
+mod pyrate;
 mod stats;
 pub mod worker;
 
@@ -51,9 +52,21 @@ pub struct AdmissionArgs {
     /// Concurrent callers for the throughput measurement.
     #[arg(long, default_value_t = 4)]
     pub callers: usize,
+    /// With --processes: also run the same workload through a peer limiter in the same
+    /// run and print the ratio (pyrate: pyrate-limiter's SQLite bucket, installed from
+    /// PyPI into the project's .venv on first use).
+    #[arg(long, value_enum, requires = "processes")]
+    pub peer: Option<Peer>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A peer limiter to compare with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Peer {
+    /// pyrate-limiter's SQLiteBucket with its file lock (multi-process).
+    Pyrate,
 }
 
 /// Run a benchmark.

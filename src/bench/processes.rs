@@ -42,6 +42,8 @@ struct Report {
     coordinator_pid: Option<u32>,
     admission: Row,
     echo_floor: Row,
+    peer: Option<Row>,
+    throughput_ratio_to_peer: Option<f64>,
     p50_ratio_to_echo: f64,
     p99_ratio_to_echo: f64,
     throughput_ratio_to_echo: f64,
@@ -70,6 +72,12 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
     }
     let reports = spawn_workers(&exe, processes, n, &extra, args.log.as_deref())?;
 
+    let peer = match args.peer {
+        Some(super::Peer::Pyrate) => {
+            Some(super::pyrate::measure(processes, n, args.rate, tmp.path())?)
+        }
+        None => None,
+    };
     let echo = summarize("unix-socket echo (64 B round trip)", &echo_reports);
     let admission = summarize("cross-process admission", &reports);
     let mut grants: Vec<u64> = reports
@@ -102,14 +110,23 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
             admission.throughput_per_s.unwrap_or(0.0),
             echo.throughput_per_s.unwrap_or(0.0),
         ),
+        throughput_ratio_to_peer: peer.as_ref().map(|p| {
+            ratio(
+                admission.throughput_per_s.unwrap_or(0.0),
+                p.throughput_per_s.unwrap_or(0.0),
+            )
+        }),
         admission,
         echo_floor: echo,
+        peer,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
-    print_table(&[report.admission.clone(), report.echo_floor.clone()]);
+    let mut rows = vec![report.admission.clone(), report.echo_floor.clone()];
+    rows.extend(report.peer.clone());
+    print_table(&rows);
     println!();
     println!(
         "processes {} x {} admissions: admitted {}, elapsed {:.3} s, ideal {:.3} s",
@@ -125,6 +142,14 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
         report.p99_ratio_to_echo,
         report.throughput_ratio_to_echo * 100.0
     );
+    if let (Some(peer), Some(r)) = (&report.peer, report.throughput_ratio_to_peer) {
+        println!(
+            "ratio to {}: throughput {:.1}x, p50 {:.2}x lower",
+            peer.subject,
+            r,
+            ratio(peer.p50_us, report.admission.p50_us)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

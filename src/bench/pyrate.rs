@@ -1,0 +1,124 @@
+//! `--peer pyrate`: the same multi-process workload through pyrate-limiter's SQLite
+//! bucket, the closest off-the-shelf cross-process limiter, measured in the same run.
+//!
+//! The bench installs pyrate-limiter (and filelock, which its multi-process mode needs)
+//! from PyPI into the project's virtual environment (`.venv` at the repository root, or
+//! `TOLLGATE_VENV`) on first use, then runs P Python workers sharing one SQLite file.
+
+#![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+use tollgate_actors::clock::unix_now;
+
+use super::stats::Row;
+
+const WORKER: &str = include_str!("pyrate_worker.py");
+const PACKAGES: &[&str] = &["pyrate-limiter", "filelock"];
+/// Time for the Python workers to start and import before they begin together.
+const START_DELAY: Duration = Duration::from_millis(1_500);
+
+#[derive(Debug, Deserialize)]
+struct PeerReport {
+    latencies_us: Vec<u64>,
+    started_us: u64,
+    finished_us: u64,
+}
+
+/// The project's virtual environment.
+fn venv_dir() -> PathBuf {
+    std::env::var_os("TOLLGATE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv"))
+}
+
+/// A Python interpreter with pyrate-limiter importable, installing it if needed.
+fn python_with_pyrate() -> anyhow::Result<PathBuf> {
+    let venv = venv_dir();
+    let python = venv.join("bin").join("python");
+    if !python.exists() {
+        eprintln!("bench: creating {}", venv.display());
+        let status = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .context("running python3 -m venv (is Python 3 installed?)")?;
+        if !status.success() {
+            bail!("python3 -m venv {} failed", venv.display());
+        }
+    }
+    let importable = Command::new(&python)
+        .args(["-c", "import pyrate_limiter, filelock"])
+        .stderr(Stdio::null())
+        .status()?
+        .success();
+    if !importable {
+        eprintln!(
+            "bench: installing {} into {}",
+            PACKAGES.join(", "),
+            venv.display()
+        );
+        let status = Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet"])
+            .args(PACKAGES)
+            .status()
+            .context("running pip")?;
+        if !status.success() {
+            bail!(
+                "pip could not install {} into {}",
+                PACKAGES.join(", "),
+                venv.display()
+            );
+        }
+    }
+    Ok(python)
+}
+
+/// Run `processes` pyrate workers, `n` acquisitions each, on one shared SQLite bucket.
+pub fn measure(processes: usize, n: usize, rate: f64, tmp: &Path) -> anyhow::Result<Row> {
+    let python = python_with_pyrate()?;
+    let script = tmp.join("pyrate_worker.py");
+    std::fs::write(&script, WORKER)?;
+    let db = tmp.join("pyrate.sqlite");
+    let start_at = unix_now().as_micros() + START_DELAY.as_micros() as u64;
+    let children = (0..processes)
+        .map(|_| {
+            Command::new(&python)
+                .arg(&script)
+                .arg(&db)
+                .arg(n.to_string())
+                .arg(rate.to_string())
+                .arg(start_at.to_string())
+                .stdout(Stdio::piped())
+                .spawn()
+                .context("spawning a pyrate worker")
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut reports = Vec::with_capacity(processes);
+    for child in children {
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            bail!("a pyrate worker failed: {}", out.status);
+        }
+        let report: PeerReport =
+            serde_json::from_slice(&out.stdout).context("reading a pyrate worker's report")?;
+        reports.push(report);
+    }
+    let start = reports.iter().map(|r| r.started_us).min().unwrap_or(0);
+    let end = reports.iter().map(|r| r.finished_us).max().unwrap_or(0);
+    let span = end.saturating_sub(start) as f64 / 1e6;
+    let latencies: Vec<Duration> = reports
+        .iter()
+        .flat_map(|r| r.latencies_us.iter().map(|&u| Duration::from_micros(u)))
+        .collect();
+    let throughput = (span > 0.0).then(|| latencies.len() as f64 / span);
+    Ok(Row::new(
+        "pyrate-limiter SQLiteBucket (peer)",
+        latencies,
+        throughput,
+    ))
+}
