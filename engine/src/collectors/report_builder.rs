@@ -55,17 +55,6 @@ impl ReportBuilder {
         }
     }
 
-    /// A per-item read the dataset cannot do without failed, so the item is missing
-    /// from `items` altogether (for example a page of versions of one function).
-    pub fn item_missing(&mut self, operation: &str, error: &CallError) {
-        let kind = reason_kind(error.kind());
-        self.note(operation, None, kind, error);
-        match error.kind() {
-            CallErrorKind::Cancelled => self.worsen(DatasetStatus::Cancelled),
-            _ => self.worsen(DatasetStatus::Partial),
-        }
-    }
-
     /// A listing call failed: the inventory is not known.
     pub fn listing_failed(&mut self, operation: &str, error: &CallError) {
         let kind = reason_kind(error.kind());
@@ -154,7 +143,94 @@ fn reason_kind(kind: CallErrorKind) -> &'static str {
     }
 }
 
-/// A one-line explanation: operation, kind, code, status, message and attempts.
+/// A one-line explanation: operation, kind, code, status, message and attempts; plus what
+/// a fatal answer with a success status means.
 fn explain(error: &CallError) -> String {
-    error.to_string()
+    let text = error.to_string();
+    let success_status = error.status().is_some_and(|s| (200..300).contains(&s));
+    if error.kind() == CallErrorKind::Fatal && success_status {
+        return format!(
+            "{text}: the answer is not a {} response; the endpoint (an emulator or proxy?) \
+             does not implement this operation",
+            error.operation()
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use CallErrorKind::*;
+
+    fn error(kind: CallErrorKind, code: Option<&str>, status: Option<u16>) -> CallError {
+        let mut e = CallError::new(kind, "GetKeyLastUsage", "message");
+        e.code = code.map(str::to_string);
+        e.status = status;
+        e
+    }
+
+    #[test]
+    fn status_rules() {
+        #[rustfmt::skip]
+        let table: &[(&str, CallErrorKind, DatasetStatus)] = &[
+            ("value", Fatal, DatasetStatus::Complete),
+            ("value", Throttled, DatasetStatus::Partial),
+            ("value", Transient, DatasetStatus::Partial),
+            ("value", RetryAllowanceExhausted, DatasetStatus::Partial),
+            ("value", DeadlineExceeded, DatasetStatus::Partial),
+            ("value", Admission, DatasetStatus::Partial),
+            ("value", Cancelled, DatasetStatus::Cancelled),
+            ("listing", Fatal, DatasetStatus::Failed),
+            ("listing", Throttled, DatasetStatus::Failed),
+            ("listing", Cancelled, DatasetStatus::Cancelled),
+        ];
+        for (what, kind, want) in table {
+            let mut b = ReportBuilder::new();
+            let e = error(*kind, None, None);
+            match *what {
+                "value" => b.value_missing("kms:GetKeyLastUsage", "last_used_at", &e),
+                _ => b.listing_failed("kms:ListKeys", &e),
+            }
+            assert_eq!(b.finish().status, *want, "{what} {kind:?}");
+        }
+    }
+
+    #[test]
+    fn reasons_are_deduplicated_and_counted_across_regions() {
+        let denied = error(Fatal, Some("AccessDeniedException"), Some(400));
+        let throttled = error(Throttled, Some("ThrottlingException"), Some(400));
+        let mut east = ReportBuilder::new();
+        east.value_missing("kms:GetKeyLastUsage", "last_used_at", &denied);
+        east.value_missing("kms:GetKeyLastUsage", "last_used_at", &denied);
+        let mut west = ReportBuilder::new();
+        west.value_missing("kms:GetKeyLastUsage", "last_used_at", &denied);
+        west.value_missing("kms:GetKeyLastUsage", "last_used_at", &throttled);
+        let mut all = ReportBuilder::new();
+        east.merge_into(&mut all);
+        west.merge_into(&mut all);
+        let report = all.finish();
+        assert_eq!(report.status, DatasetStatus::Partial);
+        assert_eq!(report.reasons.len(), 2);
+        assert_eq!(report.reasons[0].count, 3);
+        assert_eq!(report.reasons[0].kind, "unavailable");
+        assert_eq!(
+            report.reasons[0].code.as_deref(),
+            Some("AccessDeniedException")
+        );
+        assert_eq!(report.reasons[1].kind, "throttled");
+    }
+
+    #[test]
+    fn an_unreadable_success_says_the_endpoint_lacks_the_operation() {
+        let mut b = ReportBuilder::new();
+        b.value_missing("s3:X", "f", &error(Fatal, None, Some(200)));
+        let report = b.finish();
+        assert_eq!(report.status, DatasetStatus::Complete);
+        assert!(
+            report.reasons[0].message.contains("does not implement"),
+            "{}",
+            report.reasons[0].message
+        );
+    }
 }
