@@ -17,7 +17,7 @@ pub use tollgate_quota as quota;
 pub use tollgate_storage as storage;
 
 pub use tollgate_actors::{AdmissionError, AdmissionHandle, ReservationGuard, WaitOptions};
-pub use tollgate_engine::{Engine, EngineConfig, EngineError};
 pub use tollgate_engine::{
     Dataset, DatasetStatus, Discovery, DiscoveryReport, DiscoveryRequest, ScanHandle,
 };
+pub use tollgate_engine::{Engine, EngineConfig, EngineError};

@@ -9,7 +9,14 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    // Usage errors exit 1, not clap's 2: `tollgate discover` reserves 2 for a partial scan.
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 1 } else { 0 });
+        }
+    };
     cli::init_tracing(args.verbose);
     match cli::run(args) {
         Ok(code) => code,

@@ -67,10 +67,13 @@ pub fn moto() -> Moto {
 }
 
 fn moto_binary() -> Option<PathBuf> {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let venv = repo.join(".venv/bin/moto_server");
-    if venv.is_file() {
-        return Some(venv);
+    // The repository root is the manifest dir (root package) or its parent (engine).
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for root in [manifest.clone(), manifest.join("..")] {
+        let venv = root.join(".venv/bin/moto_server");
+        if venv.is_file() {
+            return Some(venv);
+        }
     }
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)

@@ -1,0 +1,185 @@
+//! `tollgate discover` as a user runs it, against moto's server: the real binary, the
+//! default credential chain from the environment, a temporary admission directory, the
+//! report on stdout or in `--output`, telemetry in `--telemetry`, and the exit codes.
+
+#[path = "../engine/tests/common/moto.rs"]
+mod moto;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use moto::{moto, unique_prefix, Moto};
+
+fn discover(moto: &Moto, admission: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .arg("discover")
+        .args(["--endpoint-url", &moto.url, "--regions", "us-east-1"])
+        .args(args)
+        .env("TOLLGATE_ADMISSION_DIR", admission)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("TOLLGATE_QUOTA_OVERRIDES")
+        .output()
+        .expect("running tollgate discover")
+}
+
+/// Send one JSON-protocol request to moto (X-Amz-Target), without the AWS SDK.
+fn moto_json(moto: &Moto, service: &str, target: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let port: u16 = moto.url.rsplit(':').next().unwrap().parse().unwrap();
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+         Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/{service}/aws4_request, SignedHeaders=host, Signature=00\r\n\
+         X-Amz-Target: {target}\r\nContent-Type: application/x-amz-json-1.1\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{target}: {answer}");
+    answer
+}
+
+#[test]
+fn a_complete_scan_exits_0_and_writes_report_and_telemetry() {
+    let moto = moto();
+    let prefix = unique_prefix("cli");
+    let table = format!("{prefix}table");
+    moto_json(
+        &moto,
+        "dynamodb",
+        "DynamoDB_20120810.CreateTable",
+        &format!(
+            r#"{{"TableName":"{table}","AttributeDefinitions":[{{"AttributeName":"pk","AttributeType":"S"}}],"KeySchema":[{{"AttributeName":"pk","KeyType":"HASH"}}],"BillingMode":"PAY_PER_REQUEST"}}"#
+        ),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let report_path = tmp.path().join("report.json");
+    let telemetry_path = tmp.path().join("attempts.jsonl");
+    let out = discover(
+        &moto,
+        &tmp.path().join("admission"),
+        &[
+            "--datasets",
+            "dynamodb-tables,lambda-functions",
+            "--timeout",
+            "60s",
+            "--output",
+            report_path.to_str().unwrap(),
+            "--telemetry",
+            telemetry_path.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(out.stdout.is_empty(), "the report went to --output");
+    // Not a terminal: plain progress lines, then the summary table.
+    assert!(stderr.contains("dynamodb-tables: complete"), "{stderr}");
+    assert!(
+        stderr.contains("dataset") && stderr.contains("status"),
+        "{stderr}"
+    );
+
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    assert_eq!(report["account"], moto::MOTO_ACCOUNT);
+    assert_eq!(report["regions"], serde_json::json!(["us-east-1"]));
+    let datasets = report["datasets"].as_object().unwrap();
+    assert_eq!(
+        datasets.keys().collect::<Vec<_>>(),
+        ["dynamodb-tables", "lambda-functions"]
+    );
+    let tables = datasets["dynamodb-tables"]["items"].as_array().unwrap();
+    let mine = tables
+        .iter()
+        .find(|t| t["table_name"] == table.as_str())
+        .expect("the table is in the report");
+    assert_eq!(mine["billing_mode"], "PAY_PER_REQUEST");
+    assert_eq!(mine["item_count"], 0);
+    assert_eq!(datasets["dynamodb-tables"]["status"], "complete");
+
+    let scan_id = report["scan_id"].as_str().unwrap();
+    let lines = std::fs::read_to_string(&telemetry_path).unwrap();
+    let events: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(events.iter().any(|e| e["operation"] == "DescribeTable"));
+    for e in &events {
+        assert_eq!(e["attribution"]["scanId"], scan_id, "{e}");
+    }
+}
+
+#[test]
+fn a_scan_with_values_lost_to_failures_exits_2_with_the_report_on_stdout() {
+    let moto = moto();
+    let prefix = unique_prefix("cli-kms");
+    let created = moto_json(
+        &moto,
+        "kms",
+        "TrentService.CreateKey",
+        &format!(r#"{{"Description":"{prefix}key"}}"#),
+    );
+    let body = &created[created.find("\r\n\r\n").unwrap() + 4..];
+    let key: serde_json::Value = serde_json::from_str(body).unwrap();
+    let key_id = key["KeyMetadata"]["KeyId"].as_str().unwrap().to_string();
+
+    let tmp = tempfile::tempdir().unwrap();
+    let out = discover(
+        &moto,
+        &tmp.path().join("admission"),
+        &["--datasets", "kms-keys"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // moto answers GetKeyLastUsage with a 500: retried, given up, the dataset partial.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kms = &report["datasets"]["kms-keys"];
+    assert_eq!(kms["status"], "partial");
+    let item = kms["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["key_id"] == key_id.as_str())
+        .expect("the key is in the report");
+    assert_eq!(item["key_state"], "Enabled");
+    assert_eq!(item["key_manager"], "CUSTOMER");
+    assert!(item["last_used_at"].is_null());
+    let reasons = kms["reasons"].as_array().unwrap();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r["operation"] == "kms:GetKeyLastUsage" && r["field"] == "last_used_at"),
+        "{reasons:?}"
+    );
+    assert!(
+        report["throttling"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.ends_with("kms:GetKeyLastUsage")),
+        "the given-up calls show in the throttled gaps: {}",
+        report["throttling"]
+    );
+}
+
+#[test]
+fn usage_errors_exit_1_not_the_partial_code() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["discover", "--datasets", "ec2-instances"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown dataset"));
+    let out = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["discover", "--timeout", "0s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
