@@ -183,3 +183,86 @@ fn usage_errors_exit_1_not_the_partial_code() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Create an S3 bucket with a path-style PUT, without the AWS SDK.
+fn create_bucket(moto: &Moto, name: &str) {
+    use std::io::{Read, Write};
+    let port: u16 = moto.url.rsplit(':').next().unwrap().parse().unwrap();
+    let request = format!(
+        "PUT /{name} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+         Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00\r\n\
+         Content-Length: 0\r\n\r\n"
+    );
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "CreateBucket: {answer}");
+}
+
+/// Ctrl-C (SIGINT) during a slowed scan: the report of what was collected is still
+/// written, the dataset is `cancelled`, and the exit code is 130.
+#[test]
+fn ctrl_c_cancels_writes_the_report_and_exits_130() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+
+    let moto = moto();
+    let prefix = unique_prefix("cli-int");
+    for i in 0..3 {
+        create_bucket(&moto, &format!("{prefix}{i}"));
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .arg("discover")
+        .args(["--endpoint-url", &moto.url, "--regions", "us-east-1"])
+        .args(["--datasets", "s3-buckets"])
+        .env("TOLLGATE_ADMISSION_DIR", tmp.path().join("admission"))
+        .env(
+            "TOLLGATE_QUOTA_OVERRIDES",
+            r#"{"s3:GetBucketLifecycleConfiguration":{"ratePerSecond":0.2,"burst":1}}"#,
+        )
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).unwrap();
+        text
+    });
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("s3-buckets: started") {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no start line: {seen}"
+        );
+        seen.push_str(&line);
+    }
+    // Let the listing finish and the first paced reads queue up.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    let stdout = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}{rest}");
+    assert!(rest.contains("cancelling"), "{rest}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["datasets"]["s3-buckets"]["status"], "cancelled",
+        "{report}"
+    );
+}
