@@ -211,7 +211,8 @@ async fn gate_and_send(
     };
     attempt.update(|r| r.grant = Some(grant));
     if plan.cancel.is_cancelled() {
-        plan.guard.refund_retry(&grant);
+        // Granted but never sent: the retry owner returns the retry unit, if one was
+        // spent, when it reads the record (grant without dispatch).
         return Err(cancelled());
     }
     attempt.update(|r| r.dispatched_at = Some(Instant::now()));
