@@ -126,6 +126,8 @@ async fn describe(run: &CollectorRun, home: &str, bucket: &Listed) -> Option<Des
     };
     if let Some(region) = &region {
         if !run.regions.iter().any(|r| r == region) {
+            // Out of the scan's regions: its two planned reads will not happen.
+            run.progress.done(2);
             return None;
         }
     }

@@ -377,15 +377,12 @@ impl Handler<DatasetFinished> for Supervisor {
             return;
         }
         let mut report = msg.report;
-        if scan.cancelled && report.status < DatasetStatus::Cancelled && !report_is_whole(&report) {
+        // A dataset that finished complete before the cancellation took effect stays
+        // complete; any other is what the cancellation left of it.
+        if scan.cancelled && report.status != DatasetStatus::Complete {
             report.status = DatasetStatus::Cancelled;
         }
         scan.reports.insert(msg.dataset, report);
         self.finish_if_done(msg.scan_id);
     }
-}
-
-/// A dataset that finished complete before the cancellation took effect stays complete.
-fn report_is_whole(report: &DatasetReport) -> bool {
-    report.status == DatasetStatus::Complete
 }
