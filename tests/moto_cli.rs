@@ -266,3 +266,49 @@ fn ctrl_c_cancels_writes_the_report_and_exits_130() {
         "{report}"
     );
 }
+
+/// Nothing listens at the endpoint: the caller stays unresolved (account null, a note,
+/// isolated admission), every listing fails within the deadline, the report is still
+/// written, and the exit code is 1.
+#[test]
+fn an_unreachable_endpoint_fails_every_dataset_and_exits_1() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .arg("discover")
+        .args(["--endpoint-url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "--regions",
+            "eu-west-1",
+            "--datasets",
+            "dynamodb-tables,kms-keys",
+        ])
+        .args(["--timeout", "4s"])
+        .env("TOLLGATE_ADMISSION_DIR", tmp.path().join("admission"))
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["account"].is_null(), "{report}");
+    assert!(
+        report["identity_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("isolated")),
+        "{report}"
+    );
+    for name in ["dynamodb-tables", "kms-keys"] {
+        let dataset = &report["datasets"][name];
+        assert_eq!(dataset["status"], "failed", "{dataset}");
+        assert!(!dataset["reasons"].as_array().unwrap().is_empty());
+        assert!(dataset["items"].as_array().unwrap().is_empty());
+    }
+}
