@@ -61,6 +61,7 @@ impl Discovery {
             admission: engine.admission(),
             policies: engine.policies().clone(),
             telemetry: ScanTelemetry::new(telemetry.unwrap_or_else(|| Arc::new(NoTelemetry))),
+            http: crate::aws::default_http_client(),
         };
         Discovery::start_with(deps)
     }

@@ -13,9 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tollgate_actors::AdmissionRuntime;
 use tollgate_quota::key::{AccountScope, RunId};
 
-use crate::aws::{
-    default_http_client, isolated_admission, resolve_identity, sdk_config, AwsGate, ScanId,
-};
+use crate::aws::{isolated_admission, resolve_identity, sdk_config_with, AwsGate, ScanId};
 use crate::request::{DiscoveryRequest, FALLBACK_REGION};
 use crate::supervisor::SupervisorDeps;
 
@@ -60,7 +58,8 @@ pub async fn prepare(
 ) -> Result<ScanSetup, SetupError> {
     let deadline = Instant::now() + request.timeout;
     let first_region = request.regions.first().map(String::as_str);
-    let sdk = sdk_config(
+    let sdk = sdk_config_with(
+        deps.http.clone(),
         request.profile.as_deref(),
         first_region,
         request.endpoint_url.as_deref(),
@@ -78,7 +77,7 @@ pub async fn prepare(
         .region(aws_config::Region::new(regions[0].clone()))
         .build();
     let sts = aws_sdk_sts::Client::from_conf(sts_config);
-    let http = default_http_client();
+    let http = deps.http.clone();
     let run_id = RunId::new(&scan_id.to_string()).expect("scan-<hex> is a valid run id");
     let identity = resolve_identity(&sts, &http, run_id, &cancel, deadline, &deps.telemetry)
         .await

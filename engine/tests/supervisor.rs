@@ -26,6 +26,7 @@ fn discovery() -> (Discovery, AdmissionRuntime) {
         admission: admission.handle(),
         policies: PolicyTable::defaults(),
         telemetry: ScanTelemetry::new(Arc::new(NoTelemetry)),
+        http: tollgate_engine::aws::default_http_client(),
     });
     (discovery, admission)
 }

@@ -59,6 +59,10 @@ pub struct SupervisorDeps {
     pub policies: PolicyTable,
     /// Attempt telemetry: the user's sink plus per-scan throttling tallies.
     pub telemetry: ScanTelemetry,
+    /// The inner HTTP client gated requests go out through
+    /// ([`default_http_client`](crate::aws::default_http_client); a fake transport in
+    /// simulation tests).
+    pub http: aws_smithy_runtime_api::client::http::SharedHttpClient,
 }
 
 impl std::fmt::Debug for SupervisorDeps {
