@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_sdk_sts::config::retry::RetryConfig;
-use aws_sdk_sts::config::{BehaviorVersion, Credentials, Region, StalledStreamProtectionConfig};
+use aws_sdk_sts::config::{BehaviorVersion, Credentials, Region};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
@@ -227,7 +227,8 @@ fn sts_client(clock: Arc<TokioClock>, signatures: Option<Signatures>) -> aws_sdk
         .http_client(UngatedRefusal)
         .retry_config(RetryConfig::disabled())
         .timeout_config(gated_timeouts())
-        .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
+        // As production (`sdk_config`): upload protection would time the admission wait.
+        .stalled_stream_protection(tollgate_engine::aws::gated_stalled_stream_protection())
         .time_source(ClockTimeSource(clock));
     if let Some(signatures) = signatures {
         config = config.interceptor(signatures);

@@ -18,6 +18,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_config::retry::RetryConfig;
+use aws_config::stalled_stream_protection::StalledStreamProtectionConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_smithy_async::time::TimeSource;
@@ -67,7 +68,8 @@ pub async fn sdk_config_with(
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
         .http_client(inner)
         .retry_config(RetryConfig::disabled())
-        .timeout_config(gated_timeouts());
+        .timeout_config(gated_timeouts())
+        .stalled_stream_protection(gated_stalled_stream_protection());
     if let Some(profile) = profile {
         loader = loader.profile_name(profile);
     }
@@ -84,6 +86,17 @@ pub async fn sdk_config_with(
         .await
         .into_builder()
         .http_client(UngatedRefusal)
+        .build()
+}
+
+/// Stalled-stream protection without its upload half. The admission wait happens inside
+/// the SDK's attempt while the request body is held, so upload protection (1 B/s after a
+/// 5 s grace period) would turn any admission wait past 5 s (a cooldown, a slow policy)
+/// into a "transient" dispatch failure. Response bodies are still protected.
+pub fn gated_stalled_stream_protection() -> StalledStreamProtectionConfig {
+    StalledStreamProtectionConfig::enabled()
+        .upload_enabled(false)
+        .download_enabled(true)
         .build()
 }
 

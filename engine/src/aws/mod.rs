@@ -35,8 +35,8 @@ pub mod telemetry;
 pub use backoff::{Jitter, RetrySettings, DEFAULT_MAX_ATTEMPTS};
 pub use call::{AwsGate, CallContext, ScanId};
 pub use config::{
-    default_http_client, gated_timeouts, sdk_config, sdk_config_with, ClockTimeSource,
-    UngatedRefusal,
+    default_http_client, gated_stalled_stream_protection, gated_timeouts, sdk_config,
+    sdk_config_with, ClockTimeSource, UngatedRefusal,
 };
 pub use error::{CallError, CallErrorKind};
 pub use gated::{GatedHttpClient, SignatureRefresh, SIGNED_REQUEST_MAX_WAIT};
