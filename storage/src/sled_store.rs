@@ -181,12 +181,31 @@ fn db_file_has_data(path: &Path) -> Result<bool, StorageError> {
     }
 }
 
+/// How often, and how long apart, opening retries while sled's own file lock is still
+/// held. We hold the coordinator lock, so the holder can only be this process's previous
+/// sled instance, whose background flusher releases the file moments after the last
+/// handle is dropped (seen under load right after a graceful hand-over).
+const SLED_LOCK_RETRIES: u32 = 200;
+const SLED_LOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
+
 fn open_trees(path: &Path) -> Result<(sled::Db, sled::Tree, sled::Tree), StorageError> {
-    let db = sled::Config::new()
+    let config = sled::Config::new()
         .path(path)
-        .cache_capacity(CACHE_CAPACITY_BYTES)
-        .open()
-        .map_err(|e| from_sled(e, path, "open"))?;
+        .cache_capacity(CACHE_CAPACITY_BYTES);
+    let mut retries = 0;
+    let db = loop {
+        match config.open() {
+            Ok(db) => break db,
+            Err(sled::Error::Io(e))
+                if retries < SLED_LOCK_RETRIES
+                    && e.to_string().contains("could not acquire lock") =>
+            {
+                retries += 1;
+                std::thread::sleep(SLED_LOCK_RETRY_PAUSE);
+            }
+            Err(e) => return Err(from_sled(e, path, "open")),
+        }
+    };
     let quota = db
         .open_tree(QUOTA_TREE)
         .map_err(|e| from_sled(e, path, "open"))?;
