@@ -1,0 +1,71 @@
+# Shared by scripts/test and scripts/demo (sourced, not run): install moto's server if
+# missing (into .venv, git-ignored, when the system pip refuses), start it on a free
+# loopback port, export TOLLGATE_TEST_MOTO_URL, and stop it on exit.
+# Callers set MOTO_LOG_PREFIX for messages.
+
+MOTO_PID=
+stop_moto() {
+    if [ -n "$MOTO_PID" ]; then
+        kill "$MOTO_PID" 2>/dev/null || true
+        wait "$MOTO_PID" 2>/dev/null || true
+    fi
+}
+
+find_moto() {
+    if [ -x .venv/bin/moto_server ]; then
+        echo .venv/bin/moto_server
+    elif command -v moto_server >/dev/null 2>&1 && python3 -c 'import moto.server' 2>/dev/null; then
+        command -v moto_server
+    fi
+}
+
+# The Python that has moto (and so boto3) importable.
+moto_python() {
+    if [ -x .venv/bin/python ] && .venv/bin/python -c 'import moto' 2>/dev/null; then
+        echo .venv/bin/python
+    else
+        echo python3
+    fi
+}
+
+start_moto() {
+    trap stop_moto EXIT
+    if [ -z "${TOLLGATE_TEST_MOTO_URL:-}" ]; then
+        if ! command -v python3 >/dev/null 2>&1; then
+            echo "$MOTO_LOG_PREFIX: python3 not found; moto's server (pip install \"moto[server]\") is needed for the discovery tests" >&2
+            exit 1
+        fi
+        MOTO=$(find_moto)
+        if [ -z "$MOTO" ]; then
+            echo "$MOTO_LOG_PREFIX: installing moto[server] (AWS emulator for the discovery tests)"
+            if ! python3 -m pip install --quiet --disable-pip-version-check "moto[server]" 2>/dev/null \
+                || [ -z "$(find_moto)" ]; then
+                python3 -m venv .venv
+                .venv/bin/python -m pip install --quiet --disable-pip-version-check "moto[server]"
+            fi
+            MOTO=$(find_moto)
+        fi
+        if [ -z "$MOTO" ]; then
+            echo "$MOTO_LOG_PREFIX: moto_server is still missing after installing moto[server]" >&2
+            exit 1
+        fi
+        MOTO_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        mkdir -p target
+        "$MOTO" -H 127.0.0.1 -p "$MOTO_PORT" >target/moto_server.log 2>&1 &
+        MOTO_PID=$!
+        export TOLLGATE_TEST_MOTO_URL="http://127.0.0.1:$MOTO_PORT"
+        for _ in $(seq 1 150); do
+            if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/moto-api/", timeout=1)' \
+                "$TOLLGATE_TEST_MOTO_URL" 2>/dev/null; then
+                break
+            fi
+            if ! kill -0 "$MOTO_PID" 2>/dev/null; then
+                echo "$MOTO_LOG_PREFIX: moto_server exited; its log:" >&2
+                cat target/moto_server.log >&2
+                exit 1
+            fi
+            sleep 0.2
+        done
+        echo "$MOTO_LOG_PREFIX: moto_server (pid $MOTO_PID) at $TOLLGATE_TEST_MOTO_URL"
+    fi
+}
