@@ -53,7 +53,7 @@ impl Timestamp {
 /// A duration in whole microseconds, rounded up so a computed wake-up is never early.
 pub fn duration_micros(d: Duration) -> u64 {
     let micros = d.as_micros();
-    let rounded = if d.subsec_nanos() % 1_000 == 0 {
+    let rounded = if d.subsec_nanos().is_multiple_of(1_000) {
         micros
     } else {
         micros + 1
