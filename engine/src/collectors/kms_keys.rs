@@ -20,15 +20,7 @@ const GET_KEY_LAST_USAGE: &str = "kms:GetKeyLastUsage";
 
 /// Collect the dataset over every region of the scan.
 pub async fn collect(run: &CollectorRun) -> DatasetReport {
-    let mut out = ReportBuilder::new();
-    let regions = join_all(run.regions.iter().map(|r| collect_region(run, r))).await;
-    for region in regions {
-        region.merge_into(&mut out);
-    }
-    if run.is_cancelled() {
-        out.cancelled();
-    }
-    out.finish()
+    run.per_region(collect_region).await
 }
 
 async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {

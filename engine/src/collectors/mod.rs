@@ -73,6 +73,25 @@ enum Client {
 }
 
 impl CollectorRun {
+    /// Run `per_region` for every region of the scan at once and merge the results into
+    /// one dataset report (marked cancelled if the scan was).
+    pub async fn per_region<'a, F, Fut>(&'a self, per_region: F) -> DatasetReport
+    where
+        F: Fn(&'a CollectorRun, &'a str) -> Fut,
+        Fut: Future<Output = ReportBuilder>,
+    {
+        let mut out = ReportBuilder::new();
+        let regions =
+            futures_util::future::join_all(self.regions.iter().map(|r| per_region(self, r))).await;
+        for region in regions {
+            region.merge_into(&mut out);
+        }
+        if self.is_cancelled() {
+            out.cancelled();
+        }
+        out.finish()
+    }
+
     /// A run over `regions` (must not be empty).
     pub fn new(
         gate: AwsGate,
