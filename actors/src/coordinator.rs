@@ -30,6 +30,8 @@ pub struct Coordinator {
     runtime: Option<AdmissionRuntime>,
     store: Arc<ClosableStore<SledStore>>,
     stop_server: Option<oneshot::Sender<()>>,
+    /// Fires when the server has dropped every connection.
+    served: Option<oneshot::Receiver<()>>,
     socket: PathBuf,
     lock: Option<CoordinatorLock>,
 }
@@ -81,17 +83,20 @@ impl Coordinator {
             .map_err(|e| coordination(format!("cannot secure {}: {e}", socket.display())))?;
         let generation = lock.generation();
         let (stop_tx, stop_rx) = oneshot::channel();
+        let (served_tx, served_rx) = oneshot::channel();
         let config = RuntimeConfig::for_this_process(store.clone() as Arc<dyn QuotaStore>);
         let runtime = AdmissionRuntime::start_serving(config, unclean, move |local| async move {
             match tokio::net::UnixListener::from_std(listener) {
                 Ok(listener) => server::serve(listener, local, generation, stop_rx).await,
                 Err(e) => tracing::error!(error = %e, "cannot serve the admission socket"),
             }
+            let _ = served_tx.send(());
         })?;
         Ok(Coordinator {
             runtime: Some(runtime),
             store,
             stop_server: Some(stop_tx),
+            served: Some(served_rx),
             socket,
             lock: Some(lock),
         })
@@ -106,6 +111,14 @@ impl Coordinator {
     pub async fn shutdown(mut self) -> Result<(), AdmissionError> {
         if let Some(stop) = self.stop_server.take() {
             let _ = stop.send(());
+        }
+        // Retire the actors only once every connection is gone: a request still waiting
+        // in a quota queue must reach its client as a lost connection (which re-sends it
+        // to the successor), not as a `Stopped` answer from a retiring actor.
+        if let Some(served) = self.served.take() {
+            // Resolves (Ok or Err) once `serve` returned or its thread is gone; `serve`
+            // only aborts tasks and waits for them, so this is prompt.
+            let _ = served.await;
         }
         let mut result = Ok(());
         if let Some(runtime) = self.runtime.take() {
