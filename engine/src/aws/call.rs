@@ -4,7 +4,7 @@
 //! sends every request through [`AwsGate::call`], handing the SDK the per-attempt
 //! [`GatedHttpClient`] it is given:
 //!
-//! ```ignore
+//! ```text
 //! let out = gate
 //!     .call(&ctx, "s3", "ListBuckets", Some(region), |http| {
 //!         client
