@@ -63,7 +63,7 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
         let client = &client;
         let described = join_all(batch.iter().map(|name| async move {
             let answer = run
-                .call("dynamodb", "DescribeTable", region, |http| {
+                .call_item("dynamodb", "DescribeTable", region, |http| {
                     client
                         .describe_table()
                         .table_name(name)
@@ -72,7 +72,6 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
                         .send()
                 })
                 .await;
-            run.progress.done(1);
             answer
         }))
         .await;

@@ -120,33 +120,21 @@ type Described = (
 /// DescribeKey and GetKeyLastUsage for one key, in parallel.
 async fn describe(run: &CollectorRun, region: &str, key_id: &str) -> Described {
     let client = run.kms(region);
-    let metadata = async {
-        let answer = run
-            .call("kms", "DescribeKey", region, |http| {
-                client
-                    .describe_key()
-                    .key_id(key_id)
-                    .customize()
-                    .config_override(run.kms_override(http))
-                    .send()
-            })
-            .await;
-        run.progress.done(1);
-        answer
-    };
-    let usage = async {
-        let answer = run
-            .call("kms", "GetKeyLastUsage", region, |http| {
-                client
-                    .get_key_last_usage()
-                    .key_id(key_id)
-                    .customize()
-                    .config_override(run.kms_override(http))
-                    .send()
-            })
-            .await;
-        run.progress.done(1);
-        answer
-    };
+    let metadata = run.call_item("kms", "DescribeKey", region, |http| {
+        client
+            .describe_key()
+            .key_id(key_id)
+            .customize()
+            .config_override(run.kms_override(http))
+            .send()
+    });
+    let usage = run.call_item("kms", "GetKeyLastUsage", region, |http| {
+        client
+            .get_key_last_usage()
+            .key_id(key_id)
+            .customize()
+            .config_override(run.kms_override(http))
+            .send()
+    });
     futures_util::future::join(metadata, usage).await
 }

@@ -143,6 +143,25 @@ impl CollectorRun {
             .await
     }
 
+    /// [`CollectorRun::call`] for one planned call: counts it done in the progress, whatever
+    /// its outcome.
+    pub async fn call_item<T, E, F, Fut>(
+        &self,
+        service: &str,
+        operation: &str,
+        region: &str,
+        send: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnMut(GatedHttpClient) -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let answer = self.call(service, operation, region, send).await;
+        self.progress.done(1);
+        answer
+    }
+
     fn client(
         &self,
         service: &'static str,

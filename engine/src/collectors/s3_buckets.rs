@@ -170,7 +170,7 @@ async fn describe(run: &CollectorRun, home: &str, bucket: &Listed) -> Option<Des
 async fn location(run: &CollectorRun, home: &str, bucket: &str) -> Result<String, CallError> {
     let client = run.s3(home);
     let answer = run
-        .call("s3", "GetBucketLocation", home, |http| {
+        .call_item("s3", "GetBucketLocation", home, |http| {
             client
                 .get_bucket_location()
                 .bucket(bucket)
@@ -179,7 +179,6 @@ async fn location(run: &CollectorRun, home: &str, bucket: &str) -> Result<String
                 .send()
         })
         .await;
-    run.progress.done(1);
     let constraint = answer?
         .location_constraint()
         .map(|c| c.as_str().to_string())
@@ -194,7 +193,7 @@ async fn location(run: &CollectorRun, home: &str, bucket: &str) -> Result<String
 async fn lifecycle_rules(run: &CollectorRun, region: &str, bucket: &str) -> Result<u32, CallError> {
     let client = run.s3(region);
     let answer = run
-        .call("s3", "GetBucketLifecycleConfiguration", region, |http| {
+        .call_item("s3", "GetBucketLifecycleConfiguration", region, |http| {
             client
                 .get_bucket_lifecycle_configuration()
                 .bucket(bucket)
@@ -203,7 +202,6 @@ async fn lifecycle_rules(run: &CollectorRun, region: &str, bucket: &str) -> Resu
                 .send()
         })
         .await;
-    run.progress.done(1);
     match answer {
         Ok(config) => Ok(config.rules().len() as u32),
         Err(e) if e.kind() == CallErrorKind::Fatal && e.code() == Some(NO_LIFECYCLE) => Ok(0),
