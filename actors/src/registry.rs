@@ -105,6 +105,25 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// Send `msg` to every live quota actor and add up their answers (actors that stop
+    /// meanwhile count 0).
+    fn sum_over_actors<M>(&self, msg: M) -> ResponseFuture<usize>
+    where
+        M: Message<Result = usize> + Clone + Send + 'static,
+        QuotaActor: Handler<M>,
+    {
+        let sends: Vec<_> = self.actors.values().map(|a| a.send(msg.clone())).collect();
+        Box::pin(async move {
+            join_all(sends)
+                .await
+                .into_iter()
+                .filter_map(Result::ok)
+                .sum()
+        })
+    }
+}
+
 impl Actor for Registry {
     type Context = Context<Self>;
 
@@ -158,18 +177,7 @@ pub struct CancelEverywhere(pub CancelScope);
 impl Handler<CancelEverywhere> for Registry {
     type Result = ResponseFuture<usize>;
     fn handle(&mut self, msg: CancelEverywhere, _: &mut Context<Self>) -> Self::Result {
-        let sends: Vec<_> = self
-            .actors
-            .values()
-            .map(|a| a.send(Cancel(msg.0)))
-            .collect();
-        Box::pin(async move {
-            join_all(sends)
-                .await
-                .into_iter()
-                .filter_map(Result::ok)
-                .sum()
-        })
+        self.sum_over_actors(Cancel(msg.0))
     }
 }
 
@@ -182,18 +190,7 @@ pub struct ReleaseOwnerEverywhere(pub tollgate_quota::Owner);
 impl Handler<ReleaseOwnerEverywhere> for Registry {
     type Result = ResponseFuture<usize>;
     fn handle(&mut self, msg: ReleaseOwnerEverywhere, _: &mut Context<Self>) -> Self::Result {
-        let sends: Vec<_> = self
-            .actors
-            .values()
-            .map(|a| a.send(ReleaseOwner { owner: msg.0 }))
-            .collect();
-        Box::pin(async move {
-            join_all(sends)
-                .await
-                .into_iter()
-                .filter_map(Result::ok)
-                .sum()
-        })
+        self.sum_over_actors(ReleaseOwner { owner: msg.0 })
     }
 }
 
