@@ -37,6 +37,14 @@ impl TokenBucket {
         }
     }
 
+    /// A bucket holding `tokens` at `at`: what a restore from a leased snapshot computes.
+    pub fn with_tokens(tokens: f64, at: Timestamp) -> Self {
+        TokenBucket {
+            tokens: tokens.max(0.0),
+            updated_at: at,
+        }
+    }
+
     /// The balance after refilling up to `now`, without changing the bucket.
     pub fn available(&self, capacity: f64, rate: f64, now: Timestamp) -> f64 {
         let elapsed = now.saturating_since(self.updated_at).as_secs_f64();

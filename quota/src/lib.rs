@@ -14,7 +14,10 @@
 //! - [`defaults`]: the one table of default policies, and the fallback.
 //! - [`overrides`]: `TOLLGATE_QUOTA_OVERRIDES` merged over the defaults.
 //! - [`bucket`], [`window`], [`penalty`], [`retry`], [`reservation`]: the parts of a key.
-//! - [`state`]: `QuotaState`, the admission state machine joining the parts.
+//! - [`state`]: `QuotaState`, the admission state machine joining the parts, and the
+//!   persisted `QuotaRecord`.
+//! - [`lease`]: write-ahead admission leases: what a record allows after its snapshot, and
+//!   the crash restore that charges it (why a SIGKILLed coordinator never over-admits).
 //! - [`queue`]: a FIFO of waiters with deadlines and cancellation.
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
@@ -22,6 +25,7 @@
 pub mod bucket;
 pub mod defaults;
 pub mod key;
+pub mod lease;
 pub mod overrides;
 pub mod penalty;
 pub mod policy;
@@ -34,13 +38,14 @@ pub mod window;
 
 pub use defaults::default_policy;
 pub use key::{operation_group, AccountScope, KeyError, Partition, QuotaKey, ServiceGroup};
+pub use lease::{Lease, LeaseLedger, RenewalTicket};
 pub use overrides::{OverrideError, PolicyTable, OVERRIDES_ENV};
 pub use penalty::Outcome;
 pub use policy::{Policy, PolicyError};
 pub use queue::{Exit, Step, WaitQueue};
 pub use reservation::{Owner, ReservationId};
 pub use state::{
-    Admission, AdmitRequest, Grant, QuotaRecord, QuotaSnapshot, QuotaState, Recovery, Refusal,
-    WaitReason,
+    Admission, AdmitRequest, Grant, Handover, QuotaRecord, QuotaSnapshot, QuotaState, Recovery,
+    Refusal, Restored, WaitReason,
 };
 pub use time::{Clock, Timestamp};

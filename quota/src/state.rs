@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::bucket::TokenBucket;
+use crate::lease::{self, Lease};
 use crate::penalty::{Outcome, Penalty};
 use crate::policy::Policy;
 use crate::reservation::{Owner, ReservationId, Reservations};
@@ -35,6 +36,13 @@ pub struct AdmitRequest {
     pub cost: u32,
     /// True for a retry: it must spend one unit of the retry allowance.
     pub retry: bool,
+}
+
+impl AdmitRequest {
+    /// The tokens a grant charges: the cost, at least 1.
+    pub fn charged_cost(&self) -> f64 {
+        f64::from(self.cost.max(1))
+    }
 }
 
 /// A granted admission.
@@ -183,7 +191,7 @@ impl QuotaState {
         if self.reservations.get(request.reservation, now).is_none() {
             return Admission::Refused(Refusal::UnknownReservation);
         }
-        let cost = f64::from(request.cost.max(1));
+        let cost = request.charged_cost();
         if cost > self.policy.burst() {
             return Admission::Refused(Refusal::CostExceedsBurst {
                 cost: request.cost,
@@ -261,9 +269,11 @@ impl QuotaState {
         }
     }
 
-    /// The state to persist. `graceful` includes the bucket and window, which only a
-    /// clean hand-over can vouch for; periodic saves keep only what must survive a crash.
-    pub fn to_record(&self, graceful: bool) -> QuotaRecord {
+    /// The state to persist at `now`. Every record carries the live part (bucket and
+    /// window, the bucket brought up to `now`); [`Handover`] says what may follow it.
+    pub fn to_record(&self, handover: Handover, now: Timestamp) -> QuotaRecord {
+        let mut bucket = self.bucket;
+        bucket.refill(self.policy.burst(), self.effective_rate(), now);
         QuotaRecord {
             format: QuotaRecord::FORMAT,
             durable: Durable {
@@ -272,18 +282,26 @@ impl QuotaState {
                 retry: self.retry,
                 reservations: self.reservations.clone(),
             },
-            live: graceful.then(|| Live {
-                bucket: self.bucket,
+            live: Some(Live {
+                bucket,
                 window: self.window.clone(),
                 last_active_at: self.last_active_at,
             }),
+            lease: match handover {
+                Handover::Graceful => None,
+                Handover::Leased(lease) => Some(lease),
+            },
         }
     }
 
-    /// Rebuild a key from its record. Without a graceful `live` part the previous owner
-    /// may have admitted anything up to the crash, so start conservatively: empty bucket
-    /// and a window counted full at `now`. A crash may waste capacity; it never
-    /// over-admits. Reservations of dead processes or past expiry are reaped.
+    /// Rebuild a key from its record at `now`. Reservations of dead processes or past
+    /// expiry are reaped; penalty and retry allowance are kept as stored. Bucket and window:
+    /// - after a graceful hand-over (live part, no lease): exactly as they were;
+    /// - from a leased record (the writer may have granted up to the lease after its
+    ///   snapshot, then died): the snapshot with the whole lease charged at `now`
+    ///   ([`lease::restore`]); never more permissive than the dead coordinator could be;
+    /// - from a format-1 periodic record (no live part): an empty bucket and a window
+    ///   counted full at `now`. A crash may waste capacity; it never over-admits.
     pub fn from_record(
         record: QuotaRecord,
         now: Timestamp,
@@ -297,13 +315,29 @@ impl QuotaState {
         } = record.durable;
         retry.clamp(policy.retry_capacity());
         let reaped = reservations.reap(now, pid_alive);
-        let (bucket, window, last_active_at, conservative) = match record.live {
-            Some(live) => (live.bucket, live.window, live.last_active_at, false),
-            None => (
+        let shape = WindowShape::for_rate(policy.rate_per_second());
+        let (bucket, window, last_active_at, restored) = match (record.live, record.lease) {
+            (Some(live), None) => (
+                live.bucket,
+                live.window,
+                live.last_active_at,
+                Restored::Exact,
+            ),
+            (Some(live), Some(lease)) => {
+                let (bucket, window) =
+                    lease::restore(&lease, &policy, live.bucket, live.window, now);
+                (
+                    bucket,
+                    window,
+                    now.max(live.last_active_at),
+                    Restored::LeaseCharged(lease),
+                )
+            }
+            (None, _) => (
                 TokenBucket::empty(now),
-                RollingWindow::full_at(WindowShape::for_rate(policy.rate_per_second()), now),
+                RollingWindow::full_at(shape, now),
                 now,
-                true,
+                Restored::WindowCountedFull,
             ),
         };
         let state = QuotaState {
@@ -318,7 +352,8 @@ impl QuotaState {
         (
             state,
             Recovery {
-                conservative,
+                conservative: restored != Restored::Exact,
+                restored,
                 reaped,
             },
         )
@@ -340,11 +375,34 @@ impl QuotaState {
     }
 }
 
+/// What may follow a persisted record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Handover {
+    /// Nothing: the writer stops granting on this key (retiring, shutting down).
+    Graceful,
+    /// At most this lease: the writer keeps granting, charging each grant to it.
+    Leased(Lease),
+}
+
+/// How [`QuotaState::from_record`] rebuilt bucket and window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Restored {
+    /// From a graceful record: exactly as they were.
+    Exact,
+    /// From a leased snapshot, with the whole lease charged at the restore instant.
+    LeaseCharged(Lease),
+    /// From a record without a live part (format 1): empty bucket, window counted full.
+    WindowCountedFull,
+}
+
 /// What [`QuotaState::from_record`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Recovery {
-    /// True if bucket and window were reset conservatively (no graceful hand-over).
+    /// True if bucket and window were charged for what the previous owner may have granted
+    /// after its record (anything but a graceful hand-over).
     pub conservative: bool,
+    /// How bucket and window were rebuilt.
+    pub restored: Restored,
     /// Reservations removed because their process was gone or they had expired.
     pub reaped: usize,
 }
@@ -352,17 +410,26 @@ pub struct Recovery {
 /// A key's persisted state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuotaRecord {
-    /// Record format version.
+    /// Record format version: 1 (live part only after a graceful hand-over) or 2 (live
+    /// part always, with a lease unless graceful).
     pub format: u32,
     /// What survives any restart.
     pub durable: Durable,
-    /// Bucket and window, present only after a graceful hand-over.
+    /// Bucket and window as of the record (format 1: only after a graceful hand-over).
     pub live: Option<Live>,
+    /// What the writer may have granted after the record; `None` after a graceful one.
+    #[serde(default)]
+    pub lease: Option<Lease>,
 }
 
 impl QuotaRecord {
-    /// The current record format.
-    pub const FORMAT: u32 = 1;
+    /// The format this version writes.
+    pub const FORMAT: u32 = 2;
+
+    /// True if this version reads records of `format`.
+    pub fn readable(format: u32) -> bool {
+        (1..=Self::FORMAT).contains(&format)
+    }
 }
 
 /// The part of a key's state that must survive a crash.
@@ -374,7 +441,7 @@ pub struct Durable {
     pub reservations: Reservations,
 }
 
-/// The part only a graceful hand-over can vouch for.
+/// Bucket and window: exact after a graceful hand-over, a snapshot under a lease otherwise.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Live {
     pub bucket: TokenBucket,

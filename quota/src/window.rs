@@ -98,6 +98,22 @@ impl RollingWindow {
         }
     }
 
+    /// Record `n` starts at `now` at once, whatever the limit says: what a restore charges
+    /// for the starts a dead coordinator may have granted under its lease. If the newest
+    /// recorded start is later than `now` (another process's clock ran ahead), they are
+    /// recorded at that instant instead: later counts longer, and runs stay in order.
+    pub fn record_many(&mut self, shape: WindowShape, now: Timestamp, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.prune(shape, now);
+        self.total += n;
+        match self.starts.back_mut() {
+            Some((at, count)) if *at >= now => *count += n,
+            _ => self.starts.push_back((now, n)),
+        }
+    }
+
     /// Number of stored runs (for memory accounting in status output).
     pub fn runs(&self) -> usize {
         self.starts.len()

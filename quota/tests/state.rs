@@ -2,8 +2,8 @@
 //! policy adoption across processes, and recovery from a record.
 
 use tollgate_quota::{
-    Admission, AdmitRequest, Outcome, Owner, Policy, QuotaState, Refusal, ReservationId, Timestamp,
-    WaitReason,
+    Admission, AdmitRequest, Handover, Outcome, Owner, Policy, QuotaRecord, QuotaState, Refusal,
+    ReservationId, Timestamp, WaitReason,
 };
 
 const ME: Owner = Owner {
@@ -134,7 +134,7 @@ fn stricter_policy_applies_at_once_looser_only_after_idle() {
 }
 
 #[test]
-fn periodic_record_recovers_conservatively_and_keeps_penalty_and_allowance() {
+fn format_1_periodic_record_recovers_conservatively_and_keeps_penalty_and_allowance() {
     let policy = Policy::new(10.0, 10.0, 10, 5).unwrap();
     let mut s = QuotaState::new(policy, ms(0));
     let r = reserve(&mut s, ms(0));
@@ -151,9 +151,13 @@ fn periodic_record_recovers_conservatively_and_keeps_penalty_and_allowance() {
         panic!()
     };
     s.feedback(Outcome::Throttled, g.admitted_at, ms(5));
-    let record = s.to_record(false);
-    let json = serde_json::to_string(&record).unwrap();
-    let record = serde_json::from_str(&json).unwrap();
+    // What tollgate wrote before leases: no live part, no lease.
+    let mut json: serde_json::Value =
+        serde_json::to_value(s.to_record(Handover::Graceful, ms(5))).unwrap();
+    json["format"] = 1.into();
+    json["live"] = serde_json::Value::Null;
+    json.as_object_mut().unwrap().remove("lease");
+    let record: QuotaRecord = serde_json::from_value(json).unwrap();
     let (mut back, recovery) = QuotaState::from_record(record, ms(10_000), &|pid| pid == ME.pid);
     assert!(recovery.conservative);
     assert_eq!(recovery.reaped, 1, "the dead pid's reservation is reaped");
@@ -175,7 +179,8 @@ fn graceful_record_resumes_exactly() {
     let mut s = QuotaState::new(policy, ms(0));
     let r = reserve(&mut s, ms(0));
     admit(&mut s, r, false, ms(0));
-    let (mut back, recovery) = QuotaState::from_record(s.to_record(true), ms(0), &|_| true);
+    let (mut back, recovery) =
+        QuotaState::from_record(s.to_record(Handover::Graceful, ms(0)), ms(0), &|_| true);
     assert!(!recovery.conservative);
     assert_eq!(back.snapshot(ms(0)), s.snapshot(ms(0)));
     assert!(matches!(

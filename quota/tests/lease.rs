@@ -1,0 +1,276 @@
+//! Property tests for write-ahead leases across a crash (DESIGN §3 bounds, `lease` docs).
+//!
+//! Coordinator A serves a FIFO of greedy requests in simulated 1 ms steps, granting only
+//! what its `LeaseLedger` covers and storing leased records with a random write latency
+//! (one at a time, as the actor does: on start, when half a lease is used, and every
+//! 100 ms). At a random instant it dies; a renewal in flight then may or may not have
+//! reached the disk. After a random takeover delay, coordinator B restores from whatever
+//! record is on disk and serves the rest of the queue the same way. Over every grant of
+//! both, the bounds must hold as if one coordinator had served them all:
+//! - in any window, starts ≤ the window limit;
+//! - admitted cost over any interval T ≤ burst + rate·T.
+
+use proptest::prelude::*;
+use tollgate_quota::window::WindowShape;
+use tollgate_quota::{
+    Admission, AdmitRequest, Handover, Lease, LeaseLedger, Owner, Policy, QuotaRecord, QuotaState,
+    RenewalTicket, ReservationId, Timestamp,
+};
+
+const CLIENT: Owner = Owner {
+    pid: 1,
+    generation: 1,
+};
+const FAR: Timestamp = Timestamp::from_millis(1_000_000_000);
+const PERIODIC_SAVE_MS: u64 = 100;
+const RUN_AFTER_TAKEOVER_MS: u64 = 3_000;
+
+fn ms(v: u64) -> Timestamp {
+    Timestamp::from_millis(v)
+}
+
+#[derive(Debug, Clone)]
+struct Scenario {
+    policy: Policy,
+    /// (arrival ms, cost)
+    arrivals: Vec<(u64, u32)>,
+    crash_at_ms: u64,
+    takeover_ms: u64,
+    write_latency_ms: u64,
+    in_flight_reaches_disk: bool,
+}
+
+fn policy() -> impl Strategy<Value = Policy> {
+    (
+        prop_oneof![
+            Just(0.5),
+            Just(1.0),
+            Just(2.5),
+            Just(4.0),
+            Just(10.0),
+            Just(20.0),
+            Just(50.0),
+            Just(100.0)
+        ],
+        0.0f64..=1.0,
+    )
+        .prop_map(|(rate, f): (f64, f64)| {
+            let max_burst = rate.max(1.0);
+            Policy::new(rate, 1.0 + f * (max_burst - 1.0), 1_000, 0).unwrap()
+        })
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    (
+        policy(),
+        prop::collection::vec((0u64..4_000, 1u32..=3), 1..120),
+        0u64..3_000,
+        0u64..200,
+        prop_oneof![0u64..5, 0u64..400],
+        any::<bool>(),
+    )
+        .prop_map(
+            |(policy, arrivals, crash_at_ms, takeover_ms, write_latency_ms, reaches)| Scenario {
+                policy,
+                arrivals,
+                crash_at_ms,
+                takeover_ms,
+                write_latency_ms,
+                in_flight_reaches_disk: reaches,
+            },
+        )
+}
+
+/// One coordinator: state, leases, the record in flight, and the shared disk.
+struct Coordinator {
+    state: QuotaState,
+    ledger: LeaseLedger,
+    reservation: ReservationId,
+    in_flight: Option<(RenewalTicket, QuotaRecord, Timestamp)>,
+    last_save: Timestamp,
+}
+
+impl Coordinator {
+    fn start(mut state: QuotaState, now: Timestamp) -> Self {
+        let reservation = state.reserve(CLIENT, FAR, now).expect("ample concurrency");
+        Coordinator {
+            state,
+            ledger: LeaseLedger::new(),
+            reservation,
+            in_flight: None,
+            last_save: now,
+        }
+    }
+
+    fn renew(&mut self, next_cost: f64, latency_ms: u64, now: Timestamp) {
+        let lease = Lease::for_policy(self.state.policy(), next_cost, now);
+        let ticket = self.ledger.begin(lease);
+        let record = self.state.to_record(Handover::Leased(lease), now);
+        self.in_flight = Some((
+            ticket,
+            record,
+            now + std::time::Duration::from_millis(latency_ms),
+        ));
+        self.last_save = now;
+    }
+
+    /// One millisecond: land a write, renew if due, grant what the head allows.
+    fn step(
+        &mut self,
+        queue: &mut Vec<u32>,
+        disk: &mut Option<QuotaRecord>,
+        latency_ms: u64,
+        now: Timestamp,
+        grants: &mut Vec<(Timestamp, u32)>,
+    ) {
+        if let Some((ticket, record, done_at)) = self.in_flight.take() {
+            if done_at <= now {
+                *disk = Some(record);
+                assert!(self.ledger.stored(ticket));
+            } else {
+                self.in_flight = Some((ticket, record, done_at));
+            }
+        }
+        loop {
+            let head = queue.first().map(|&c| f64::from(c));
+            let periodic =
+                now.saturating_since(self.last_save).as_millis() as u64 >= PERIODIC_SAVE_MS;
+            if !self.ledger.is_renewing() && (self.ledger.wants_renewal(head) || periodic) {
+                self.renew(head.unwrap_or(1.0), latency_ms, now);
+                if latency_ms == 0 {
+                    let (ticket, record, _) = self.in_flight.take().unwrap();
+                    *disk = Some(record);
+                    self.ledger.stored(ticket);
+                }
+            }
+            let Some(&cost) = queue.first() else {
+                return;
+            };
+            if !self.ledger.covers(f64::from(cost)) {
+                return;
+            }
+            let request = AdmitRequest {
+                reservation: self.reservation,
+                cost,
+                retry: false,
+            };
+            match self.state.admit(&request, now) {
+                Admission::Granted(g) => {
+                    self.ledger.charge(request.charged_cost());
+                    grants.push((g.admitted_at, cost));
+                    queue.remove(0);
+                }
+                Admission::NotUntil { .. } => return,
+                Admission::Refused(r) => panic!("unexpected refusal {r:?}"),
+            }
+        }
+    }
+}
+
+/// Every grant of A then B, in order.
+fn run(s: &Scenario) -> Vec<(Timestamp, u32)> {
+    let mut arrivals = s.arrivals.clone();
+    arrivals.sort_by_key(|a| a.0);
+    let burst = s.policy.burst().floor() as u32;
+    let mut queue: Vec<u32> = Vec::new();
+    let mut next = 0;
+    let mut disk: Option<QuotaRecord> = None;
+    let mut grants = Vec::new();
+    let mut arrive = |queue: &mut Vec<u32>, t: u64| {
+        while next < arrivals.len() && arrivals[next].0 <= t {
+            queue.push(arrivals[next].1.min(burst));
+            next += 1;
+        }
+    };
+    let mut a = Coordinator::start(QuotaState::new(s.policy, ms(0)), ms(0));
+    for t in 0..s.crash_at_ms {
+        arrive(&mut queue, t);
+        a.step(
+            &mut queue,
+            &mut disk,
+            s.write_latency_ms,
+            ms(t),
+            &mut grants,
+        );
+    }
+    // A dies. A record in flight may have reached the disk without being acknowledged.
+    if let Some((_, record, _)) = a.in_flight.take() {
+        if s.in_flight_reaches_disk {
+            disk = Some(record);
+        }
+    }
+    let takeover = s.crash_at_ms + s.takeover_ms;
+    let state = match disk.clone() {
+        Some(record) => QuotaState::from_record(record, ms(takeover), &|_| true).0,
+        None => {
+            assert!(grants.is_empty(), "A granted without a stored lease");
+            QuotaState::new(s.policy, ms(takeover))
+        }
+    };
+    let mut b = Coordinator::start(state, ms(takeover));
+    for t in takeover..takeover + RUN_AFTER_TAKEOVER_MS {
+        arrive(&mut queue, t);
+        b.step(
+            &mut queue,
+            &mut disk,
+            s.write_latency_ms,
+            ms(t),
+            &mut grants,
+        );
+    }
+    grants
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn starts_stay_within_the_window_across_a_crash(s in scenario()) {
+        let grants = run(&s);
+        let shape = WindowShape::for_rate(s.policy.rate_per_second());
+        for (i, (start, _)) in grants.iter().enumerate() {
+            let in_window = grants[i..].iter().take_while(|g| g.0 < *start + shape.length).count() as u64;
+            prop_assert!(in_window <= shape.limit, "{} starts in the window from {}, limit {}, crash at {} ms", in_window, start, shape.limit, s.crash_at_ms);
+        }
+    }
+
+    #[test]
+    fn cost_stays_within_burst_plus_rate_across_a_crash(s in scenario()) {
+        let grants = run(&s);
+        for i in 0..grants.len() {
+            let mut cost = 0.0;
+            for j in i..grants.len() {
+                cost += f64::from(grants[j].1);
+                let t = (grants[j].0 - grants[i].0).as_secs_f64();
+                let bound = s.policy.burst() + s.policy.rate_per_second() * t;
+                prop_assert!(cost <= bound + 1e-6, "cost {} over {} s exceeds {}, crash at {} ms", cost, t, bound, s.crash_at_ms);
+            }
+        }
+    }
+}
+
+/// The point of leases: a saturated 20/s key resumes within a fraction of its window
+/// after a crash, where the format-1 rule (window counted full) waited a whole window.
+#[test]
+fn a_saturated_key_resumes_within_a_quarter_window() {
+    let policy = Policy::new(20.0, 5.0, 1_000, 0).unwrap();
+    let s = Scenario {
+        policy,
+        arrivals: (0..200).map(|_| (0, 1)).collect(),
+        crash_at_ms: 2_000,
+        takeover_ms: 40,
+        write_latency_ms: 2,
+        in_flight_reaches_disk: false,
+    };
+    let grants = run(&s);
+    let first_after = grants
+        .iter()
+        .map(|g| g.0)
+        .find(|t| *t >= ms(s.crash_at_ms))
+        .expect("B grants");
+    let gap = first_after.saturating_since(ms(s.crash_at_ms));
+    assert!(
+        gap <= std::time::Duration::from_millis(250),
+        "first grant {gap:?} after the crash"
+    );
+}
