@@ -1,9 +1,17 @@
 //! Persistence off the actor threads.
 //!
-//! Quota actors hand serialized records to a [`Persister`]; one writer thread batches them
-//! into the store and flushes. Actors never block on I/O. A failed write marks the
-//! shared [`StoreHealth`] failed, and every actor checks it before granting: storage errors
-//! stop dispatch (fail closed) instead of silently bypassing coordination.
+//! Quota actors hand serialized records to a [`Persister`]; one writer thread writes them
+//! to the store and flushes, then acknowledges each record it made durable. Actors never
+//! block on I/O: a leased record's acknowledgement ([`Stored`]) is what lets the actor
+//! grant under that lease (see `tollgate_quota::lease`). There is no gathering pause:
+//! records that arrive while the writer flushes go together in its next batch (group
+//! commit), so many busy keys share one flush. A failed write marks the shared
+//! [`StoreHealth`] failed, and every actor checks it before granting: storage errors stop
+//! dispatch (fail closed) instead of silently bypassing coordination.
+//!
+//! A store whose writes cannot block (the in-memory store) is written inline, on the
+//! caller's thread, and acknowledged at once: nothing to keep off the actor thread, and
+//! simulated-time tests need no real thread to run first.
 //!
 //! Reads go through the pending map first, so a key evicted and recreated moments later
 //! sees its latest record even before the writer has stored it.
@@ -12,12 +20,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
+use tokio::sync::oneshot;
 use tollgate_storage::{QuotaStore, StorageError};
-
-/// How long the writer gathers records before a batch.
-pub const WRITE_BATCH_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Whether the store still accepts writes.
 #[derive(Debug, Default)]
@@ -44,9 +49,23 @@ impl StoreHealth {
     }
 }
 
+/// The answer to a [`Persister::save`]: `Ok` once the record (or a later one for the same
+/// key) is written and flushed; `Err` with the reason when storing failed.
+pub type StoreResult = Result<(), String>;
+
+/// When a saved record is durable.
+#[derive(Debug)]
+pub enum Stored {
+    /// Already (inline store).
+    Now(StoreResult),
+    /// When the writer thread answers.
+    Later(oneshot::Receiver<StoreResult>),
+}
+
 #[derive(Default)]
 struct Pending {
     records: HashMap<String, Vec<u8>>,
+    acks: Vec<oneshot::Sender<StoreResult>>,
     stop: bool,
     /// Bumped by `sync` callers; the writer answers with `written`.
     sync_requested: u64,
@@ -65,6 +84,8 @@ struct Shared {
 #[derive(Clone)]
 pub struct Persister {
     shared: Arc<Shared>,
+    /// Write on the caller's thread (a store whose writes cannot block).
+    inline: bool,
     writer: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
@@ -77,8 +98,10 @@ impl std::fmt::Debug for Persister {
 }
 
 impl Persister {
-    /// Start the writer thread over `store`.
+    /// Start persisting to `store`: through a writer thread, or inline for a store whose
+    /// writes cannot block.
     pub fn start(store: Arc<dyn QuotaStore>) -> Persister {
+        let inline = !store.writes_block();
         let shared = Arc::new(Shared {
             store,
             pending: Mutex::new(Pending::default()),
@@ -86,14 +109,17 @@ impl Persister {
             done: Condvar::new(),
             health: Arc::new(StoreHealth::default()),
         });
-        let for_thread = shared.clone();
-        let writer = std::thread::Builder::new()
-            .name("tollgate-persist".into())
-            .spawn(move || write_loop(&for_thread))
-            .expect("spawning the persistence thread");
+        let writer = (!inline).then(|| {
+            let for_thread = shared.clone();
+            std::thread::Builder::new()
+                .name("tollgate-persist".into())
+                .spawn(move || write_loop(&for_thread))
+                .expect("spawning the persistence thread")
+        });
         Persister {
             shared,
-            writer: Arc::new(Mutex::new(Some(writer))),
+            inline,
+            writer: Arc::new(Mutex::new(writer)),
         }
     }
 
@@ -102,12 +128,42 @@ impl Persister {
         self.shared.health.clone()
     }
 
-    /// Queue a record for `key`; a later record for the same key replaces it.
-    pub fn save(&self, key: &str, record: Vec<u8>) {
-        if let Ok(mut p) = self.shared.pending.lock() {
-            p.records.insert(key.to_owned(), record);
+    /// Store a record for `key` and flush; a later record for the same key queued before
+    /// the write replaces it (and is what the acknowledgement then vouches for).
+    pub fn save(&self, key: &str, record: Vec<u8>) -> Stored {
+        if self.inline {
+            return Stored::Now(self.write_inline(key, &record));
+        }
+        let (tx, rx) = oneshot::channel();
+        match self.shared.pending.lock() {
+            Ok(p) if p.stop => {
+                return Stored::Now(Err("the admission state was closed".into()));
+            }
+            Ok(mut p) => {
+                p.records.insert(key.to_owned(), record);
+                p.acks.push(tx);
+            }
+            Err(_) => return Stored::Now(Err("the persistence queue is poisoned".into())),
         }
         self.shared.wake.notify_one();
+        Stored::Later(rx)
+    }
+
+    fn write_inline(&self, key: &str, record: &[u8]) -> StoreResult {
+        if let Some(reason) = self.shared.health.failure() {
+            return Err(reason);
+        }
+        let result = self
+            .shared
+            .store
+            .save(key, record)
+            .and_then(|()| self.shared.store.flush());
+        if let Err(e) = result {
+            tracing::error!(error = %e, "quota state could not be stored; admission stops");
+            self.shared.health.fail(e.to_string());
+            return Err(e.to_string());
+        }
+        Ok(())
     }
 
     /// The latest record for `key`: pending first, then the store.
@@ -133,6 +189,9 @@ impl Persister {
 
     /// Block until everything queued so far is written and flushed. Not for actor threads.
     pub fn sync(&self) -> Result<(), String> {
+        if self.inline {
+            return self.shared.health.failure().map_or(Ok(()), Err);
+        }
         let mut p = self.shared.pending.lock().map_err(|e| e.to_string())?;
         p.sync_requested += 1;
         let wanted = p.sync_requested;
@@ -162,7 +221,7 @@ impl Persister {
 
 fn write_loop(shared: &Shared) {
     loop {
-        let (batch, sync_to, need_flush, stop) = {
+        let (batch, acks, sync_to, stop) = {
             let Ok(mut p) = shared.pending.lock() else {
                 return;
             };
@@ -172,28 +231,26 @@ fn write_loop(shared: &Shared) {
                     Err(_) => return,
                 };
             }
-            if p.sync_requested == p.synced && !p.stop {
-                // Gather more records for one batch.
-                drop(p);
-                std::thread::sleep(WRITE_BATCH_INTERVAL);
-                let Ok(again) = shared.pending.lock() else {
-                    return;
-                };
-                p = again;
-            }
             let batch: Vec<(String, Vec<u8>)> = p.records.drain().collect();
-            (batch, p.sync_requested, p.sync_requested > p.synced, p.stop)
+            let acks = std::mem::take(&mut p.acks);
+            (batch, acks, p.sync_requested, p.stop)
         };
-        let mut result = Ok(());
-        if !batch.is_empty() && shared.health.failure().is_none() {
-            result = shared.store.save_batch(&batch);
+        let mut result = match shared.health.failure() {
+            Some(reason) => Err(reason),
+            None => Ok(()),
+        };
+        if result.is_ok() && !batch.is_empty() {
+            result = shared.store.save_batch(&batch).map_err(|e| e.to_string());
         }
-        if result.is_ok() && (need_flush || stop) {
-            result = shared.store.flush();
+        if result.is_ok() {
+            result = shared.store.flush().map_err(|e| e.to_string());
         }
-        if let Err(e) = result {
+        if let Err(e) = &result {
             tracing::error!(error = %e, "quota state could not be stored; admission stops");
-            shared.health.fail(e.to_string());
+            shared.health.fail(e.clone());
+        }
+        for ack in acks {
+            let _ = ack.send(result.clone());
         }
         if let Ok(mut p) = shared.pending.lock() {
             p.synced = sync_to;

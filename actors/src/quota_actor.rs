@@ -5,23 +5,40 @@
 //! deadline falls), and hands its state to the persister off-thread. Storage failures
 //! stop dispatch: every waiter is answered with the storage error rather than admitted
 //! without coordination.
+//!
+//! Grants are write-ahead leased (`tollgate_quota::lease`): the actor grants only what the
+//! lease of its newest *stored* record covers, charging each grant to it and to a renewal
+//! in flight. It stores a renewal (a snapshot of its state plus a fresh lease) when it has
+//! none, when half a lease is used, when the head waiter does not fit, and every
+//! [`PERSIST_INTERVAL`] while busy (which also persists reservations, penalty and retry
+//! allowance); one record at a time, so acknowledgements arrive in order. A coordinator
+//! killed at any instant thus leaves a record whose lease bounds what it granted after
+//! it, and its successor charges that lease instead of assuming a full window.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, SpawnHandle};
+use actix::fut::wrap_future;
+use actix::{
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, SpawnHandle,
+};
 use tollgate_quota::{
-    Admission, Clock, Exit, QuotaState, Refusal, ReservationId, Step, Timestamp, WaitQueue,
+    Admission, Clock, Exit, Handover, Lease, LeaseLedger, QuotaState, Refusal, RenewalTicket,
+    ReservationId, Step, Timestamp, WaitQueue,
 };
 
 use crate::messages::{
     Admit, Cancel, CancelScope, Feedback, KeyStatus, Release, ReleaseOwner, Reserve, Status,
 };
-use crate::persist::{Persister, StoreHealth};
+use crate::persist::{Persister, StoreHealth, StoreResult, Stored};
 use crate::AdmissionError;
 
-/// How often a busy key's durable state is handed to the persister at most.
+/// How often a busy key's state is stored (as a lease renewal) at most, besides the
+/// renewals its grants ask for.
 pub const PERSIST_INTERVAL: Duration = Duration::from_millis(100);
+/// A waiter held back for a lease is woken by the renewal's acknowledgement; this is only
+/// a backstop.
+const LEASE_RECHECK: Duration = Duration::from_secs(1);
 
 /// Whether a process is still alive (injected so tests can simulate deaths).
 pub type PidAlive = Arc<dyn Fn(u32) -> bool + Send + Sync>;
@@ -36,9 +53,9 @@ pub struct ActorDeps {
     /// Process liveness, for reaping reservations.
     pub pid_alive: PidAlive,
     /// Set when this runtime took over from a coordinator that did not shut down cleanly:
-    /// the instant of the takeover. Keys without a stored record may still have been
-    /// admitted by the dead coordinator just before it died (its last records had not
-    /// reached the store), so they start conservatively for a while too.
+    /// the instant of the takeover (for the log; the leases in the stored records say
+    /// what the dead coordinator may have granted, and a key without a record was never
+    /// granted on, since no grant precedes a stored lease).
     pub unclean_takeover_at: Option<Timestamp>,
 }
 
@@ -62,8 +79,26 @@ pub struct QuotaActor {
     /// Set when the key's record could not be loaded: the key fails closed.
     load_failure: Option<String>,
     wake: Option<(Timestamp, SpawnHandle)>,
-    persist_pending: bool,
+    /// The periodic save is scheduled.
+    save_scheduled: bool,
+    /// Leases of the stored record and of the renewal in flight.
+    ledger: LeaseLedger,
+    /// A record is with the persister, not yet acknowledged.
+    saving: bool,
+    /// Another save was asked for while one was in flight.
+    resave: bool,
     last_touched: Timestamp,
+}
+
+/// What asking for a save did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Saving {
+    /// Stored and acknowledged already (inline store).
+    Stored,
+    /// Handed to the writer thread, or queued behind the record in flight.
+    InFlight,
+    /// Not stored: the key or the store failed.
+    Failed,
 }
 
 impl QuotaActor {
@@ -85,7 +120,10 @@ impl QuotaActor {
             deps,
             load_failure,
             wake: None,
-            persist_pending: false,
+            save_scheduled: false,
+            ledger: LeaseLedger::new(),
+            saving: false,
+            resave: false,
             last_touched: now,
         }
     }
@@ -99,16 +137,38 @@ impl QuotaActor {
         self.next_waiter
     }
 
-    /// Answer every waiter that can be answered now and schedule the next wake-up.
+    /// Answer every waiter that can be answered now, renew the lease if due, and schedule
+    /// the next wake-up.
     fn poll(&mut self, ctx: &mut Context<Self>) {
         let now = self.deps.clock.now();
         self.last_touched = now;
-        if let Some(reason) = self.failure() {
-            self.fail_all(|| AdmissionError::Storage(reason.clone()));
-            return;
+        let mut next;
+        loop {
+            if let Some(reason) = self.failure() {
+                self.fail_all(|| AdmissionError::Storage(reason.clone()));
+                return;
+            }
+            let (wake, blocked_on_lease) = self.serve(now);
+            next = wake;
+            if !self.ledger.wants_renewal(blocked_on_lease) {
+                break;
+            }
+            let saved = self.save(blocked_on_lease.unwrap_or(1.0), ctx);
+            // An inline store has answered already: serve whoever waited for it.
+            if !(saved == Saving::Stored && blocked_on_lease.is_some()) {
+                break;
+            }
         }
+        self.schedule_wake(next, now, ctx);
+        self.schedule_save(ctx);
+    }
+
+    /// Run both queues once. Returns the next instant worth waking at, and the cost of the
+    /// head admission if it waits for a lease.
+    fn serve(&mut self, now: Timestamp) -> (Option<Timestamp>, Option<f64>) {
         let key = &self.key;
         let state = &mut self.state;
+        let ledger = &mut self.ledger;
         let pid_alive = &self.deps.pid_alive;
         let mut orphaned: Vec<ReservationId> = Vec::new();
         let reserve_wake = self.reserving.poll(
@@ -149,6 +209,7 @@ impl QuotaActor {
             state.release(id, now);
         }
         let mut unsent_retries = 0;
+        let mut blocked_on_lease = None;
         let admit_wake = self.admitting.poll(
             now,
             |a| {
@@ -160,8 +221,16 @@ impl QuotaActor {
                     // Someone else's slot (a stale id from before a failover).
                     return Step::Refuse(Refusal::UnknownReservation);
                 }
+                let cost = a.request.charged_cost();
+                if !ledger.covers(cost) {
+                    blocked_on_lease = Some(cost);
+                    return Step::Wait(now + LEASE_RECHECK);
+                }
                 match state.admit(&a.request, now) {
-                    Admission::Granted(g) => Step::Grant(g),
+                    Admission::Granted(g) => {
+                        ledger.charge(cost);
+                        Step::Grant(g)
+                    }
                     Admission::NotUntil { at, .. } => Step::Wait(at),
                     Admission::Refused(r) => Step::Refuse(r),
                 }
@@ -193,8 +262,7 @@ impl QuotaActor {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        self.schedule_wake(next, now, ctx);
-        self.schedule_persist(ctx);
+        (next, blocked_on_lease)
     }
 
     fn schedule_wake(&mut self, next: Option<Timestamp>, now: Timestamp, ctx: &mut Context<Self>) {
@@ -218,23 +286,100 @@ impl QuotaActor {
         }
     }
 
-    fn schedule_persist(&mut self, ctx: &mut Context<Self>) {
-        if self.persist_pending {
+    /// Store the state within [`PERSIST_INTERVAL`] (a renewal: it also keeps the lease
+    /// fresh and persists reservations, penalty and retry allowance).
+    fn schedule_save(&mut self, ctx: &mut Context<Self>) {
+        if self.save_scheduled {
             return;
         }
-        self.persist_pending = true;
-        ctx.run_later(PERSIST_INTERVAL, |act, _| {
-            act.persist_pending = false;
-            act.persist(false);
+        self.save_scheduled = true;
+        ctx.run_later(PERSIST_INTERVAL, |act, ctx| {
+            act.save_scheduled = false;
+            if act.save(1.0, ctx) == Saving::Stored {
+                act.lease_arrived(ctx);
+            }
         });
     }
 
-    fn persist(&self, graceful: bool) {
+    /// Store a snapshot of the state with a fresh lease (large enough for `next_cost`), or
+    /// note that one more is wanted once the record in flight is acknowledged.
+    fn save(&mut self, next_cost: f64, ctx: &mut Context<Self>) -> Saving {
         if self.load_failure.is_some() {
-            return; // never overwrite a record we could not read
+            return Saving::Failed; // never overwrite a record we could not read
         }
-        match serde_json::to_vec(&self.state.to_record(graceful)) {
-            Ok(bytes) => self.deps.persister.save(&self.key, bytes),
+        if self.saving {
+            self.resave = true;
+            return Saving::InFlight;
+        }
+        let now = self.deps.clock.now();
+        let lease = Lease::for_policy(self.state.policy(), next_cost, now);
+        let bytes = match serde_json::to_vec(&self.state.to_record(Handover::Leased(lease), now)) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                self.health
+                    .fail(format!("{}: encoding quota state failed: {e}", self.key));
+                return Saving::Failed;
+            }
+        };
+        let ticket = self.ledger.begin(lease);
+        self.saving = true;
+        match self.deps.persister.save(&self.key, bytes) {
+            Stored::Now(result) => {
+                let ok = result.is_ok();
+                self.stored(ticket, result, ctx);
+                if ok {
+                    Saving::Stored
+                } else {
+                    Saving::Failed
+                }
+            }
+            Stored::Later(ack) => {
+                let answered = wrap_future::<_, Self>(ack).map(move |result, act, ctx| {
+                    let result = result.unwrap_or_else(|_| {
+                        Err("the admission state was closed before the record was stored".into())
+                    });
+                    act.stored(ticket, result, ctx);
+                    act.lease_arrived(ctx);
+                });
+                ctx.spawn(answered);
+                Saving::InFlight
+            }
+        }
+    }
+
+    /// A save was answered: serve admissions that waited for its lease (or answer them
+    /// with the storage failure). Nothing else waits for a save, and an idle key must stay
+    /// idle (so it can be evicted), so only then.
+    fn lease_arrived(&mut self, ctx: &mut Context<Self>) {
+        if !self.admitting.is_empty() {
+            self.poll(ctx);
+        }
+    }
+
+    /// The record of `ticket` is durable (or failed, which stops dispatch).
+    fn stored(&mut self, ticket: RenewalTicket, result: StoreResult, ctx: &mut Context<Self>) {
+        self.saving = false;
+        match result {
+            Ok(()) => {
+                self.ledger.stored(ticket);
+                if std::mem::take(&mut self.resave) {
+                    self.save(1.0, ctx);
+                }
+            }
+            Err(reason) => self.health.fail(format!("{}: {reason}", self.key)),
+        }
+    }
+
+    /// A graceful record: the actor grants nothing after it.
+    fn save_graceful(&self) {
+        if self.load_failure.is_some() {
+            return;
+        }
+        let now = self.deps.clock.now();
+        match serde_json::to_vec(&self.state.to_record(Handover::Graceful, now)) {
+            // Nobody waits for it: shutdown flushes, and an evicted key's successor actor
+            // reads it from the persister's queue or the store.
+            Ok(bytes) => drop(self.deps.persister.save(&self.key, bytes)),
             Err(e) => self
                 .health
                 .fail(format!("{}: encoding quota state failed: {e}", self.key)),
@@ -394,7 +539,7 @@ impl Handler<Retire> for QuotaActor {
             return false;
         }
         self.fail_all(|| AdmissionError::Stopped);
-        self.persist(true);
+        self.save_graceful();
         ctx.stop();
         true
     }

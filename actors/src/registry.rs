@@ -1,12 +1,14 @@
 //! `Registry`: creates a quota actor on a key's first use and evicts idle ones.
 //!
 //! A key's actor starts from its stored record when there is one (restored by
-//! `QuotaState::from_record`, conservatively if the previous owner did not hand over
-//! gracefully) and otherwise fresh under the first caller's policy. A record that cannot
+//! `QuotaState::from_record`: exactly after a graceful hand-over, with the record's lease
+//! charged otherwise) and otherwise fresh under the first caller's policy. A fresh start
+//! is safe even right after a crash: no coordinator grants on a key before a leased record
+//! of it is stored, so a key without a record was never granted on. A record that cannot
 //! be read or decoded makes that key fail closed with an actionable error; the registry
 //! never replaces unreadable state with a fresh bucket.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use actix::fut::wrap_future;
@@ -15,8 +17,7 @@ use actix::{
     ResponseFuture,
 };
 use futures_util::future::join_all;
-use tollgate_quota::window::WindowShape;
-use tollgate_quota::{Policy, QuotaRecord, QuotaState, Timestamp};
+use tollgate_quota::{Policy, QuotaRecord, QuotaState};
 
 use crate::messages::{Cancel, CancelScope, KeyStatus, ReleaseOwner, Status};
 use crate::quota_actor::{ActorDeps, QuotaActor, Retire};
@@ -29,8 +30,6 @@ pub struct Registry {
     actors: HashMap<String, Addr<QuotaActor>>,
     deps: ActorDeps,
     evict_after: Duration,
-    /// Keys this runtime has loaded: their records were written by this runtime since.
-    loaded: HashSet<String>,
 }
 
 impl Registry {
@@ -40,46 +39,26 @@ impl Registry {
             actors: HashMap::new(),
             deps,
             evict_after,
-            loaded: HashSet::new(),
         }
-    }
-
-    /// A key with no stored record. Right after an unclean takeover, the dead coordinator
-    /// may have admitted on it in its last moments without storing a record, so it starts
-    /// as a crash restore would (empty bucket, full window) until any such admission is
-    /// older than one window plus the time to refill a burst.
-    fn fresh_state(&self, policy: Policy, now: Timestamp) -> QuotaState {
-        let fresh = QuotaState::new(policy, now);
-        let Some(takeover) = self.deps.unclean_takeover_at else {
-            return fresh;
-        };
-        let window = WindowShape::for_rate(policy.rate_per_second()).length;
-        let refill = Duration::from_secs_f64(policy.burst() / policy.rate_per_second());
-        if now >= takeover + window + refill {
-            return fresh;
-        }
-        QuotaState::from_record(fresh.to_record(false), now, &|_| true).0
     }
 
     fn spawn_actor(&mut self, key: &str, policy: Policy) -> Addr<QuotaActor> {
         let now = self.deps.clock.now();
         let pid_alive = self.deps.pid_alive.clone();
-        // After an unclean takeover, a graceful record left by an earlier coordinator is
-        // stale: the coordinator that crashed may have loaded it and admitted more before
-        // its own (durable-only) record reached the store. Trust only the durable part the
-        // first time this runtime loads each key.
-        let distrust_live =
-            self.deps.unclean_takeover_at.is_some() && self.loaded.insert(key.to_owned());
         let (state, failure) = match self.deps.persister.load(key) {
-            Ok(None) => (self.fresh_state(policy, now), None),
+            Ok(None) => (QuotaState::new(policy, now), None),
             Ok(Some(bytes)) => match serde_json::from_slice::<QuotaRecord>(&bytes) {
-                Ok(mut record) if record.format == QuotaRecord::FORMAT => {
-                    if distrust_live {
-                        record.live = None;
-                    }
-                    let (mut state, recovery) = QuotaState::from_record(record, now, &|pid| pid_alive(pid));
+                Ok(record) if QuotaRecord::readable(record.format) => {
+                    let (mut state, recovery) =
+                        QuotaState::from_record(record, now, &|pid| pid_alive(pid));
                     if recovery.conservative || recovery.reaped > 0 {
-                        tracing::info!(key, conservative = recovery.conservative, reaped = recovery.reaped, "restored quota state");
+                        tracing::info!(
+                            key,
+                            restored = ?recovery.restored,
+                            reaped = recovery.reaped,
+                            after_unclean_takeover = self.deps.unclean_takeover_at.is_some(),
+                            "restored quota state"
+                        );
                     }
                     state.adopt_policy(&policy, now);
                     (state, None)
@@ -87,7 +66,7 @@ impl Registry {
                 Ok(record) => (
                     QuotaState::new(policy, now),
                     Some(format!(
-                        "{key}: stored state has format {} but this tollgate reads format {}; stop every tollgate process using this admission directory and use one version",
+                        "{key}: stored state has format {} but this tollgate reads formats 1 to {}; stop every tollgate process using this admission directory and use one version",
                         record.format,
                         QuotaRecord::FORMAT
                     )),

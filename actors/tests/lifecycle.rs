@@ -82,8 +82,8 @@ fn idle_key_is_evicted_and_restored_exactly_from_its_graceful_record() {
         let stored = store.load(&key().to_string()).unwrap().expect("a record");
         let record: serde_json::Value = serde_json::from_slice(&stored).unwrap();
         assert!(
-            !record["live"].is_null(),
-            "eviction writes the full (graceful) record"
+            !record["live"].is_null() && record["lease"].is_null(),
+            "eviction writes a graceful record: live state, no lease"
         );
         // The next request recreates the actor from that record: penalty kept.
         let status = handle.status().await.unwrap();
@@ -103,7 +103,7 @@ fn idle_key_is_evicted_and_restored_exactly_from_its_graceful_record() {
 }
 
 #[test]
-fn a_new_runtime_after_a_crash_starts_conservatively_but_keeps_penalty_and_allowance() {
+fn a_new_runtime_after_a_crash_charges_the_lease_and_keeps_penalty_and_allowance() {
     let store: Arc<dyn QuotaStore> = Arc::new(MemoryStore::new());
     let policy = Policy::new(10.0, 10.0, 10, 20).unwrap();
     paused_system().block_on({
@@ -123,9 +123,17 @@ fn a_new_runtime_after_a_crash_starts_conservatively_but_keeps_penalty_and_allow
             std::mem::forget(slot);
         }
     });
-    // The crashed runtime's writer stored its periodic (durable-only) record.
+    // The crashed runtime stored a leased record (the in-memory store is written inline).
     let record = wait_for_record(store.as_ref(), |r| r["durable"]["retry"]["units"] == 19);
-    assert!(record["live"].is_null());
+    assert!(!record["lease"].is_null(), "{record}");
+    assert_eq!(
+        record["lease"]["starts"], 1,
+        "10/s: a lease of 10/8 -> 1 start"
+    );
+    assert_eq!(
+        record["lease"]["cost"], 2.5,
+        "burst 10: a lease of 10/4 cost"
+    );
     paused_system().block_on(async move {
         // The crashed process (pid 1) is dead now.
         let mut cfg = config(store, 2);
@@ -142,8 +150,8 @@ fn a_new_runtime_after_a_crash_starts_conservatively_but_keeps_penalty_and_allow
             let admitted = slot.admit(1, false, WaitOptions::default()).await.unwrap();
             assert_eq!(
                 admitted.admitted_at,
-                START + Duration::from_secs(61),
-                "nothing starts for one full window after an unclean takeover"
+                START + Duration::from_secs(60),
+                "the lease's one start fills 1 of 10 places in the window: no wait"
             );
             status
         };
@@ -154,7 +162,15 @@ fn a_new_runtime_after_a_crash_starts_conservatively_but_keeps_penalty_and_allow
             s.reservations, 1,
             "the dead owner's slot was reaped; only ours is held"
         );
-        assert!(s.tokens < 1.0, "bucket starts empty");
+        assert_eq!(
+            s.window_starts, 1,
+            "the lease's start is charged at the takeover"
+        );
+        assert!(
+            s.tokens <= 10.0 - 2.5 + 1e-9,
+            "the lease's cost is charged: {}",
+            s.tokens
+        );
         handle.shutdown().await.unwrap();
     });
 }
@@ -188,6 +204,10 @@ impl QuotaStore for FailingStore {
     fn describe(&self) -> String {
         "failing test store".into()
     }
+    // Written inline, so paused time does not run ahead of a writer thread.
+    fn writes_block(&self) -> bool {
+        false
+    }
 }
 
 #[test]
@@ -198,24 +218,16 @@ fn storage_failure_stops_dispatch() {
             Arc::new(TokioClock::starting_at(START)),
         );
         let policy = Policy::new(100.0, 100.0, 10, 20).unwrap();
-        // The first request goes out before the first save is attempted.
-        one_request(&handle, policy, Outcome::Success)
-            .await
-            .unwrap();
-        // Let the save fail (the writer thread is real, so wait in real time too).
-        let mut refused = None;
-        for _ in 0..200 {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            std::thread::sleep(Duration::from_millis(5));
-            if let Err(e) = one_request(&handle, policy, Outcome::Success).await {
-                refused = Some(e);
-                break;
-            }
-        }
-        match refused {
-            Some(AdmissionError::Storage(reason)) => {
+        // No grant without a stored lease: the very first request fails closed.
+        match one_request(&handle, policy, Outcome::Success).await {
+            Err(AdmissionError::Storage(reason)) => {
                 assert!(reason.contains("disk full"), "{reason}")
             }
+            other => panic!("expected a storage refusal, got {other:?}"),
+        }
+        // And so does every later one.
+        match one_request(&handle, policy, Outcome::Success).await {
+            Err(AdmissionError::Storage(_)) => {}
             other => panic!("expected a storage refusal, got {other:?}"),
         }
         assert!(

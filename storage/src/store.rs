@@ -34,6 +34,10 @@ pub trait QuotaStore: Send + Sync + 'static {
     fn flush(&self) -> Result<(), StorageError>;
     /// Names the backend and its location for messages, e.g. `sled at /path`.
     fn describe(&self) -> String;
+    /// True if writes may block on I/O, so callers must keep them off actor threads.
+    fn writes_block(&self) -> bool {
+        true
+    }
 }
 
 /// Loads and decodes the JSON record under `key`.
@@ -144,6 +148,10 @@ impl QuotaStore for MemoryStore {
 
     fn describe(&self) -> String {
         "in-memory store".to_owned()
+    }
+
+    fn writes_block(&self) -> bool {
+        false
     }
 }
 
