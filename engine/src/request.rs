@@ -25,6 +25,9 @@ pub struct DiscoveryRequest {
     pub profile: Option<String>,
     /// The whole scan's deadline.
     pub timeout: Duration,
+    /// Static credentials instead of the default credential chain (the fixture
+    /// simulator, tests). `None` in real runs. `Debug` redacts the secret.
+    pub credentials: Option<aws_credential_types::Credentials>,
 }
 
 impl Default for DiscoveryRequest {
@@ -35,6 +38,7 @@ impl Default for DiscoveryRequest {
             endpoint_url: None,
             profile: None,
             timeout: DEFAULT_TIMEOUT,
+            credentials: None,
         }
     }
 }

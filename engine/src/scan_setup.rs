@@ -13,7 +13,9 @@ use tokio_util::sync::CancellationToken;
 use tollgate_actors::AdmissionRuntime;
 use tollgate_quota::key::{AccountScope, RunId};
 
-use crate::aws::{isolated_admission, resolve_identity, sdk_config_with, AwsGate, ScanId};
+use crate::aws::{
+    isolated_admission, resolve_identity, sdk_config_with_credentials, AwsGate, ScanId,
+};
 use crate::request::{DiscoveryRequest, FALLBACK_REGION};
 use crate::supervisor::SupervisorDeps;
 
@@ -58,11 +60,12 @@ pub async fn prepare(
 ) -> Result<ScanSetup, SetupError> {
     let deadline = Instant::now() + request.timeout;
     let first_region = request.regions.first().map(String::as_str);
-    let sdk = sdk_config_with(
+    let sdk = sdk_config_with_credentials(
         deps.http.clone(),
         request.profile.as_deref(),
         first_region,
         request.endpoint_url.as_deref(),
+        request.credentials.clone(),
     )
     .await;
     let regions = if request.regions.is_empty() {

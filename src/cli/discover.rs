@@ -127,6 +127,7 @@ async fn scan(
         endpoint_url: args.endpoint_url,
         profile: args.profile,
         timeout: args.timeout,
+        credentials: None,
     };
     let discovery = engine.discovery(telemetry);
     let handle = discovery.start_scan(request).await?;

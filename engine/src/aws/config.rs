@@ -21,6 +21,7 @@ use aws_config::retry::RetryConfig;
 use aws_config::stalled_stream_protection::StalledStreamProtectionConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::Credentials;
 use aws_smithy_async::time::TimeSource;
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
 use aws_smithy_runtime_api::client::http::{
@@ -65,6 +66,18 @@ pub async fn sdk_config_with(
     region: Option<&str>,
     endpoint_url: Option<&str>,
 ) -> SdkConfig {
+    sdk_config_with_credentials(inner, profile, region, endpoint_url, None).await
+}
+
+/// [`sdk_config_with`], with static `credentials` in place of the default credential
+/// chain when given (the fixture simulator, tests); `None` keeps the chain (real runs).
+pub async fn sdk_config_with_credentials(
+    inner: SharedHttpClient,
+    profile: Option<&str>,
+    region: Option<&str>,
+    endpoint_url: Option<&str>,
+    credentials: Option<Credentials>,
+) -> SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
         .http_client(inner)
         .retry_config(RetryConfig::disabled())
@@ -78,6 +91,9 @@ pub async fn sdk_config_with(
     }
     if let Some(url) = endpoint_url {
         loader = loader.endpoint_url(url);
+    }
+    if let Some(credentials) = credentials {
+        loader = loader.credentials_provider(credentials);
     }
     // The credential providers captured the inner client while loading; service clients
     // get the refusing one.

@@ -36,7 +36,7 @@ pub use backoff::{Jitter, RetrySettings, DEFAULT_MAX_ATTEMPTS};
 pub use call::{AwsGate, CallContext, ScanId};
 pub use config::{
     default_http_client, gated_stalled_stream_protection, gated_timeouts, sdk_config,
-    sdk_config_with, ClockTimeSource, UngatedRefusal,
+    sdk_config_with, sdk_config_with_credentials, ClockTimeSource, UngatedRefusal,
 };
 pub use error::{CallError, CallErrorKind};
 pub use gated::{GatedHttpClient, SignatureRefresh, SIGNED_REQUEST_MAX_WAIT};
