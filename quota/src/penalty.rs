@@ -80,7 +80,10 @@ impl Penalty {
     /// Apply an attempt's outcome, reported at `now`, for an attempt admitted at
     /// `admitted_at`. Returns true if the state changed.
     pub fn observe(&mut self, outcome: Outcome, admitted_at: Timestamp, now: Timestamp) -> bool {
-        let after_latest_failure = self.last_failure_at.is_none_or(|at| admitted_at >= at);
+        // Strictly after: the failure starts a cooldown, so nothing is admitted at the
+        // instant it is recorded; an attempt admitted at that very instant was admitted
+        // before it (with instant answers, as in simulations, the instants coincide).
+        let after_latest_failure = self.last_failure_at.is_none_or(|at| admitted_at > at);
         match outcome {
             Outcome::Throttled | Outcome::Transient => {
                 if !after_latest_failure {
@@ -140,6 +143,21 @@ mod tests {
         assert!(!p.observe(Outcome::Throttled, ms(5), ms(12)));
         assert_eq!(p.steps(), 1);
         assert_eq!(p.cooldown_until(ms(12)), Some(ms(510)));
+    }
+
+    /// Regression: two attempts admitted at one instant and answered "throttled" at that
+    /// same instant (zero transport time) counted as two failure events, deepening the
+    /// penalty twice and doubling the cooldown (seed 000's sustained-throttling fixture).
+    #[test]
+    fn failures_of_attempts_admitted_at_the_failure_instant_count_once() {
+        let mut p = Penalty::default();
+        assert!(p.observe(Outcome::Throttled, ms(0), ms(0)));
+        assert!(!p.observe(Outcome::Throttled, ms(0), ms(0)));
+        assert_eq!(p.steps(), 1);
+        assert_eq!(p.cooldown_until(ms(0)), Some(ms(500)));
+        // nor does a success admitted at that instant clear the failure
+        assert!(!p.observe(Outcome::Success, ms(0), ms(0)));
+        assert_eq!(p.steps(), 1);
     }
 
     #[test]
