@@ -87,6 +87,15 @@ impl AdmissionHandle {
         }
     }
 
+    /// A handle on the same quota actors that records reservations under `owner`: what the
+    /// coordinator does for each client process, without the socket. For simulations of
+    /// several processes in one (`tollgate replay`); `None` for a client handle. Shutting
+    /// either handle down stops the shared actors.
+    pub fn for_owner(&self, owner: Owner) -> Option<AdmissionHandle> {
+        self.as_local()
+            .map(|l| AdmissionHandle::local(Arc::new(l.for_owner(owner))))
+    }
+
     /// True when the quota actors run in this process.
     pub fn is_coordinator(&self) -> bool {
         matches!(self.backend, Backend::Local(_))

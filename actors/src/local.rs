@@ -59,6 +59,17 @@ impl LocalAdmission {
         self.clock.now()
     }
 
+    /// The same actors, clock and store acting for another `owner` (as the socket server
+    /// acts for each client process): for in-process simulations of several processes.
+    pub(crate) fn for_owner(&self, owner: Owner) -> Self {
+        LocalAdmission::new(
+            self.registry.clone(),
+            self.clock.clone(),
+            owner,
+            self.persister.clone(),
+        )
+    }
+
     pub(crate) fn owner(&self) -> Owner {
         self.owner
     }
