@@ -13,6 +13,8 @@
 //! - [`supervisor`]: `Supervisor` — scans, attribution, cancellation, report assembly.
 //! - [`collectors`]: one actor per dataset (`s3-buckets`, `lambda-functions`,
 //!   `dynamodb-tables`, `kms-keys`), every request through `AwsGate::call`.
+//! - [`replay`]: `tollgate replay`, a dry run of policies through the real gate and
+//!   quota actors on a simulated clock.
 //! - [`output`]: the JSON report; [`dataset`], [`request`]: what a scan asks for;
 //!   [`throttling`]: the per-key "throttled gaps" tally.
 #![forbid(unsafe_code)]
@@ -29,6 +31,7 @@ pub mod collectors;
 pub mod dataset;
 pub mod discovery;
 pub mod output;
+pub mod replay;
 pub mod request;
 mod scan_setup;
 pub mod supervisor;

@@ -1,0 +1,305 @@
+//! Running a script: the real quota actors and the real gate on a paused clock.
+//!
+//! The replay owns one thread. On it, an actix system runs over a current-thread tokio
+//! runtime whose clock is paused from the start, so simulated time advances only when
+//! every task waits on a timer: each admission decision, actor wake-up, backoff and
+//! scripted transport time happens at its exact simulated instant, whatever the host's
+//! load. Time 0 is the runtime's start.
+//!
+//! What runs is production code: the quota actors and registry over a fresh
+//! [`MemoryStore`] (nothing on disk, nothing shared with a real admission directory),
+//! reached through [`AdmissionHandle`]s; per request, an [`AwsGate`] for the request's
+//! account whose inner HTTP client is the request's [`ScriptedTransport`]; and a real SDK
+//! client (KMS `ListKeys`, an awsJson 1.1 operation like CloudWatch Logs'
+//! `DescribeLogStreams`, for which the workspace has no SDK crate) that signs and sends
+//! each attempt through the gate's connector. The quota key comes from the script's
+//! `service` and `operation`, not from the carrier operation.
+//!
+//! Processes: each `process` number stands for a separate process sharing one admission
+//! directory. The lowest number hosts the actors (the coordinator); every process gets its
+//! own admission handle with its own owner identity (`pid` = the process number) on those
+//! actors, which is what the coordinator does for each client process (without the
+//! socket), and its own gates and retry owners.
+//!
+//! Scheduling: at each instant, requests start (in script order), then cancellations
+//! run: the request's admission scope is cancelled (queued waiters never start) and its
+//! cancellation token fires (an in-flight attempt is aborted). Every request's deadline
+//! is the script's `deadline_ms` from time 0, like a scan's.
+//!
+//! Jitter: the retry owner draws from `fastrand`'s thread-local generator; the replay
+//! seeds it on its own thread, so a replay with the same seed is reproducible and no
+//! production code changes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_kms::config::retry::RetryConfig;
+use aws_sdk_kms::config::{BehaviorVersion, Credentials, Region};
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
+use tokio::time::{sleep_until, Instant};
+use tokio_util::sync::CancellationToken;
+use tollgate_actors::{start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock};
+use tollgate_quota::{Owner, Partition, Timestamp};
+use tollgate_storage::MemoryStore;
+
+use crate::aws::{
+    gated_stalled_stream_protection, gated_timeouts, AwsGate, CallContext, CallError,
+    CallerIdentity, ClockTimeSource, ScanId, UngatedRefusal,
+};
+use crate::replay::report::{Report, RequestReport};
+use crate::replay::script::{Script, ScriptedRequest};
+use crate::replay::transport::ScriptedTransport;
+use crate::replay::ReplayError;
+
+/// The admission clock's reading at time 0 (2027-01-15, an arbitrary fixed instant, so
+/// signatures and stored timestamps are reproducible).
+pub const EPOCH: Timestamp = Timestamp::from_millis(1_800_000_000_000);
+
+/// The carrier region of the SDK client (requests keep their own region in their key).
+const CARRIER_REGION: &str = "us-east-1";
+
+/// How to run a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayOptions {
+    /// Seed of the jitter generator.
+    pub seed: u64,
+}
+
+/// The default jitter seed.
+pub const DEFAULT_SEED: u64 = 1;
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions { seed: DEFAULT_SEED }
+    }
+}
+
+/// Run `script` on its own thread in simulated time and report what happened.
+pub fn run(script: &Script, options: ReplayOptions) -> Result<Report, ReplayError> {
+    let script = script.clone();
+    std::thread::Builder::new()
+        .name("tollgate-replay".into())
+        .spawn(move || run_here(script, options))
+        .map_err(|e| ReplayError::Runtime(format!("starting the replay thread: {e}")))?
+        .join()
+        .map_err(|_| ReplayError::Runtime("the replay thread panicked".into()))?
+}
+
+fn run_here(script: Script, options: ReplayOptions) -> Result<Report, ReplayError> {
+    fastrand::seed(options.seed);
+    let system = actix::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a paused current-thread runtime")
+    });
+    let mut report = system.block_on(simulate(script))?;
+    report.seed = options.seed;
+    Ok(report)
+}
+
+/// One request's task result.
+struct Finished {
+    index: usize,
+    started: Duration,
+    ended: Duration,
+    error: Option<CallError>,
+    transport: ScriptedTransport,
+}
+
+async fn simulate(script: Script) -> Result<Report, ReplayError> {
+    let origin = Instant::now();
+    let clock = Arc::new(TokioClock::starting_at(EPOCH));
+    let handles = admission_handles(&script, clock.clone())?;
+    let kms = carrier_client(clock);
+    let deadline = origin + script.deadline;
+    let script = Arc::new(script);
+
+    // The timeline: (instant, 0 = start / 1 = cancel, request index), in that order.
+    let mut timeline: Vec<(Duration, u8, usize)> = Vec::new();
+    for (i, r) in script.requests.iter().enumerate() {
+        timeline.push((r.at, 0, i));
+        if let Some(at) = r.cancel_at {
+            timeline.push((at, 1, i));
+        }
+    }
+    timeline.sort();
+
+    let tokens: Vec<CancellationToken> = script
+        .requests
+        .iter()
+        .map(|_| CancellationToken::new())
+        .collect();
+    let mut tasks = Vec::with_capacity(script.requests.len());
+    for (at, what, index) in timeline {
+        sleep_until(origin + at).await;
+        let request = &script.requests[index];
+        let handle = handles[&request.process].clone();
+        if what == 1 {
+            handle.cancel_scope(scope_of(index)).await;
+            tokens[index].cancel();
+            continue;
+        }
+        let script = script.clone();
+        let kms = kms.clone();
+        let cancel = tokens[index].clone();
+        tasks.push(actix::spawn(async move {
+            let request = &script.requests[index];
+            let started = origin.elapsed();
+            let transport = ScriptedTransport::new(&request.responses, origin);
+            let gate = AwsGate::new(
+                handle,
+                script.policies.clone(),
+                &CallerIdentity::resolved(Partition::aws(), request.account.clone(), None),
+                SharedHttpClient::new(transport.clone()),
+            )
+            .with_retry(script.retry);
+            let ctx = CallContext {
+                scan_id: ScanId(scope_of(index)),
+                collector: "replay",
+                datasets: vec![request.id.clone()],
+                deadline,
+                cancel,
+            };
+            let error = call(&gate, &ctx, request, &kms).await.err();
+            Finished {
+                index,
+                started,
+                ended: origin.elapsed(),
+                error,
+                transport,
+            }
+        }));
+    }
+    let mut finished = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        finished.push(
+            task.await
+                .map_err(|e| ReplayError::Runtime(format!("a replayed request failed: {e}")))?,
+        );
+    }
+    finished.sort_by_key(|f| f.index);
+    let elapsed = finished.iter().map(|f| f.ended).max().unwrap_or_default();
+    let requests = finished
+        .into_iter()
+        .map(|f| {
+            RequestReport::new(
+                &script.requests[f.index],
+                f.started,
+                f.ended,
+                f.error,
+                &f.transport.exchanges(),
+            )
+        })
+        .collect();
+    let coordinator = handles.values().next().cloned();
+    let mut keys = Vec::new();
+    if let Some(handle) = coordinator {
+        keys = handle
+            .status()
+            .await
+            .map_err(|e| ReplayError::Runtime(format!("reading the final key states: {e}")))?;
+        keys.sort_by(|a, b| a.key.cmp(&b.key));
+        handle
+            .shutdown()
+            .await
+            .map_err(|e| ReplayError::Runtime(format!("stopping the quota actors: {e}")))?;
+    }
+    Ok(Report {
+        requests,
+        elapsed_ms: elapsed.as_millis() as u64,
+        keys,
+        seed: 0,
+    })
+}
+
+/// Each request is its own cancellation scope (and scan id): 1-based script position.
+fn scope_of(index: usize) -> u64 {
+    index as u64 + 1
+}
+
+/// One admission handle per process number over one set of actors (module docs).
+fn admission_handles(
+    script: &Script,
+    clock: Arc<TokioClock>,
+) -> Result<BTreeMap<u32, AdmissionHandle>, ReplayError> {
+    let owner = |process: u32| Owner {
+        pid: process,
+        generation: 1,
+    };
+    let mut processes: Vec<u32> = script.requests.iter().map(|r| r.process).collect();
+    processes.sort_unstable();
+    processes.dedup();
+    let first = *processes
+        .first()
+        .ok_or_else(|| ReplayError::Runtime("the script has no requests".into()))?;
+    let coordinator = start_in_current_system(
+        RuntimeConfig {
+            store: Arc::new(MemoryStore::new()),
+            owner: owner(first),
+            // The simulated processes live for the whole replay.
+            pid_alive: Arc::new(|_| true),
+            evict_after: Duration::from_secs(3_600),
+        },
+        clock,
+    );
+    let mut handles = BTreeMap::new();
+    for process in processes {
+        let handle = if process == first {
+            coordinator.clone()
+        } else {
+            coordinator.for_owner(owner(process)).ok_or_else(|| {
+                ReplayError::Runtime("the replay's admission handle is not local".into())
+            })?
+        };
+        handles.insert(process, handle);
+    }
+    Ok(handles)
+}
+
+/// The SDK client that carries every attempt: static test credentials, SDK retries off,
+/// no operation timeouts, signing on the simulated clock, and the refusing default client
+/// (the gate hands each attempt its gated client), as `sdk_config` builds clients.
+fn carrier_client(clock: Arc<TokioClock>) -> aws_sdk_kms::Client {
+    let config = aws_sdk_kms::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(CARRIER_REGION))
+        .credentials_provider(Credentials::new(
+            "AKIDREPLAY",
+            "replay-secret",
+            None,
+            None,
+            "replay",
+        ))
+        .http_client(UngatedRefusal)
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(gated_timeouts())
+        .stalled_stream_protection(gated_stalled_stream_protection())
+        .time_source(ClockTimeSource(clock))
+        .build();
+    aws_sdk_kms::Client::from_conf(config)
+}
+
+async fn call(
+    gate: &AwsGate,
+    ctx: &CallContext,
+    request: &ScriptedRequest,
+    kms: &aws_sdk_kms::Client,
+) -> Result<(), CallError> {
+    gate.call(
+        ctx,
+        &request.service,
+        &request.operation,
+        Some(&request.region),
+        |http| {
+            kms.list_keys()
+                .customize()
+                .config_override(aws_sdk_kms::Config::builder().http_client(http))
+                .send()
+        },
+    )
+    .await
+    .map(|_| ())
+}

@@ -1,0 +1,373 @@
+//! Seed 000's offline performance fixtures (`fixtures/replay/*.json`) replayed through the
+//! real gate, retry owner and quota actors in paused time: counts exactly as the seed's
+//! table, elapsed within +0.5% of the ideal the policy allows (never below it), and the
+//! dispatch instants the admission maths determines.
+
+use tollgate_engine::replay::{
+    self, AttemptResult, ReplayOptions, Report, RequestResult, Script, Totals,
+};
+use tollgate_quota::PolicyTable;
+
+fn fixture_text(name: &str) -> String {
+    let path = format!("{}/../fixtures/replay/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn script(text: &str) -> Script {
+    Script::parse(text, &PolicyTable::defaults()).unwrap()
+}
+
+fn replay_with(script: &Script, seed: u64) -> Report {
+    replay::run(script, ReplayOptions { seed }).unwrap()
+}
+
+fn replay_fixture(name: &str) -> Report {
+    replay_with(&script(&fixture_text(name)), replay::DEFAULT_SEED)
+}
+
+fn dispatches(report: &Report) -> Vec<u64> {
+    let mut at: Vec<u64> = report
+        .requests
+        .iter()
+        .flat_map(|r| r.attempts.iter().map(|a| a.dispatched_at_ms))
+        .collect();
+    at.sort_unstable();
+    at
+}
+
+/// Elapsed is at least the ideal and at most 0.5% above it.
+fn assert_near_ideal(report: &Report, ideal_ms: f64) {
+    let elapsed = report.elapsed_ms as f64;
+    assert!(
+        elapsed >= ideal_ms && elapsed <= ideal_ms * 1.005,
+        "elapsed {elapsed} ms against an ideal of {ideal_ms} ms (allowed: +0.5%)"
+    );
+}
+
+/// The ideal time for `n` first attempts at `rate`/s with `burst`: the burst goes at 0,
+/// the rest at the refill rate.
+fn ideal_ms(n: u32, rate: f64, burst: f64) -> f64 {
+    (f64::from(n) - burst).max(0.0) / rate * 1_000.0
+}
+
+// ---------------------------------------------------------------- fast responses
+
+/// Seed 000: 8 requests, 1 process, DescribeLogStreams at 4/s burst 2, retry allowance 2:
+/// 8 attempts, 0 retries, 1.5 s (seed baseline 1,520 ms, +1.3%).
+///
+/// The instants: the bucket alone would allow 0, 0, 250, 500, 750, 1000, 1250, 1500;
+/// the rolling window (at most ⌊4⌋ starts in any 1 s) holds the fifth start until the
+/// window of the starts at 0 has passed, at 1000, when the bucket has refilled to its
+/// burst of 2 (4/s over 500 ms); then 1250 and 1500. This is the same schedule as the
+/// actor-level fixture (actors/tests/fixtures.rs), now through the gate, the SDK and the
+/// retry owner. The seed's own total queue wait (5,526 ms) is this schedule's 5,500 ms
+/// plus its host overhead.
+#[test]
+fn fast_responses() {
+    let report = replay_fixture("fast-responses.json");
+    assert_eq!(
+        report.totals(),
+        Totals {
+            processes: 1,
+            logical_requests: 8,
+            physical_attempts: 8,
+            retries: 0,
+            exhausted_retry_admissions: 0,
+            cancelled_before_dispatch: 0,
+            aborted: 0,
+            observations: 8,
+            total_queue_wait_ms: 5_500.0,
+            mean_queue_wait_ms: 687.5,
+            elapsed_ms: report.elapsed_ms,
+        }
+    );
+    assert_eq!(
+        dispatches(&report),
+        [0, 0, 250, 500, 1_000, 1_000, 1_250, 1_500]
+    );
+    // FIFO: script order is dispatch order.
+    let in_order: Vec<u64> = report
+        .requests
+        .iter()
+        .map(|r| r.attempts[0].dispatched_at_ms)
+        .collect();
+    assert_eq!(in_order, [0, 0, 250, 500, 1_000, 1_000, 1_250, 1_500]);
+    assert!(report
+        .requests
+        .iter()
+        .all(|r| r.result == RequestResult::Success && r.attempts.len() == 1));
+    assert_near_ideal(&report, ideal_ms(8, 4.0, 2.0));
+    assert_eq!(report.elapsed_ms, 1_500);
+    let key = &report.keys[0];
+    assert_eq!(key.state.penalty_steps, 0);
+    assert_eq!(key.state.retry_units, 2, "no retry spent");
+}
+
+// ---------------------------------------------------------------- sustained throttling
+
+/// Seed 000: 2 requests that keep being throttled, retry allowance 2: 4 attempts of which
+/// 2 retries, 6 attempt observations including 2 exhausted retry admissions; elapsed
+/// 3,037 ms in the seed (total queue wait 6,018 ms).
+///
+/// The maths (jitter none, tollgate's throttle backoff base 1 s): both first attempts go
+/// at 0 (burst 2) and are throttled; the penalty halves the rate to 2/s with a 500 ms
+/// cooldown (the two failures are one event). Each retry waits its 1 s backoff, spends
+/// one unit of the shared allowance (2 → 0) and is admitted at 1000 (the bucket refilled
+/// 2 tokens at 2/s); both are throttled again (penalty 2 steps). After the 2 s backoff
+/// both want a third attempt at 3000 and are refused: the allowance is empty. Ideal
+/// elapsed 1 s + 2 s = 3000 ms; queue waits 0 + 0 + 1000 + 1000 + 2000 + 2000 = 6000.
+#[test]
+fn sustained_throttling() {
+    let report = replay_fixture("sustained-throttling.json");
+    let totals = report.totals();
+    assert_eq!(
+        totals,
+        Totals {
+            processes: 1,
+            logical_requests: 2,
+            physical_attempts: 4,
+            retries: 2,
+            exhausted_retry_admissions: 2,
+            cancelled_before_dispatch: 0,
+            aborted: 0,
+            observations: 6,
+            total_queue_wait_ms: 6_000.0,
+            mean_queue_wait_ms: 1_000.0,
+            elapsed_ms: report.elapsed_ms,
+        }
+    );
+    for r in &report.requests {
+        assert_eq!(r.result, RequestResult::RetryExhausted, "{}", r.id);
+        let at: Vec<_> = r
+            .attempts
+            .iter()
+            .map(|a| (a.dispatched_at_ms, a.outcome))
+            .collect();
+        assert_eq!(
+            at,
+            [
+                (0, AttemptResult::Throttle),
+                (1_000, AttemptResult::Throttle)
+            ],
+            "{}",
+            r.id
+        );
+        assert!(
+            r.error.as_deref().unwrap().contains("ThrottlingException"),
+            "the last failure is kept: {:?}",
+            r.error
+        );
+    }
+    assert_near_ideal(&report, 3_000.0);
+    // The penalty was applied and the allowance is spent.
+    let key = &report.keys[0].state;
+    assert_eq!(key.penalty_steps, 2);
+    assert_eq!(key.effective_rate_per_second, 1.0);
+    assert_eq!(key.retry_units, 0);
+}
+
+// ---------------------------------------------------------------- concurrent datasets
+
+/// Seed 000: 2 processes sharing one key, requests split between logActivity and
+/// logRetention in the same account: 8 requests, 8 attempts, 1.5 s (seed 1,531 ms).
+/// Two processes get one schedule, the same as one process's: the key is shared.
+#[test]
+fn concurrent_datasets() {
+    let report = replay_fixture("concurrent-datasets.json");
+    let totals = report.totals();
+    assert_eq!(
+        (
+            totals.processes,
+            totals.logical_requests,
+            totals.physical_attempts,
+            totals.retries,
+            totals.exhausted_retry_admissions,
+            totals.cancelled_before_dispatch,
+            totals.aborted,
+            totals.total_queue_wait_ms,
+        ),
+        (2, 8, 8, 0, 0, 0, 0, 5_500.0)
+    );
+    assert_eq!(
+        dispatches(&report),
+        [0, 0, 250, 500, 1_000, 1_000, 1_250, 1_500]
+    );
+    assert_eq!(report.keys.len(), 1, "one shared key");
+    assert_near_ideal(&report, ideal_ms(8, 4.0, 2.0));
+    for process in [1, 2] {
+        let mine: Vec<_> = report
+            .requests
+            .iter()
+            .filter(|r| r.process == process)
+            .collect();
+        assert_eq!(mine.len(), 4);
+        assert!(mine.iter().all(|r| r.result == RequestResult::Success));
+    }
+}
+
+/// The contrast: the same two processes in different accounts have two keys and
+/// progress separately, each at 4/s burst 2: 4 requests each end at 500 ms.
+#[test]
+fn different_accounts_progress_separately() {
+    let text = fixture_text("concurrent-datasets.json");
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for r in json["requests"].as_array_mut().unwrap() {
+        if r["process"] == 2 {
+            r["account"] = "210987654321".into();
+        }
+    }
+    let report = replay_with(&script(&json.to_string()), 1);
+    assert_eq!(report.keys.len(), 2);
+    assert_eq!(dispatches(&report), [0, 0, 0, 0, 250, 250, 500, 500]);
+    assert_eq!(report.elapsed_ms, 500);
+}
+
+// ---------------------------------------------------------------- cancellation
+
+/// Seed 000: 1/s, burst 1, concurrency 1, 8 requests; the first is held in flight, then
+/// the scan is cancelled (at 20 ms, about when the seed's was): 1 attempt, 7 requests
+/// stopped before dispatch, the held one aborted.
+#[test]
+fn cancellation() {
+    let report = replay_fixture("cancellation.json");
+    let totals = report.totals();
+    assert_eq!(
+        (
+            totals.logical_requests,
+            totals.physical_attempts,
+            totals.retries,
+            totals.exhausted_retry_admissions,
+            totals.cancelled_before_dispatch,
+            totals.aborted,
+            totals.observations,
+        ),
+        (8, 1, 0, 0, 7, 1, 8)
+    );
+    assert!(report
+        .requests
+        .iter()
+        .all(|r| r.result == RequestResult::Cancelled));
+    let first = &report.requests[0];
+    assert_eq!(first.attempts.len(), 1);
+    assert_eq!(
+        (
+            first.attempts[0].dispatched_at_ms,
+            first.attempts[0].outcome
+        ),
+        (0, AttemptResult::Aborted)
+    );
+    assert!(report.requests[1..].iter().all(|r| r.attempts.is_empty()));
+    // Ideal: everything ends at the cancellation instant.
+    assert_near_ideal(&report, 20.0);
+    let key = &report.keys[0];
+    assert_eq!(
+        key.state.reservations, 0,
+        "the aborted request released its slot"
+    );
+    assert_eq!(key.waiting_for_reservation, 0, "no queued waiter left");
+    assert_eq!(key.state.retry_units, 20, "an abort is no feedback");
+}
+
+// ---------------------------------------------------------------- the replay itself
+
+const THROTTLED_FULL_JITTER: &str = r#"{
+  "policies": {"logs:DescribeLogStreams": {"ratePerSecond": 4, "burst": 2, "retryCapacity": 20}},
+  "retry": {"jitter": "full"},
+  "requests": [
+    {"id": "a", "service": "logs", "operation": "DescribeLogStreams",
+     "responses": [{"outcome": "throttle"}, {"outcome": "throttle"}, {"outcome": "success"}]},
+    {"id": "b", "service": "logs", "operation": "DescribeLogStreams",
+     "responses": [{"outcome": "transient"}, {"outcome": "throttle"}, {"outcome": "success"}]}
+  ]
+}"#;
+
+/// Full jitter draws from a seeded generator: the same seed gives the same replay, and
+/// the seed does change the backoff.
+#[test]
+fn a_seeded_replay_is_reproducible() {
+    let s = script(THROTTLED_FULL_JITTER);
+    let one = replay_with(&s, 7);
+    let again = replay_with(&s, 7);
+    assert_eq!(one.to_json(), again.to_json());
+    assert!(one
+        .requests
+        .iter()
+        .all(|r| r.result == RequestResult::Success && r.attempts.len() == 3));
+    let differs = (8..16).any(|seed| replay_with(&s, seed).to_json() != one.to_json());
+    assert!(differs, "the seed never changed a backoff");
+}
+
+/// A server's retry-after is a floor for the backoff; the last response repeats; a fatal
+/// answer is not retried; transport time delays the answer, not the dispatch.
+#[test]
+fn retry_after_repeats_fatal_and_transport_time() {
+    let report = replay_with(
+        &script(
+            r#"{
+  "retry": {"jitter": "none", "initial_delay_ms": 100},
+  "requests": [
+    {"id": "later", "service": "logs", "operation": "DescribeLogStreams",
+     "responses": [{"outcome": "throttle", "retry_after_ms": 7000}, {"outcome": "success", "transport_ms": 40}]},
+    {"id": "denied", "at_ms": 5, "service": "s3", "operation": "ListBuckets",
+     "responses": [{"outcome": "fatal"}]},
+    {"id": "flaky", "service": "kms", "operation": "ListKeys", "process": 2,
+     "responses": [{"outcome": "transient"}]}
+  ]
+}"#,
+        ),
+        1,
+    );
+    let later = report.request("later").unwrap();
+    assert_eq!(later.result, RequestResult::Success);
+    assert_eq!(later.attempts[1].dispatched_at_ms, 7_000);
+    assert_eq!(later.ended_at_ms, 7_040, "40 ms of transport");
+    let denied = report.request("denied").unwrap();
+    assert_eq!(
+        (
+            denied.result,
+            denied.attempts.len(),
+            denied.attempts[0].dispatched_at_ms
+        ),
+        (RequestResult::Failed, 1, 5)
+    );
+    // transient repeats: 6 attempts (the default), backoff 100, 200, 400, 800, 1600 ms on
+    // top of admission; kms:ListKeys falls back to the default table (10/s burst 10).
+    let flaky = report.request("flaky").unwrap();
+    assert_eq!(flaky.result, RequestResult::GaveUp);
+    assert_eq!(flaky.attempts.len(), 6);
+    assert!(flaky
+        .attempts
+        .iter()
+        .all(|a| a.outcome == AttemptResult::Transient));
+    let gaps: Vec<u64> = flaky
+        .attempts
+        .windows(2)
+        .map(|w| w[1].dispatched_at_ms - w[0].dispatched_at_ms)
+        .collect();
+    for (gap, backoff) in gaps.iter().zip([100, 200, 400, 800, 1_600]) {
+        assert!(*gap >= backoff, "{gaps:?}");
+    }
+    let last = report.requests.iter().map(|r| r.ended_at_ms).max();
+    assert_eq!(
+        Some(report.elapsed_ms),
+        last,
+        "elapsed ends with the last request"
+    );
+    assert!(report.elapsed_ms >= 100 + 200 + 400 + 800 + 1_600);
+}
+
+/// A held request without cancellation runs into the scan deadline: gave up, aborted.
+#[test]
+fn a_hold_ends_at_the_deadline() {
+    let report = replay_with(
+        &script(
+            r#"{"deadline_ms": 2500, "requests": [
+  {"id": "stuck", "service": "logs", "operation": "DescribeLogStreams", "responses": [{"outcome": "hold"}]}]}"#,
+        ),
+        1,
+    );
+    let stuck = &report.requests[0];
+    assert_eq!(stuck.result, RequestResult::GaveUp);
+    assert_eq!(stuck.attempts[0].outcome, AttemptResult::Aborted);
+    assert_eq!(report.elapsed_ms, 2_500);
+}
