@@ -2,6 +2,7 @@
 
 mod discover;
 mod policies;
+mod replay;
 mod serve;
 mod status;
 mod status_live;
@@ -40,6 +41,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Dry-run policies: replay a script of requests and scripted answers through the real
+    /// quota actors and retry owner in simulated time, and print when each attempt would
+    /// be dispatched. Exit code: 0 when it ran, 1 for an invalid script.
+    Replay {
+        /// The replay script (JSON; format in README "Replay").
+        script: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Seed of the backoff jitter (a replay with the same seed is reproducible).
+        #[arg(long, default_value_t = tollgate_engine::replay::DEFAULT_SEED)]
+        seed: u64,
+    },
     /// Print the quota state held in the admission directory.
     Status {
         /// Admission directory (default: TOLLGATE_ADMISSION_DIR, else the user cache).
@@ -77,6 +91,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Discover(args) => discover::run(args),
         Command::Policies { json } => policies::run(json),
+        Command::Replay { script, json, seed } => replay::run(&script, json, seed),
         Command::Status { dir, json } => status::run(dir, json),
         Command::Serve { dir } => serve::run(dir),
         Command::BenchWorker(args) => crate::bench::worker::run(&args),
