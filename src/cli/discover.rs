@@ -129,6 +129,29 @@ async fn scan(
         timeout: args.timeout,
         credentials: None,
     };
+    let report_to = match &args.output {
+        Some(path) => ReportTo::File(path),
+        None => ReportTo::Stdout,
+    };
+    run_scan(engine, request, report_to, telemetry).await
+}
+
+/// Where the JSON report goes.
+pub(crate) enum ReportTo<'a> {
+    Stdout,
+    File(&'a std::path::Path),
+    /// Not written (`tollgate demo` without `--output`: the summary is the point).
+    Nowhere,
+}
+
+/// One scan with progress display, report, summary and exit code: `tollgate discover`'s
+/// path, shared with `tollgate demo`.
+pub(crate) async fn run_scan(
+    engine: &Engine,
+    request: DiscoveryRequest,
+    report_to: ReportTo<'_>,
+    telemetry: Option<Arc<dyn TelemetrySink>>,
+) -> anyhow::Result<ExitCode> {
     let discovery = engine.discovery(telemetry);
     let handle = discovery.start_scan(request).await?;
     let display = ProgressDisplay::new(&handle);
@@ -158,7 +181,11 @@ async fn scan(
     display.finish();
     discovery.shutdown();
 
-    write_report(&report, args.output.as_deref())?;
+    match report_to {
+        ReportTo::Stdout => write_report(&report, None)?,
+        ReportTo::File(path) => write_report(&report, Some(path))?,
+        ReportTo::Nowhere => {}
+    }
     print_summary(&report)?;
     Ok(ExitCode::from(exit_code(&report, user_cancelled)))
 }

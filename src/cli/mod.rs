@@ -1,9 +1,11 @@
 //! Command-line definitions (clap) and dispatch. Each subcommand lives in its own file.
 
+mod demo;
 mod discover;
 mod policies;
 mod replay;
 mod serve;
+mod simulate;
 mod status;
 mod status_live;
 
@@ -35,6 +37,13 @@ pub enum Command {
     /// through the shared admission gate; write a JSON report. Exit code: 0 complete,
     /// 2 partial, 130 cancelled, 1 error or a failed dataset.
     Discover(discover::DiscoverArgs),
+    /// Discover a simulated account, no AWS account needed: start the fixture AWS
+    /// simulator in-process on the bundled demo scenario and run `discover` through it
+    /// (fake credentials). Exit code as `discover`.
+    Demo(demo::DemoArgs),
+    /// Serve the fixture AWS simulator for a scenario file on loopback until SIGTERM or
+    /// Ctrl-C, then print what it received per operation.
+    Simulate(simulate::SimulateArgs),
     /// Print the effective quota policies: defaults merged with TOLLGATE_QUOTA_OVERRIDES.
     Policies {
         /// Print JSON instead of a table.
@@ -90,6 +99,8 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Discover(args) => discover::run(args),
+        Command::Demo(args) => demo::run(args),
+        Command::Simulate(args) => simulate::run(args),
         Command::Policies { json } => policies::run(json),
         Command::Replay { script, json, seed } => replay::run(&script, json, seed),
         Command::Status { dir, json } => status::run(dir, json),

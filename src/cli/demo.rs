@@ -1,0 +1,116 @@
+//! `tollgate demo`: tollgate's main job without an AWS account. Starts the fixture AWS
+//! simulator in-process on a loopback port with the bundled demo scenario (two regions,
+//! mild server quotas, a short throttle storm), runs a real `tollgate discover` through
+//! it — SDK clients, admission gate, retries, progress bars, summary — on the default
+//! admission directory, and ends with what the simulated server received.
+//!
+//! The simulator accepts any credentials; the demo signs with static fake ones (never
+//! the user's), passed in the discovery request rather than through the environment.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
+use tollgate_engine::{DiscoveryRequest, Engine, EngineConfig};
+use tollgate_sim::{bundled, Scenario, Simulator};
+
+use super::discover::{parse_duration, run_scan, ReportTo};
+
+/// `tollgate demo` flags.
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Another scenario file instead of the bundled fixtures/scenarios/demo.toml.
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Write the JSON report here (by default the demo shows only the summary).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write one JSON line per admission or physical attempt here.
+    #[arg(long, value_name = "FILE")]
+    pub telemetry: Option<PathBuf>,
+    /// Admission directory (default: TOLLGATE_ADMISSION_DIR, else the user cache).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Deadline for the whole scan.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+/// The demo's fake credentials: the simulator accepts any, and real ones never leave.
+fn demo_credentials() -> aws_credential_types::Credentials {
+    aws_credential_types::Credentials::new(
+        "AKIDTOLLGATEDEMO",
+        "tollgate-demo-not-a-secret",
+        None,
+        None,
+        "tollgate-demo",
+    )
+}
+
+pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let scenario = match &args.scenario {
+        Some(path) => Scenario::load(path)?,
+        None => Scenario::parse(bundled::DEMO, "fixtures/scenarios/demo.toml (bundled)")?,
+    };
+    let config = EngineConfig::from_env()?.with_admission_dir(args.dir.clone());
+    for warning in config.policies.warnings() {
+        eprintln!("tollgate: warning: {warning}");
+    }
+    let telemetry: Option<Arc<dyn TelemetrySink>> = match &args.telemetry {
+        Some(path) => Some(Arc::new(FileTelemetry::create(path).with_context(
+            || format!("creating the telemetry file {}", path.display()),
+        )?)),
+        None => None,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let summary = super::simulate::summary(&scenario);
+        let regions = scenario.regions.clone();
+        let sim = Simulator::new(scenario);
+        let server = sim
+            .serve(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .await
+            .context("starting the simulator on loopback")?;
+        eprintln!(
+            "tollgate demo: simulated AWS on {} — {summary}\n\
+             tollgate demo: discovering it through tollgate's admission gate (fake credentials)\n",
+            server.endpoint_url()
+        );
+        let request = DiscoveryRequest {
+            regions,
+            endpoint_url: Some(server.endpoint_url()),
+            timeout: args.timeout,
+            credentials: Some(demo_credentials()),
+            ..Default::default()
+        };
+        let report_to = match &args.output {
+            Some(path) => ReportTo::File(path),
+            None => ReportTo::Nowhere,
+        };
+        let outcome = async {
+            let engine = Engine::open(config)?;
+            let outcome = run_scan(&engine, request, report_to, telemetry).await;
+            engine.close().await?;
+            outcome
+        }
+        .await;
+        server.shutdown().await;
+        let stats = sim.stats();
+        eprintln!(
+            "\nsimulated AWS received {} requests: {} served, {} throttled (server quotas and the scenario's throttle storm), {} 5xx",
+            stats.totals.received, stats.totals.served, stats.totals.throttled, stats.totals.faulted
+        );
+        eprint!("{}", stats.table());
+        if args.output.is_none() {
+            eprintln!("(pass --output FILE to keep the JSON report)");
+        }
+        outcome
+    })
+}
