@@ -1,0 +1,139 @@
+//! `tollgate simulate` and `tollgate demo` as real processes: the listening line a bench
+//! parses, the control path, SIGTERM and the count table; the demo's complete discovery
+//! of the bundled scenario; a bad scenario's error naming file and field.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_tollgate")
+}
+
+fn repo_file(path: &str) -> String {
+    format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Stops the child if a test fails midway.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn simulate_prints_its_url_serves_stats_and_stops_on_sigterm() {
+    let mut child = Child(
+        Command::new(exe())
+            .args([
+                "simulate",
+                &repo_file("fixtures/scenarios/fleet.toml"),
+                "--port",
+                "0",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let url = first
+        .trim_end()
+        .strip_prefix("tollgate simulate: listening on http://127.0.0.1:")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"));
+    let port: u16 = url.parse().unwrap();
+    assert_ne!(port, 0);
+
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: sim\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .write_all(b"GET /_sim/stats HTTP/1.1\r\nHost: sim\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.contains("\"unsigned\""), "{answer}");
+
+    let term = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(
+        rest.contains("unsigned") && rest.contains("total"),
+        "{rest}"
+    );
+}
+
+#[test]
+fn a_bad_scenario_is_refused_naming_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(
+        &path,
+        "account = \"123456789012\"\nregions = [\"us-east-1\"]\n[[faults]]\nkind = \"throttle\"\nprobability = 1.5\n",
+    )
+    .unwrap();
+    let out = Command::new(exe())
+        .args(["simulate", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml") && err.contains("faults[0].probability"),
+        "{err}"
+    );
+}
+
+#[test]
+fn demo_discovers_the_bundled_account_completely() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let out = Command::new(exe())
+        .args([
+            "demo",
+            "--dir",
+            dir.path().join("admission").to_str().unwrap(),
+            "--output",
+            report.to_str().unwrap(),
+        ])
+        // Nothing of the user's AWS configuration may matter.
+        .env("AWS_PROFILE", "tollgate-demo-test-no-such-profile")
+        .env("AWS_CONFIG_FILE", dir.path().join("none"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", dir.path().join("none"))
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("simulated AWS received"), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(report["account"], "123456789012");
+    let datasets = report["datasets"].as_object().unwrap();
+    assert_eq!(datasets.len(), 4);
+    let items: usize = datasets
+        .values()
+        .map(|d| {
+            assert_eq!(d["status"], "complete", "{d}");
+            d["items"].as_array().unwrap().len()
+        })
+        .sum();
+    assert_eq!(items, 44 + 12 + 8 + 10);
+}
