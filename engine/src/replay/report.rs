@@ -339,29 +339,36 @@ impl Report {
             );
         }
         if !self.keys.is_empty() {
+            let key_width = self
+                .keys
+                .iter()
+                .map(|k| k.key.len())
+                .max()
+                .unwrap_or(3)
+                .max("key (state at the end)".len());
             let _ = writeln!(out);
             let _ = writeln!(
                 out,
-                "{:<54} {:>7} {:>6} {:>5} {:>8} {:>8} {:>10}",
+                "{:<key_width$}  {:>7}  {:>5}  {:>11}  {:>9}  {:>13}  {:>16}",
                 "key (state at the end)",
                 "rate/s",
                 "burst",
-                "conc",
-                "allow.",
-                "penalty",
-                "units left"
+                "concurrency",
+                "allowance",
+                "penalty steps",
+                "retry units left"
             );
             for k in &self.keys {
                 let s = &k.state;
                 let _ = writeln!(
                     out,
-                    "{:<54} {:>7} {:>6} {:>5} {:>8} {:>8} {:>10}",
+                    "{:<key_width$}  {:>7}  {:>5}  {:>11}  {:>9}  {:>13}  {:>16}",
                     k.key,
                     s.policy.rate_per_second(),
                     s.policy.burst(),
                     s.policy.concurrency(),
                     s.policy.retry_capacity(),
-                    format!("{} step", s.penalty_steps),
+                    s.penalty_steps,
                     s.retry_units
                 );
             }
