@@ -1,16 +1,39 @@
-//! Failure feedback: the AIMD penalty on the refill rate and the shared cooldown.
+//! Failure feedback: the AIMD penalty on the refill rate, the shared cooldown, and the
+//! rate the server showed it cannot sustain.
 //!
 //! A throttle or retryable transient failure halves the effective refill rate (down to
 //! 1/32 of the configured rate) and starts a cooldown of 500 ms that doubles per
 //! consecutive failure up to 8 s, during which nothing on the key starts. This is the
-//! multiplicative decrease; recovery is one step per success *admitted after* the latest
-//! failure, so an old request that was in flight when the failure was seen proves nothing
-//! about the server's current state and clears nothing.
+//! multiplicative decrease.
 //!
+//! Recovery has two speeds, because seed 000's rule alone (one step back per success
+//! admitted after the latest failure) oscillates against a server whose quota is below
+//! the policy: it returns to the rate that was just throttled within a few requests, is
+//! throttled again, and so on for the whole scan (the fleet benchmark measured it). So the
+//! key also remembers the rate at which the latest failure happened, the **ceiling**:
+//! - *fast*: each success admitted after the latest failure doubles the rate (one penalty
+//!   step off, as seed 000), but only up to 7/8 of the ceiling ([`HEADROOM`]);
+//! - *probing*: at that cap, the ceiling rises by 5% of the configured rate at most once
+//!   per 5 s without a failure (seed 001's additive increase: [`PROBE_STEP`],
+//!   [`PROBE_INTERVAL`]), so a server that recovered, or a quota that was raised, is found
+//!   again; once the cap reaches the configured rate the ceiling is forgotten. A failure
+//!   while a ceiling is known confirms it, so the probe interval doubles (up to
+//!   [`MAX_PROBE_INTERVAL`]): a server quota that really is below the policy is probed
+//!   ever more rarely instead of being throttled into every 10 s.
+//!
+//! A key throttled at its full policy rate therefore runs at 7/8 of it at once and is back
+//! to the full rate about 20 s after its last failure; a key whose server sustains only
+//! 70% of the policy settles just below 70% instead of alternating between 50% and 100%.
+//!
+//! Only a success *admitted after* the latest failure counts: an old request that was in
+//! flight when the failure was seen proves nothing about the server's current state.
 //! Failures "within one short interval count as one event": a failure reported for an
 //! attempt admitted before the latest recorded failure was in flight at the same time, so
 //! it is the same event and does not deepen the penalty. Because the cooldown blocks new
 //! starts for at least 500 ms after a failure, that interval is the cooldown itself.
+//!
+//! The rate factor is fixed-point ([`FULL`] = the configured rate), so the state stays
+//! exactly comparable and serialises without rounding.
 
 use std::time::Duration;
 
@@ -24,6 +47,20 @@ pub const MAX_PENALTY_STEPS: u8 = 5;
 pub const INITIAL_COOLDOWN: Duration = Duration::from_millis(500);
 /// Longest cooldown.
 pub const MAX_COOLDOWN: Duration = Duration::from_secs(8);
+/// Most doublings of the probe interval (5 s · 2^4 = 80 s).
+const MAX_PROBE_BACKOFF: u8 = 4;
+/// The rate factor of an unpenalised key (fixed point: 4096 = the configured rate).
+pub const FULL: u32 = 4096;
+/// The lowest rate factor: 1/32 of the configured rate.
+pub const FLOOR: u32 = FULL >> MAX_PENALTY_STEPS;
+/// Fast recovery stops at this fraction of the learned ceiling (in eighths: 7/8).
+pub const HEADROOM: f64 = 0.875;
+/// How much the ceiling rises per probe: 5% of the configured rate.
+pub const PROBE_STEP: u32 = FULL / 20;
+/// Shortest time between two probes (and from a failure to the first probe).
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(5);
+/// Longest time between two probes, after repeated confirmations of the ceiling.
+pub const MAX_PROBE_INTERVAL: Duration = Duration::from_secs(80);
 
 /// What an attempt's outcome tells the key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,24 +76,116 @@ pub enum Outcome {
     Fatal,
 }
 
-/// Penalty depth, consecutive failures and cooldown of one key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Rate factor, learned ceiling, consecutive failures and cooldown of one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "PenaltyRecord", into = "PenaltyRecord")]
 pub struct Penalty {
-    steps: u8,
+    factor: u32,
+    ceiling: Option<u32>,
+    last_probe_at: Option<Timestamp>,
+    /// Doublings of the probe interval (failures that confirmed a known ceiling).
+    probe_backoff: u8,
     consecutive_failures: u32,
     cooldown_until: Option<Timestamp>,
     last_failure_at: Option<Timestamp>,
 }
 
+impl Default for Penalty {
+    fn default() -> Self {
+        Penalty {
+            factor: FULL,
+            ceiling: None,
+            last_probe_at: None,
+            probe_backoff: 0,
+            consecutive_failures: 0,
+            cooldown_until: None,
+            last_failure_at: None,
+        }
+    }
+}
+
+/// The stored form: `steps` is kept beside `factor` so that records written before the
+/// factor existed still load (their penalty is `FULL >> steps`).
+#[derive(Serialize, Deserialize)]
+struct PenaltyRecord {
+    #[serde(default)]
+    steps: u8,
+    #[serde(default)]
+    factor: Option<u32>,
+    #[serde(default)]
+    ceiling: Option<u32>,
+    #[serde(default)]
+    last_probe_at: Option<Timestamp>,
+    #[serde(default)]
+    probe_backoff: u8,
+    #[serde(default)]
+    consecutive_failures: u32,
+    #[serde(default)]
+    cooldown_until: Option<Timestamp>,
+    #[serde(default)]
+    last_failure_at: Option<Timestamp>,
+}
+
+impl From<PenaltyRecord> for Penalty {
+    fn from(r: PenaltyRecord) -> Penalty {
+        let factor = r
+            .factor
+            .unwrap_or(FULL >> r.steps.min(MAX_PENALTY_STEPS))
+            .clamp(FLOOR, FULL);
+        Penalty {
+            factor,
+            ceiling: r.ceiling.map(|c| c.max(FLOOR)),
+            last_probe_at: r.last_probe_at,
+            probe_backoff: r.probe_backoff.min(MAX_PROBE_BACKOFF),
+            consecutive_failures: r.consecutive_failures,
+            cooldown_until: r.cooldown_until,
+            last_failure_at: r.last_failure_at,
+        }
+    }
+}
+
+impl From<Penalty> for PenaltyRecord {
+    fn from(p: Penalty) -> PenaltyRecord {
+        PenaltyRecord {
+            steps: p.steps(),
+            factor: Some(p.factor),
+            ceiling: p.ceiling,
+            last_probe_at: p.last_probe_at,
+            probe_backoff: p.probe_backoff,
+            consecutive_failures: p.consecutive_failures,
+            cooldown_until: p.cooldown_until,
+            last_failure_at: p.last_failure_at,
+        }
+    }
+}
+
 impl Penalty {
     /// The refill rate after the penalty.
     pub fn effective_rate(&self, configured_rate: f64) -> f64 {
-        configured_rate / f64::from(1u32 << self.steps)
+        configured_rate * f64::from(self.factor) / f64::from(FULL)
     }
 
-    /// Halvings currently applied (0 = none).
+    /// Halvings currently applied, rounded to the nearest whole step (0 = none or less
+    /// than half a step; the probing phase sits between whole steps).
     pub fn steps(&self) -> u8 {
-        self.steps
+        let halvings = (f64::from(FULL) / f64::from(self.factor)).log2();
+        (halvings.round() as u8).min(MAX_PENALTY_STEPS)
+    }
+
+    /// The effective rate as a fraction of the configured one (1.0 = no penalty).
+    pub fn rate_fraction(&self) -> f64 {
+        f64::from(self.factor) / f64::from(FULL)
+    }
+
+    /// The learned ceiling as a fraction of the configured rate: the rate at which the
+    /// latest failure happened, raised by probing; `None` once fully recovered.
+    pub fn ceiling_fraction(&self) -> Option<f64> {
+        self.ceiling.map(|c| f64::from(c) / f64::from(FULL))
+    }
+
+    /// Whether the key runs at its full configured rate with no cooldown or ceiling.
+    pub fn is_clear(&self) -> bool {
+        self.factor == FULL && self.ceiling.is_none() && self.cooldown_until.is_none()
     }
 
     /// End of the current cooldown, if one is running at `now`.
@@ -77,6 +206,22 @@ impl Penalty {
             .min(MAX_COOLDOWN)
     }
 
+    /// Current time between probes.
+    pub fn probe_interval(&self) -> Duration {
+        PROBE_INTERVAL
+            .saturating_mul(1u32 << self.probe_backoff)
+            .min(MAX_PROBE_INTERVAL)
+    }
+
+    /// Where fast recovery stops: 7/8 of the ceiling (never below the floor, never above
+    /// the configured rate).
+    fn recovery_cap(&self) -> u32 {
+        match self.ceiling {
+            None => FULL,
+            Some(c) => ((f64::from(c) * HEADROOM) as u32).clamp(FLOOR, FULL),
+        }
+    }
+
     /// Apply an attempt's outcome, reported at `now`, for an attempt admitted at
     /// `admitted_at`. Returns true if the state changed.
     pub fn observe(&mut self, outcome: Outcome, admitted_at: Timestamp, now: Timestamp) -> bool {
@@ -89,20 +234,41 @@ impl Penalty {
                 if !after_latest_failure {
                     return false; // same event as the latest failure
                 }
-                self.steps = (self.steps + 1).min(MAX_PENALTY_STEPS);
+                if self.ceiling.is_some() {
+                    self.probe_backoff = (self.probe_backoff + 1).min(MAX_PROBE_BACKOFF);
+                }
+                self.ceiling = Some(self.factor);
+                self.factor = (self.factor / 2).max(FLOOR);
+                self.last_probe_at = Some(now);
                 self.consecutive_failures = self.consecutive_failures.saturating_add(1);
                 self.cooldown_until = Some(now + Self::cooldown_for(self.consecutive_failures));
                 self.last_failure_at = Some(now);
                 true
             }
             Outcome::Success => {
-                if !after_latest_failure || (self.steps == 0 && self.cooldown_until.is_none()) {
+                if !after_latest_failure || self.is_clear() {
                     return false;
                 }
-                self.steps = self.steps.saturating_sub(1);
+                let before = *self;
                 self.consecutive_failures = 0;
                 self.cooldown_until = None;
-                true
+                let cap = self.recovery_cap();
+                if self.factor < cap {
+                    self.factor = (self.factor * 2).min(cap);
+                } else if self
+                    .last_probe_at
+                    .is_none_or(|at| now >= at + self.probe_interval())
+                {
+                    self.last_probe_at = Some(now);
+                    self.ceiling = self.ceiling.map(|c| c + PROBE_STEP);
+                    let cap = self.recovery_cap();
+                    if cap >= FULL {
+                        self.ceiling = None;
+                        self.probe_backoff = 0;
+                    }
+                    self.factor = self.factor.max(cap);
+                }
+                *self != before
             }
             Outcome::Fatal => false,
         }
@@ -172,6 +338,100 @@ mod tests {
         assert!(p.observe(Outcome::Success, ms(700), ms(720)));
         assert_eq!(p.steps(), 0);
         assert_eq!(p.cooldown_until(ms(720)), None);
+    }
+
+    #[test]
+    fn recovery_stops_below_the_learned_ceiling_then_probes_back_to_full() {
+        let mut p = Penalty::default();
+        p.observe(Outcome::Throttled, ms(0), ms(0));
+        assert_eq!(p.rate_fraction(), 0.5);
+        assert_eq!(p.ceiling_fraction(), Some(1.0));
+        // fast: one success doubles, capped at 7/8 of the rate that was throttled
+        p.observe(Outcome::Success, ms(600), ms(600));
+        assert_eq!(p.rate_fraction(), 0.875);
+        // at the cap, nothing more until PROBE_INTERVAL after the failure
+        assert!(!p.observe(Outcome::Success, ms(4_000), ms(4_000)));
+        assert_eq!(p.rate_fraction(), 0.875);
+        // each probe raises the ceiling by 5% of the configured rate, every 5 s at most
+        let mut t = 5_000;
+        let mut fractions = Vec::new();
+        while p.ceiling_fraction().is_some() {
+            assert!(p.observe(Outcome::Success, ms(t), ms(t)));
+            assert!(
+                !p.observe(Outcome::Success, ms(t + 1), ms(t + 1)),
+                "once per interval"
+            );
+            fractions.push((p.rate_fraction() * 1000.0).round() / 1000.0);
+            t += 5_000;
+        }
+        assert_eq!(fractions, [0.918, 0.962, 1.0]);
+        assert!(p.is_clear());
+        assert_eq!(t, 20_000, "full rate 15 s after the failure");
+    }
+
+    #[test]
+    fn failures_that_confirm_a_ceiling_slow_the_probing() {
+        let mut p = Penalty::default();
+        p.observe(Outcome::Throttled, ms(0), ms(0));
+        assert_eq!(p.probe_interval().as_secs(), 5);
+        p.observe(Outcome::Throttled, ms(1_000), ms(1_000));
+        assert_eq!(p.probe_interval().as_secs(), 10);
+        for i in 0..6u64 {
+            p.observe(Outcome::Throttled, ms(2_000 + i), ms(2_000 + i));
+        }
+        assert_eq!(p.probe_interval().as_secs(), 80);
+    }
+
+    /// The fleet benchmark's finding: against a server that sustains only 70% of the
+    /// policy, seed 000's recovery (one step back per success) returned to the throttled
+    /// rate within a few requests and was throttled again about every second. With the
+    /// learned ceiling, failures become rare and the rate settles just below the server's.
+    #[test]
+    fn settles_below_a_server_quota_under_the_policy_instead_of_oscillating() {
+        const POLICY: f64 = 10.0;
+        let server_rate = 0.7 * POLICY;
+        let (mut server_tokens, server_burst) = (server_rate, server_rate);
+        let mut p = Penalty::default();
+        let (mut credit, mut failures, mut sent) = (0.0, 0u32, 0u64);
+        let step_ms = 10u64;
+        let minutes = 10u64;
+        for tick in 0..(minutes * 60_000 / step_ms) {
+            let now = ms(tick * step_ms);
+            server_tokens =
+                (server_tokens + server_rate * step_ms as f64 / 1000.0).min(server_burst);
+            if p.cooldown_until(now).is_some() {
+                continue;
+            }
+            credit += p.effective_rate(POLICY) * step_ms as f64 / 1000.0;
+            while credit >= 1.0 {
+                credit -= 1.0;
+                sent += 1;
+                let admitted = now;
+                if server_tokens >= 1.0 {
+                    server_tokens -= 1.0;
+                    p.observe(Outcome::Success, admitted, now);
+                } else if p.observe(Outcome::Throttled, admitted, now) {
+                    failures += 1;
+                }
+            }
+        }
+        let achieved = sent as f64 / (minutes * 60) as f64;
+        eprintln!("{failures} failure events in {minutes} min, {achieved:.2}/s of {server_rate}/s");
+        // seed 000's rule alone: a failure event about every 1-2 s (300-600 in 10 min)
+        assert!(failures <= 40, "{failures} failure events in {minutes} min");
+        assert!(achieved >= 0.85 * server_rate, "achieved {achieved:.2}/s");
+        assert!(achieved <= server_rate * 1.01, "achieved {achieved:.2}/s");
+    }
+
+    #[test]
+    fn records_without_a_factor_load_from_their_steps() {
+        let old =
+            r#"{"steps":2,"consecutive_failures":1,"cooldown_until":null,"last_failure_at":null}"#;
+        let p: Penalty = serde_json::from_str(old).unwrap();
+        assert_eq!(p.steps(), 2);
+        assert_eq!(p.rate_fraction(), 0.25);
+        let back: Penalty = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
     }
 
     #[test]
