@@ -209,8 +209,13 @@ fn located(location: impl Into<String>, problem: impl Into<String>) -> ScriptErr
 fn millis(ms: u64, location: &str, field: &str) -> Result<Duration, ScriptError> {
     let d = Duration::from_millis(ms);
     if d > MAX_INSTANT {
+        let at = if location.is_empty() {
+            field.to_owned()
+        } else {
+            format!("{location}.{field}")
+        };
         return Err(located(
-            format!("{location}.{field}"),
+            at,
             format!(
                 "{ms} ms is beyond the longest replay ({} ms, 30 days)",
                 MAX_INSTANT.as_millis()
@@ -584,6 +589,10 @@ mod tests {
             (
                 format!(r#"{{"requests":[{{"id":"a",{base},"responses":[]}}]}}"#),
                 r#"requests[0] (id "a").responses: is empty"#,
+            ),
+            (
+                format!(r#"{{"deadline_ms":999999999999,"requests":[{{"id":"a",{base}}}]}}"#),
+                "deadline_ms: 999999999999 ms is beyond the longest replay",
             ),
             (r#"{"requests":[]}"#.to_owned(), "requests: is empty"),
             (
