@@ -4,6 +4,8 @@
 //! Benchmarks read the wall clock by nature; that is allowed here and nowhere else in the
 //! binary.
 
+mod fleet;
+pub mod fleet_sdk;
 mod in_process;
 mod processes;
 mod pyrate;
@@ -19,6 +21,10 @@ use clap::{Args, Subcommand};
 pub enum BenchCommand {
     /// Admission latency and throughput on an unlimited policy.
     Admission(AdmissionArgs),
+    /// K real processes discover one simulated account through the fixture simulator:
+    /// tollgate (shared admission) against plain AWS SDK clients (standard / adaptive
+    /// retry); throttled responses, retries, completion against the ideal, completeness.
+    Fleet(fleet::FleetArgs),
 }
 
 /// Arguments of `tollgate bench admission`.
@@ -72,6 +78,7 @@ pub enum Peer {
 /// Run a benchmark.
 pub fn run(which: BenchCommand) -> anyhow::Result<ExitCode> {
     match which {
+        BenchCommand::Fleet(args) => fleet::run(&args),
         BenchCommand::Admission(args) => match args.processes {
             Some(p) => processes::run(&args, p),
             None => {

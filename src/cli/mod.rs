@@ -82,6 +82,9 @@ pub enum Command {
     /// One process of `bench admission --processes` (internal).
     #[command(hide = true)]
     BenchWorker(crate::bench::worker::WorkerArgs),
+    /// One plain-SDK process of `bench fleet` (internal).
+    #[command(hide = true)]
+    BenchFleetWorker(crate::bench::fleet_sdk::FleetWorkerArgs),
     /// Say hello on a coordinator socket and print the answer (diagnostics, internal).
     #[command(hide = true)]
     ProbeSocket {
@@ -106,6 +109,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status { dir, json } => status::run(dir, json),
         Command::Serve { dir } => serve::run(dir),
         Command::BenchWorker(args) => crate::bench::worker::run(&args),
+        Command::BenchFleetWorker(args) => crate::bench::fleet_sdk::run(args),
         Command::ProbeSocket { socket } => crate::bench::worker::probe_socket(&socket),
         Command::Bench { which } => crate::bench::run(which),
     }
