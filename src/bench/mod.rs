@@ -10,6 +10,7 @@ mod in_process;
 mod processes;
 mod pyrate;
 mod stats;
+mod takeover;
 pub mod worker;
 
 use std::process::ExitCode;
@@ -21,6 +22,9 @@ use clap::{Args, Subcommand};
 pub enum BenchCommand {
     /// Admission latency and throughput on an unlimited policy.
     Admission(AdmissionArgs),
+    /// SIGKILL the coordinator of P real processes mid-run: the gap until a survivor is
+    /// granted again, and the window bound across the takeover.
+    Takeover(takeover::TakeoverArgs),
     /// K real processes discover one simulated account through the fixture simulator:
     /// tollgate (shared admission) against plain AWS SDK clients (standard / adaptive
     /// retry); throttled responses, retries, completion against the ideal, completeness.
@@ -78,6 +82,7 @@ pub enum Peer {
 /// Run a benchmark.
 pub fn run(which: BenchCommand) -> anyhow::Result<ExitCode> {
     match which {
+        BenchCommand::Takeover(args) => takeover::run(&args),
         BenchCommand::Fleet(args) => fleet::run(&args),
         BenchCommand::Admission(args) => match args.processes {
             Some(p) => processes::run(&args, p),
