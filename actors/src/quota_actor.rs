@@ -14,6 +14,18 @@
 //! allowance); one record at a time, so acknowledgements arrive in order. A coordinator
 //! killed at any instant thus leaves a record whose lease bounds what it granted after
 //! it, and its successor charges that lease instead of assuming a full window.
+//!
+//! What a SIGKILL can still cost (never over-admission; each bounded and left as is):
+//! - a reservation granted but not yet answered when the coordinator died is in the stored
+//!   state, while its client takes a fresh slot from the successor (`ReservationGuard`):
+//!   it holds a second slot until its owner exits (reaped) or the reservation expires;
+//! - retry units spent after the newest record's snapshot (at most the lease's starts, in
+//!   practice the last grants before the kill) are not charged on restore: the shared
+//!   retry allowance may allow that many extra retries once;
+//! - feedback re-sent after a failover may be counted twice: a repeated throttle is the
+//!   same failure event (admitted before the latest failure) and deepens nothing, but a
+//!   repeated success may take one more step off the penalty and refund one more retry
+//!   unit (up to capacity).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -229,10 +229,11 @@ fn repetition(
         .iter()
         .position(|c| c.id() == victim)
         .context("the coordinator is not one of the workers")?;
-    let mut killed = workers.0.remove(index);
     let before_kill = unix_now().as_micros();
+    let killed = &mut workers.0[index];
     killed.kill().context("sending SIGKILL")?;
     killed.wait()?;
+    drop(workers.0.remove(index)); // reaped
     let reaped = unix_now().as_micros();
     let started = Instant::now();
     for mut child in std::mem::take(&mut workers.0) {
