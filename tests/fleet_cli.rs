@@ -1,0 +1,92 @@
+//! `tollgate bench fleet` as a real process on a tiny account with quotas that never
+//! limit: every mode (tollgate's shared admission and the plain-SDK workers) discovers
+//! the whole account, the server's counts agree with what the processes report, and the
+//! JSON has the fields the README documents. Benchmark figures are not asserted (speed
+//! is for the bench's table); this pins that the bench measures what it says.
+
+use std::process::Command;
+
+const TINY: &str = r#"
+account = "123456789012"
+regions = ["us-east-1"]
+seed = 3
+
+[latency]
+default = { kind = "fixed", ms = 1 }
+
+[quotas]
+default = { rate_per_second = 1000.0, burst = 1000 }
+
+[[inventory.bucket_sets]]
+count = 6
+prefix = "tiny-"
+region = "us-east-1"
+lifecycle_rules = 1
+intelligent_tiering_configurations = 1
+
+[[inventory.function_sets]]
+count = 3
+prefix = "tiny-fn-"
+region = "us-east-1"
+versions = 2
+
+[[inventory.table_sets]]
+count = 2
+prefix = "tiny-table-"
+region = "us-east-1"
+item_count = 10
+size_bytes = 100
+
+[[inventory.key_sets]]
+count = 2
+region = "us-east-1"
+"#;
+
+#[test]
+fn every_mode_discovers_the_whole_account_and_counts_agree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("tiny.toml");
+    std::fs::write(&scenario, TINY).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args([
+            "bench",
+            "fleet",
+            "--processes",
+            "2",
+            "--mode",
+            "all",
+            "--json",
+        ])
+        .arg("--scenario")
+        .arg(&scenario)
+        .arg("--keep")
+        .arg(tmp.path().join("runs"))
+        .env("TOLLGATE_QUOTA_OVERRIDES", "")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench fleet failed: {stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let modes = report["modes"].as_array().unwrap();
+    let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    assert_eq!(names, ["tollgate", "sdk-standard", "sdk-adaptive"]);
+    // 6 buckets + 3 functions + 2 tables + 2 keys
+    for m in modes {
+        let name = m["mode"].as_str().unwrap();
+        assert_eq!(m["items_expected_per_process"], 13, "{name}");
+        assert_eq!(m["complete_processes"], 2, "{name}: {m}");
+        assert_eq!(m["throttled_responses"], 0, "{name}");
+        assert_eq!(m["gave_up_calls"], 0, "{name}");
+        assert_eq!(m["retries"], 0, "{name}");
+        // nothing retried: the server received exactly the processes' logical calls
+        assert_eq!(m["physical_attempts"], m["logical_requests"], "{name}: {m}");
+        for p in m["per_process"].as_array().unwrap() {
+            assert_eq!(p["items_complete"], 13, "{name}: {p}");
+        }
+    }
+    // per discovery: S3 1 listing + 6×2 reads; Lambda 1 + 3; DynamoDB 1 + 2; KMS 1 + 2×2;
+    // tollgate also resolves the caller (STS) once per process
+    let sdk_calls = 1 + 12 + 1 + 3 + 1 + 2 + 1 + 4;
+    assert_eq!(modes[1]["logical_requests"], 2 * sdk_calls);
+    assert_eq!(modes[0]["logical_requests"], 2 * (sdk_calls + 1));
+}
