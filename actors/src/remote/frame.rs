@@ -62,15 +62,109 @@ impl std::error::Error for FrameError {}
 
 /// Encode `msg` as one frame.
 pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
-    let mut out = vec![0u8; 5];
-    serde_json::to_writer(&mut out, msg).map_err(FrameError::Malformed)?;
-    let len = out.len() - 4;
+    let mut out = Vec::new();
+    encode_into(&mut out, msg)?;
+    Ok(out)
+}
+
+/// Append `msg` as one frame to `out` (a reused buffer: several frames then go out in one
+/// write). On error `out` is left as it was.
+pub fn encode_into<T: Serialize>(out: &mut Vec<u8>, msg: &T) -> Result<(), FrameError> {
+    let start = out.len();
+    out.extend_from_slice(&[0, 0, 0, 0, PROTOCOL_VERSION]);
+    if let Err(e) = serde_json::to_writer(&mut *out, msg) {
+        out.truncate(start);
+        return Err(FrameError::Malformed(e));
+    }
+    let len = out.len() - start - 4;
     if len > MAX_FRAME_BYTES {
+        out.truncate(start);
         return Err(FrameError::Oversized(len));
     }
-    out[..4].copy_from_slice(&(len as u32).to_be_bytes());
-    out[4] = PROTOCOL_VERSION;
-    Ok(out)
+    out[start..start + 4].copy_from_slice(&(len as u32).to_be_bytes());
+    Ok(())
+}
+
+/// Frames read from a byte stream in chunks: one read takes in every frame the peer has
+/// sent so far, and [`FrameReader::next_frame`] hands them out one by one. Cancel-safe (the
+/// bytes live here, not in a pending future), with the same checks as [`read`].
+#[derive(Debug, Default)]
+pub struct FrameReader {
+    buf: Vec<u8>,
+    start: usize,
+}
+
+/// Bytes asked of the socket per read (frames are far smaller).
+const READ_CHUNK: usize = 16 * 1024;
+
+impl FrameReader {
+    /// An empty reader.
+    pub fn new() -> Self {
+        FrameReader::default()
+    }
+
+    /// The next complete frame already read, decoded; `Ok(None)` if more bytes are needed.
+    pub fn next_frame<T: DeserializeOwned>(&mut self) -> Result<Option<T>, FrameError> {
+        let avail = &self.buf[self.start..];
+        if avail.len() < 4 {
+            return Ok(None);
+        }
+        let len = u32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]) as usize;
+        if len == 0 {
+            return Err(FrameError::Empty);
+        }
+        if len > MAX_FRAME_BYTES {
+            return Err(FrameError::Oversized(len));
+        }
+        if avail.len() < 4 + len {
+            return Ok(None);
+        }
+        let body = &avail[4..4 + len];
+        if body[0] != PROTOCOL_VERSION {
+            return Err(FrameError::UnknownVersion(body[0]));
+        }
+        let msg = serde_json::from_slice(&body[1..]).map_err(FrameError::Malformed)?;
+        self.start += 4 + len;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        Ok(Some(msg))
+    }
+
+    /// Read once from `r` (whatever is available, up to a chunk). `Closed` at a clean end
+    /// of stream between frames, `Io` if it ends mid-frame.
+    pub async fn fill<R: AsyncRead + Unpin>(&mut self, r: &mut R) -> Result<(), FrameError> {
+        self.make_room();
+        let n = r.read_buf(&mut self.buf).await.map_err(FrameError::Io)?;
+        self.check_eof(n)
+    }
+
+    /// Read once without waiting: `Ok(false)` if nothing is available now.
+    pub fn try_fill(&mut self, r: &tokio::net::UnixStream) -> Result<bool, FrameError> {
+        self.make_room();
+        match r.try_read_buf(&mut self.buf) {
+            Ok(n) => self.check_eof(n).map(|()| true),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(FrameError::Io(e)),
+        }
+    }
+
+    fn make_room(&mut self) {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        self.buf.reserve(READ_CHUNK);
+    }
+
+    fn check_eof(&self, n: usize) -> Result<(), FrameError> {
+        match n {
+            0 if self.buf.len() == self.start => Err(FrameError::Closed),
+            0 => Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into())),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Write `msg` as one frame.
@@ -126,6 +220,48 @@ mod tests {
             let bytes = encode(&Ping { n: 7 }).unwrap();
             let got: Ping = read(&mut bytes.as_slice()).await.unwrap();
             assert_eq!(got, Ping { n: 7 });
+        });
+    }
+
+    #[test]
+    fn a_reader_hands_out_frames_split_and_batched_across_reads() {
+        rt().block_on(async {
+            let mut bytes = Vec::new();
+            for n in 0..3 {
+                encode_into(&mut bytes, &Ping { n }).unwrap();
+            }
+            // Two reads: the second frame is split between them.
+            let (first, second) = bytes.split_at(bytes.len() / 2);
+            let mut reader = FrameReader::new();
+            let mut got = Vec::new();
+            for mut part in [first, second] {
+                reader.fill(&mut part).await.unwrap();
+                while let Some(p) = reader.next_frame::<Ping>().unwrap() {
+                    got.push(p.n);
+                }
+            }
+            assert_eq!(got, vec![0, 1, 2]);
+            let err = reader.fill(&mut [].as_slice()).await.unwrap_err();
+            assert!(matches!(err, FrameError::Closed), "{err:?}");
+            reader.fill(&mut [0u8, 0, 0].as_slice()).await.unwrap();
+            let err = reader.fill(&mut [].as_slice()).await.unwrap_err();
+            assert!(matches!(err, FrameError::Io(_)), "mid-frame end: {err:?}");
+            let mut bad = FrameReader::new();
+            bad.fill(&mut [0u8, 0, 0, 3, 9, b'{', b'}'].as_slice())
+                .await
+                .unwrap();
+            assert!(matches!(
+                bad.next_frame::<Ping>(),
+                Err(FrameError::UnknownVersion(9))
+            ));
+            let mut huge = FrameReader::new();
+            huge.fill(&mut [0xffu8, 0xff, 0xff, 0xff].as_slice())
+                .await
+                .unwrap();
+            assert!(matches!(
+                huge.next_frame::<Ping>(),
+                Err(FrameError::Oversized(_))
+            ));
         });
     }
 

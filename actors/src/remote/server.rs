@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
@@ -21,7 +22,7 @@ use tokio::task::JoinSet;
 use tollgate_quota::key::QuotaKey;
 use tollgate_quota::Owner;
 
-use super::frame::{self, PROTOCOL_VERSION};
+use super::frame::{self, FrameReader, PROTOCOL_VERSION};
 use super::protocol::{
     ClientInfo, CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
 };
@@ -210,18 +211,30 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
     let (tx, rx) = mpsc::unbounded_channel::<Response>();
     let writer_task = tokio::spawn(write_loop(writer, rx));
     let mut requests = JoinSet::new();
-    loop {
-        match frame::read::<Request, _>(&mut reader).await {
-            Ok(req) => {
-                while requests.try_join_next().is_some() {}
-                let (ctx, tx, in_flight) = (ctx.clone(), tx.clone(), in_flight.clone());
-                in_flight.fetch_add(1, Ordering::Relaxed);
-                requests.spawn(async move {
-                    let body = answer(req.body, owner, &ctx).await;
-                    in_flight.fetch_sub(1, Ordering::Relaxed);
-                    let _ = tx.send(Response { id: req.id, body });
-                });
+    // One read takes in every frame the client has sent so far.
+    let mut frames = FrameReader::new();
+    'connection: loop {
+        loop {
+            match frames.next_frame::<Request>() {
+                Ok(Some(req)) => {
+                    while requests.try_join_next().is_some() {}
+                    let (ctx, tx, in_flight) = (ctx.clone(), tx.clone(), in_flight.clone());
+                    in_flight.fetch_add(1, Ordering::Relaxed);
+                    requests.spawn(async move {
+                        let body = answer(req.body, owner, &ctx).await;
+                        in_flight.fetch_sub(1, Ordering::Relaxed);
+                        let _ = tx.send(Response { id: req.id, body });
+                    });
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(pid = owner.pid, reason = %e, "closing an admission connection");
+                    break 'connection;
+                }
             }
+        }
+        match frames.fill(&mut reader).await {
+            Ok(()) => {}
             Err(frame::FrameError::Closed) => break,
             Err(e) => {
                 tracing::warn!(pid = owner.pid, reason = %e, "closing an admission connection");
@@ -235,9 +248,22 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
     departed(owner, ctx).await;
 }
 
+/// Write responses as they are answered: every response ready at a wake-up goes out in one
+/// write, encoded into one reused buffer.
 async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Response>) {
+    let mut buf = Vec::new();
     while let Some(resp) = rx.recv().await {
-        if let Err(e) = frame::write(&mut writer, &resp).await {
+        buf.clear();
+        let mut encoded = frame::encode_into(&mut buf, &resp);
+        while encoded.is_ok() {
+            match rx.try_recv() {
+                Ok(more) => encoded = frame::encode_into(&mut buf, &more),
+                Err(_) => break,
+            }
+        }
+        // The frames before one that cannot be encoded still go out.
+        let written = writer.write_all(&buf).await.map_err(frame::FrameError::Io);
+        if let Err(e) = written.and(encoded) {
             tracing::debug!(error = %e, "an admission client stopped reading");
             return;
         }
