@@ -1,8 +1,10 @@
 //! `RemoteClient`: admission through another process's coordinator, with failover.
 //!
-//! A dedicated thread owns the connection. Callers hand it requests over a channel; it
-//! numbers them, writes them, and matches responses by id, so any number of requests are
-//! in flight at once. Every request stays *pending* until answered. When the connection
+//! A dedicated thread owns the connection and matches responses by id, so any number of
+//! requests are in flight at once. Callers write their requests to the socket themselves
+//! through the shared [`Link`] (no hop through the thread on the way out; the thread only
+//! flushes what a full socket could not take). Every request stays *pending* until
+//! answered. When the connection
 //! drops (the coordinator exited or was killed), the thread tries to connect again and, if
 //! nobody serves the socket, to take the coordinator lock itself: the winner opens the
 //! state and serves (and its own requests then go through its own socket like everyone
@@ -11,19 +13,19 @@
 //! survive in the stored state; a slot the dead coordinator never stored is taken afresh
 //! by its guard (see `ReservationGuard::admit`).
 
-use std::collections::BTreeMap;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
 use tollgate_quota::{Clock, Grant, Outcome, Owner, Policy, ReservationId, Timestamp};
 use tollgate_storage::{AdmissionDir, CoordinatorLock};
 
-use super::frame::{self, PROTOCOL_VERSION};
+use super::frame::{self, FrameReader, PROTOCOL_VERSION};
+use super::link::Link;
 use super::protocol::{
     CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
 };
@@ -40,13 +42,8 @@ const BACKOFF_MAX: Duration = Duration::from_millis(50);
 /// cleanup has a separate 100 ms budget).
 pub const CLEANUP_BUDGET: Duration = Duration::from_millis(100);
 
-type Reply = oneshot::Sender<Result<(ResponseBody, u64), AdmissionError>>;
-
+/// What only the connection thread can do (requests go through the [`Link`]).
 enum Command {
-    Call {
-        body: RequestBody,
-        reply: Option<Reply>,
-    },
     Shutdown(oneshot::Sender<Result<(), AdmissionError>>),
 }
 
@@ -54,6 +51,8 @@ struct Shared {
     owner: Owner,
     clock: TokioClock,
     epoch: Arc<AtomicU64>,
+    link: Arc<Link>,
+    /// Dropping the last handle closes this, which stops the connection thread.
     tx: mpsc::UnboundedSender<Command>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -71,6 +70,8 @@ impl RemoteClient {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let epoch = Arc::new(AtomicU64::new(0));
         let thread_epoch = epoch.clone();
+        let link = Arc::new(Link::new());
+        let thread_link = link.clone();
         let thread = std::thread::Builder::new()
             .name("tollgate-client".into())
             .spawn(move || {
@@ -86,7 +87,7 @@ impl RemoteClient {
                         return;
                     }
                 };
-                rt.block_on(run(dir, owner, thread_epoch, rx, ready_tx));
+                rt.block_on(run(dir, owner, thread_epoch, thread_link, rx, ready_tx));
             })
             .map_err(|e| {
                 AdmissionError::Coordination(format!("cannot start the admission client: {e}"))
@@ -97,6 +98,7 @@ impl RemoteClient {
                 owner,
                 clock: TokioClock::system(),
                 epoch,
+                link,
                 tx,
                 thread: Mutex::new(Some(thread)),
             }),
@@ -118,13 +120,7 @@ impl RemoteClient {
 
     async fn call(&self, body: RequestBody) -> Result<(ResponseBody, u64), AdmissionError> {
         let (reply, rx) = oneshot::channel();
-        self.shared
-            .tx
-            .send(Command::Call {
-                body,
-                reply: Some(reply),
-            })
-            .map_err(|_| AdmissionError::Stopped)?;
+        self.shared.link.submit(body, Some(reply))?;
         match rx.await.map_err(|_| AdmissionError::Stopped)?? {
             (ResponseBody::Error(e), _) => Err(e.into()),
             answer => Ok(answer),
@@ -132,7 +128,7 @@ impl RemoteClient {
     }
 
     fn fire(&self, body: RequestBody) {
-        let _ = self.shared.tx.send(Command::Call { body, reply: None });
+        let _ = self.shared.link.submit(body, None);
     }
 
     pub(crate) async fn reserve(
@@ -259,11 +255,6 @@ fn unexpected(body: &ResponseBody) -> AdmissionError {
     ))
 }
 
-struct Pending {
-    body: RequestBody,
-    reply: Option<Reply>,
-}
-
 /// Why a connection ended.
 enum Ended {
     /// Reconnect (or take over) and re-send.
@@ -276,12 +267,11 @@ async fn run(
     dir: AdmissionDir,
     owner: Owner,
     epoch: Arc<AtomicU64>,
+    link: Arc<Link>,
     mut rx: mpsc::UnboundedReceiver<Command>,
     ready: std::sync::mpsc::Sender<Result<(), AdmissionError>>,
 ) {
     let mut hosted: Option<Coordinator> = None;
-    let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
-    let mut next_id: u64 = 1;
     let mut ready = Some(ready);
     let stop = loop {
         let stream = match establish(&dir, owner, &mut hosted).await {
@@ -292,19 +282,19 @@ async fn run(
                     break None;
                 }
                 tracing::error!(error = %e, "admission coordinator unreachable");
-                for (_, p) in std::mem::take(&mut pending) {
-                    if let Some(reply) = p.reply {
-                        let _ = reply.send(Err(e.clone()));
-                    }
-                }
+                link.fail_pending(&e, false);
                 // Try again when there is something to send.
-                match rx.recv().await {
-                    Some(Command::Call { body, reply }) => {
-                        pending.insert(next_id, Pending { body, reply });
-                        next_id += 1;
-                        continue;
+                let command = loop {
+                    tokio::select! {
+                        cmd = rx.recv() => break cmd,
+                        _ = link.wake.notified() => if link.has_pending() {
+                            break None;
+                        },
                     }
+                };
+                match command {
                     Some(Command::Shutdown(done)) => break Some(done),
+                    None if link.has_pending() => continue,
                     None => break None,
                 }
             }
@@ -313,7 +303,7 @@ async fn run(
         if let Some(r) = ready.take() {
             let _ = r.send(Ok(()));
         }
-        match converse(stream, current, &mut rx, &mut pending, &mut next_id).await {
+        match converse(stream, current, &link, &mut rx).await {
             Ended::Lost => {
                 tracing::info!("admission coordinator connection lost; reconnecting");
                 continue;
@@ -321,11 +311,7 @@ async fn run(
             Ended::Stop(done) => break done,
         }
     };
-    for (_, p) in pending {
-        if let Some(reply) = p.reply {
-            let _ = reply.send(Err(AdmissionError::Stopped));
-        }
-    }
+    link.fail_pending(&AdmissionError::Stopped, true);
     let mut result = Ok(());
     if let Some(coordinator) = hosted {
         result = coordinator.shutdown().await;
@@ -335,112 +321,123 @@ async fn run(
     }
 }
 
-/// Serve one connection until it is lost or we stop.
+/// Clears the link's connection when a conversation ends, however it ends: the callers'
+/// duplicate of the socket must not keep the connection open.
+struct Disconnect<'a>(&'a Link);
+
+impl Drop for Disconnect<'_> {
+    fn drop(&mut self) {
+        self.0.disconnected();
+    }
+}
+
+/// Serve one connection until it is lost or we stop. Callers write their requests
+/// themselves (see `link`); this reads the answers, and flushes what the socket could not
+/// take at once.
 async fn converse(
     stream: UnixStream,
     epoch: u64,
+    link: &Link,
     rx: &mut mpsc::UnboundedReceiver<Command>,
-    pending: &mut BTreeMap<u64, Pending>,
-    next_id: &mut u64,
 ) -> Ended {
-    let (reader, mut writer) = stream.into_split();
-    let (resp_tx, mut resp_rx) = mpsc::unbounded_channel();
-    let reader_task = tokio::spawn(read_loop(reader, resp_tx));
-    let _abort_reader = AbortOnDrop(reader_task);
-    for (&id, p) in pending.iter() {
-        if send(&mut writer, id, &p.body).await.is_err() {
+    let writer = match stream.as_fd().try_clone_to_owned() {
+        Ok(fd) => std::os::unix::net::UnixStream::from(fd),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot share the admission connection");
             return Ended::Lost;
         }
+    };
+    if link.connected(writer).is_err() {
+        return Ended::Stop(None);
     }
+    let _disconnect = Disconnect(link);
+    let mut frames = FrameReader::new();
+    // Re-sent requests are queued: write them first.
+    let mut flushing = true;
     loop {
+        if flushing {
+            match link.flush(&stream) {
+                Ok(more) => flushing = more,
+                Err(()) => return Ended::Lost,
+            }
+        }
         tokio::select! {
-            cmd = rx.recv() => match cmd {
-                Some(Command::Call { body, reply }) => {
-                    let id = *next_id;
-                    *next_id += 1;
-                    let sent = send(&mut writer, id, &body).await;
-                    pending.insert(id, Pending { body, reply });
-                    if sent.is_err() {
-                        return Ended::Lost;
-                    }
-                }
-                Some(Command::Shutdown(done)) => {
-                    settle(epoch, &mut resp_rx, pending).await;
-                    return Ended::Stop(Some(done));
-                }
-                None => {
-                    settle(epoch, &mut resp_rx, pending).await;
-                    return Ended::Stop(None);
+            cmd = rx.recv() => {
+                let done = cmd.map(|Command::Shutdown(done)| done);
+                settle(&stream, epoch, link, &mut frames).await;
+                return Ended::Stop(done);
+            },
+            ready = stream.readable() => {
+                if ready.is_err() || receive(&stream, epoch, link, &mut frames).is_err() {
+                    return Ended::Lost;
                 }
             },
-            resp = resp_rx.recv() => match resp {
-                Some(Response { id, body }) => {
-                    if let Some(Pending { reply: Some(reply), .. }) = pending.remove(&id) {
-                        let _ = reply.send(Ok((body, epoch)));
-                    }
+            _ = link.wake.notified() => flushing = true,
+            ready = stream.writable(), if flushing => {
+                if ready.is_err() {
+                    return Ended::Lost;
                 }
-                None => return Ended::Lost,
             },
         }
     }
 }
 
-/// Let releases and feedback already sent be acknowledged, within [`CLEANUP_BUDGET`].
-async fn settle(
+/// Read every answer available now and hand each to its caller. `Err` once the
+/// connection ended or the coordinator sent something that is not a frame of ours.
+fn receive(
+    stream: &UnixStream,
     epoch: u64,
-    resp_rx: &mut mpsc::UnboundedReceiver<Response>,
-    pending: &mut BTreeMap<u64, Pending>,
-) {
-    let _ = tokio::time::timeout(CLEANUP_BUDGET, async {
-        while pending.values().any(|p| p.reply.is_none()) {
-            match resp_rx.recv().await {
-                Some(Response { id, body }) => {
-                    if let Some(Pending {
-                        reply: Some(reply), ..
-                    }) = pending.remove(&id)
-                    {
-                        let _ = reply.send(Ok((body, epoch)));
-                    }
+    link: &Link,
+    frames: &mut FrameReader,
+) -> Result<(), ()> {
+    loop {
+        let more = frames.try_fill(stream).map_err(|e| {
+            tracing::debug!(reason = %e, "admission coordinator connection ended");
+        })?;
+        loop {
+            match frames.next_frame::<Response>() {
+                Ok(Some(Response { id, body })) => link.answered(id, body, epoch),
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(reason = %e, "the admission coordinator sent a bad frame");
+                    return Err(());
                 }
-                None => return,
+            }
+        }
+        if !more {
+            return Ok(());
+        }
+    }
+}
+
+/// Let releases and feedback already sent be written and acknowledged, within
+/// [`CLEANUP_BUDGET`].
+async fn settle(stream: &UnixStream, epoch: u64, link: &Link, frames: &mut FrameReader) {
+    let _ = tokio::time::timeout(CLEANUP_BUDGET, async {
+        let mut flushing = true;
+        while link.unsettled() {
+            if flushing {
+                match link.flush(stream) {
+                    Ok(more) => flushing = more,
+                    Err(()) => return,
+                }
+            }
+            tokio::select! {
+                ready = stream.readable() => {
+                    if ready.is_err() || receive(stream, epoch, link, frames).is_err() {
+                        return;
+                    }
+                },
+                _ = link.wake.notified() => flushing = true,
+                ready = stream.writable(), if flushing => {
+                    if ready.is_err() {
+                        return;
+                    }
+                },
             }
         }
     })
     .await;
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-async fn send(writer: &mut OwnedWriteHalf, id: u64, body: &RequestBody) -> Result<(), ()> {
-    let req = Request {
-        id,
-        body: body.clone(),
-    };
-    frame::write(writer, &req).await.map_err(|e| {
-        tracing::debug!(error = %e, "writing to the admission coordinator failed");
-    })
-}
-
-async fn read_loop(mut reader: OwnedReadHalf, tx: mpsc::UnboundedSender<Response>) {
-    loop {
-        match frame::read::<Response, _>(&mut reader).await {
-            Ok(resp) => {
-                if tx.send(resp).is_err() {
-                    return;
-                }
-            }
-            Err(e) => {
-                tracing::debug!(reason = %e, "admission coordinator connection ended");
-                return;
-            }
-        }
-    }
 }
 
 /// Connect to the coordinator, or become it. Errors after [`TAKEOVER_TIMEOUT`].

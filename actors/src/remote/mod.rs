@@ -7,9 +7,12 @@
 //!   clean-up after clients that go away.
 //! - `client`: the client's side: one connection thread, requests matched by id,
 //!   failover (reconnect or take over, then re-send what was pending).
+//! - `link`: what a client's callers share with its connection thread: the pending
+//!   table and the socket's write side, so callers write their requests themselves.
 
 mod client;
 pub mod frame;
+mod link;
 pub mod protocol;
 pub mod server;
 

@@ -1,0 +1,239 @@
+//! `Link`: what a client's callers and its connection thread share.
+//!
+//! Callers write their requests to the socket themselves, without waking the connection
+//! thread: under one lock a request gets its id, joins the pending table (so it is re-sent
+//! after a failover) and is written with one non-blocking write. Only when the socket
+//! cannot take it all (or is broken, or there is no connection) does the rest wait in the
+//! outbox, and the connection thread is woken to flush it once the socket is writable.
+//! Ids are handed out and bytes appended under the same lock, so the socket carries the
+//! requests in id order, and a re-send in id order repeats that order.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::net::UnixStream as StdUnixStream;
+use std::sync::{Mutex, MutexGuard};
+
+use serde::Serialize;
+use tokio::net::UnixStream;
+use tokio::sync::{oneshot, Notify};
+
+use super::frame;
+use super::protocol::{RequestBody, ResponseBody};
+use crate::AdmissionError;
+
+/// Where a request's answer goes, with the connection epoch that answered it.
+pub(super) type Reply = oneshot::Sender<Result<(ResponseBody, u64), AdmissionError>>;
+
+/// A request sent and not yet answered.
+pub(super) struct Pending {
+    pub(super) body: RequestBody,
+    /// `None` for fire-and-forget requests (feedback, release).
+    pub(super) reply: Option<Reply>,
+}
+
+/// A [`Request`](super::protocol::Request) by reference: the same JSON, without a clone.
+#[derive(Serialize)]
+struct RequestRef<'a> {
+    id: u64,
+    body: &'a RequestBody,
+}
+
+/// The live connection's write side.
+struct Conn {
+    /// A non-blocking duplicate of the connection's socket.
+    writer: StdUnixStream,
+    /// Bytes not yet written, in order.
+    outbox: Vec<u8>,
+    /// A write failed: the connection thread reconnects.
+    broken: bool,
+}
+
+#[derive(Default)]
+struct Book {
+    pending: BTreeMap<u64, Pending>,
+    next_id: u64,
+    conn: Option<Conn>,
+    stopped: bool,
+}
+
+/// Shared by every handle of one client and its connection thread.
+pub(super) struct Link {
+    book: Mutex<Book>,
+    /// Wakes the connection thread: the outbox waits, the connection broke, or a request
+    /// arrived while disconnected.
+    pub(super) wake: Notify,
+}
+
+fn stopped() -> AdmissionError {
+    AdmissionError::Stopped
+}
+
+impl Link {
+    pub(super) fn new() -> Self {
+        Link {
+            book: Mutex::new(Book {
+                next_id: 1,
+                ..Book::default()
+            }),
+            wake: Notify::new(),
+        }
+    }
+
+    fn book(&self) -> Result<MutexGuard<'_, Book>, AdmissionError> {
+        self.book.lock().map_err(|_| stopped())
+    }
+
+    /// Number `body`, keep it pending and write it (or queue it for the connection thread).
+    pub(super) fn submit(
+        &self,
+        body: RequestBody,
+        reply: Option<Reply>,
+    ) -> Result<(), AdmissionError> {
+        let mut book = self.book()?;
+        if book.stopped {
+            return Err(stopped());
+        }
+        let id = book.next_id;
+        let mut wake = true;
+        if let Some(conn) = book.conn.as_mut().filter(|c| !c.broken) {
+            let was_empty = conn.outbox.is_empty();
+            frame::encode_into(&mut conn.outbox, &RequestRef { id, body: &body }).map_err(|e| {
+                AdmissionError::Coordination(format!("cannot send an admission request: {e}"))
+            })?;
+            // With bytes already queued, the connection thread is flushing: keep the order.
+            wake = !was_empty || !conn.write_some();
+        }
+        book.next_id += 1;
+        book.pending.insert(id, Pending { body, reply });
+        drop(book);
+        if wake {
+            self.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// A new connection: queue every pending request, in id order, for the connection
+    /// thread to write.
+    pub(super) fn connected(&self, writer: StdUnixStream) -> Result<(), AdmissionError> {
+        let mut book = self.book()?;
+        let mut outbox = Vec::new();
+        for (&id, p) in book.pending.iter() {
+            // Every pending request was encoded once already, so this cannot fail.
+            let _ = frame::encode_into(&mut outbox, &RequestRef { id, body: &p.body });
+        }
+        book.conn = Some(Conn {
+            writer,
+            outbox,
+            broken: false,
+        });
+        Ok(())
+    }
+
+    /// The connection is gone: callers only queue until the next one.
+    pub(super) fn disconnected(&self) {
+        if let Ok(mut book) = self.book.lock() {
+            book.conn = None;
+        }
+    }
+
+    /// Write what the outbox holds, through the connection thread's `stream` (so a full
+    /// socket clears its write readiness). `Ok(true)` if bytes remain, `Err` if the
+    /// connection broke.
+    pub(super) fn flush(&self, stream: &UnixStream) -> Result<bool, ()> {
+        let mut book = self.book.lock().map_err(|_| ())?;
+        let Some(conn) = book.conn.as_mut() else {
+            return Ok(false);
+        };
+        if conn.broken {
+            return Err(());
+        }
+        while !conn.outbox.is_empty() {
+            match stream.try_write(&conn.outbox) {
+                Ok(0) => return Err(()),
+                Ok(n) => drop(conn.outbox.drain(..n)),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "writing to the admission coordinator failed");
+                    return Err(());
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The answer to request `id` arrived: hand it over (an unknown id was answered before
+    /// a failover and re-sent; the first answer counts).
+    pub(super) fn answered(&self, id: u64, body: ResponseBody, epoch: u64) {
+        let pending = self
+            .book
+            .lock()
+            .ok()
+            .and_then(|mut b| b.pending.remove(&id));
+        if let Some(Pending {
+            reply: Some(reply), ..
+        }) = pending
+        {
+            let _ = reply.send(Ok((body, epoch)));
+        }
+    }
+
+    /// Whether fire-and-forget requests still wait for their acknowledgement.
+    pub(super) fn unsettled(&self) -> bool {
+        self.book
+            .lock()
+            .map(|b| b.pending.values().any(|p| p.reply.is_none()))
+            .unwrap_or(false)
+    }
+
+    pub(super) fn has_pending(&self) -> bool {
+        self.book
+            .lock()
+            .map(|b| !b.pending.is_empty())
+            .unwrap_or(false)
+    }
+
+    /// Answer every pending request with `error` and forget them; with `stop`, refuse
+    /// every later request too.
+    pub(super) fn fail_pending(&self, error: &AdmissionError, stop: bool) {
+        let pending = match self.book.lock() {
+            Ok(mut book) => {
+                if stop {
+                    book.stopped = true;
+                    book.conn = None;
+                }
+                std::mem::take(&mut book.pending)
+            }
+            Err(_) => return,
+        };
+        for (_, p) in pending {
+            if let Some(reply) = p.reply {
+                let _ = reply.send(Err(error.clone()));
+            }
+        }
+    }
+}
+
+impl Conn {
+    /// Write as much of the outbox as the socket takes now; false if the connection
+    /// thread must finish it (or reconnect).
+    fn write_some(&mut self) -> bool {
+        loop {
+            match (&self.writer).write(&self.outbox) {
+                Ok(0) => return false,
+                Ok(n) if n == self.outbox.len() => {
+                    self.outbox.clear();
+                    return true;
+                }
+                Ok(n) => drop(self.outbox.drain(..n)),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+                Err(e) => {
+                    tracing::debug!(error = %e, "writing to the admission coordinator failed");
+                    self.broken = true;
+                    return false;
+                }
+            }
+        }
+    }
+}
