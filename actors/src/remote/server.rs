@@ -2,9 +2,9 @@
 //! requests to this process's quota actors.
 //!
 //! Each connection is checked before it is served: the peer's uid (SO_PEERCRED) must be
-//! ours and its `Hello` must name the pid the kernel reports. Requests then run as separate
-//! tasks, so a reservation waiting for a slot does not hold up the connection's other
-//! requests. A frame that is oversized, malformed or of an unknown version closes that
+//! ours and its `Hello` must name the pid the kernel reports. Requests then run concurrently
+//! inside the connection's task, so a reservation waiting for a slot does not hold up the
+//! connection's other requests; the answers ready at one wake-up go out in one write. A frame that is oversized, malformed or of an unknown version closes that
 //! connection only, with the reason logged. When a client goes away its queued waiters
 //! are cancelled at once; its reservations are released once its process is gone (a
 //! process that is still alive may reconnect and keep using them).
@@ -14,10 +14,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt;
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::OwnedWriteHalf;
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tollgate_quota::key::QuotaKey;
 use tollgate_quota::Owner;
@@ -207,66 +208,70 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
     };
     let (conn_id, in_flight) = ctx.clients.add(owner);
     tracing::debug!(pid = owner.pid, "admission client connected");
-    let (mut reader, writer) = stream.into_split();
-    let (tx, rx) = mpsc::unbounded_channel::<Response>();
-    let writer_task = tokio::spawn(write_loop(writer, rx));
-    let mut requests = JoinSet::new();
-    // One read takes in every frame the client has sent so far.
+    let (mut reader, mut writer) = stream.into_split();
+    // Requests run concurrently inside this task (a reservation waiting for a slot does
+    // not hold up the others); no task or channel per request.
+    let mut requests = FuturesUnordered::new();
+    // One read takes in every frame the client has sent so far; every answer ready at a
+    // wake-up goes out in one write, encoded into one reused buffer.
     let mut frames = FrameReader::new();
-    'connection: loop {
+    let mut out = Vec::new();
+    let ended = loop {
+        let mut broken = None;
         loop {
             match frames.next_frame::<Request>() {
                 Ok(Some(req)) => {
-                    while requests.try_join_next().is_some() {}
-                    let (ctx, tx, in_flight) = (ctx.clone(), tx.clone(), in_flight.clone());
                     in_flight.fetch_add(1, Ordering::Relaxed);
-                    requests.spawn(async move {
-                        let body = answer(req.body, owner, &ctx).await;
+                    let (ctx, in_flight) = (&ctx, &in_flight);
+                    requests.push(async move {
+                        let body = answer(req.body, owner, ctx).await;
                         in_flight.fetch_sub(1, Ordering::Relaxed);
-                        let _ = tx.send(Response { id: req.id, body });
+                        Response { id: req.id, body }
                     });
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    tracing::warn!(pid = owner.pid, reason = %e, "closing an admission connection");
-                    break 'connection;
+                    broken = Some(e);
+                    break;
                 }
             }
         }
-        match frames.fill(&mut reader).await {
-            Ok(()) => {}
-            Err(frame::FrameError::Closed) => break,
-            Err(e) => {
-                tracing::warn!(pid = owner.pid, reason = %e, "closing an admission connection");
-                break;
-            }
+        if let Some(e) = broken {
+            break e;
         }
+        tokio::select! {
+            Some(resp) = requests.next(), if !requests.is_empty() => {
+                out.clear();
+                encode_answer(&mut out, resp);
+                while let Some(Some(resp)) = requests.next().now_or_never() {
+                    encode_answer(&mut out, resp);
+                }
+                if let Err(e) = writer.write_all(&out).await {
+                    break frame::FrameError::Io(e);
+                }
+            },
+            filled = frames.fill(&mut reader) => if let Err(e) = filled {
+                break e;
+            },
+        }
+    };
+    match ended {
+        frame::FrameError::Closed => {}
+        e => tracing::warn!(pid = owner.pid, reason = %e, "closing an admission connection"),
     }
-    requests.abort_all();
-    writer_task.abort();
+    drop(requests);
     ctx.clients.remove(conn_id);
     departed(owner, ctx).await;
 }
 
-/// Write responses as they are answered: every response ready at a wake-up goes out in one
-/// write, encoded into one reused buffer.
-async fn write_loop(mut writer: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Response>) {
-    let mut buf = Vec::new();
-    while let Some(resp) = rx.recv().await {
-        buf.clear();
-        let mut encoded = frame::encode_into(&mut buf, &resp);
-        while encoded.is_ok() {
-            match rx.try_recv() {
-                Ok(more) => encoded = frame::encode_into(&mut buf, &more),
-                Err(_) => break,
-            }
-        }
-        // The frames before one that cannot be encoded still go out.
-        let written = writer.write_all(&buf).await.map_err(frame::FrameError::Io);
-        if let Err(e) = written.and(encoded) {
-            tracing::debug!(error = %e, "an admission client stopped reading");
-            return;
-        }
+/// Append `resp` as a frame; an answer too large for a frame becomes an error answer.
+fn encode_answer(out: &mut Vec<u8>, resp: Response) {
+    if let Err(e) = frame::encode_into(out, &resp) {
+        let body = ResponseBody::Error(WireError::Rejected {
+            reason: format!("the answer cannot be sent: {e}"),
+        });
+        let refused = frame::encode_into(out, &Response { id: resp.id, body });
+        debug_assert!(refused.is_ok(), "a short error answer always encodes");
     }
 }
 
