@@ -13,12 +13,14 @@
 //! survive in the stored state; a slot the dead coordinator never stored is taken afresh
 //! by its guard (see `ReservationGuard::admit`).
 
-use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream as StdUnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
 use tollgate_quota::{Clock, Grant, Outcome, Owner, Policy, ReservationId, Timestamp};
@@ -331,6 +333,107 @@ impl Drop for Disconnect<'_> {
     }
 }
 
+/// One connection's read side and, while the outbox waits, its write readiness.
+///
+/// The socket is registered for reading only: a registration that also asks for
+/// writability is woken each time the coordinator consumes a request (the kernel signals
+/// write space to every waiter), which would wake this thread once more per request.
+/// Write readiness is registered, on a duplicate, only while a full socket holds the
+/// outbox back.
+struct Wire {
+    reader: AsyncFd<StdUnixStream>,
+    writable: Option<AsyncFd<StdUnixStream>>,
+    frames: FrameReader,
+    flushing: bool,
+    epoch: u64,
+}
+
+impl Wire {
+    fn new(stream: UnixStream, epoch: u64) -> std::io::Result<(Wire, StdUnixStream)> {
+        let stream = stream.into_std()?;
+        let writer = stream.try_clone()?;
+        let reader = register(stream, Interest::READABLE)?;
+        let wire = Wire {
+            reader,
+            writable: None,
+            frames: FrameReader::new(),
+            // Re-sent requests are queued: write them first.
+            flushing: true,
+            epoch,
+        };
+        Ok((wire, writer))
+    }
+
+    /// Flush the outbox if asked to, then wait for an answer, a wake-up from a caller, or
+    /// write space. `Err` when the connection is lost.
+    async fn turn(&mut self, link: &Link) -> Result<(), ()> {
+        if self.flushing {
+            self.flushing = link.flush()?;
+            if !self.flushing {
+                self.writable = None;
+            } else if self.writable.is_none() {
+                let dup = self.reader.get_ref().try_clone().map_err(|_| ())?;
+                self.writable = Some(register(dup, Interest::WRITABLE).map_err(|_| ())?);
+            }
+        }
+        let flushing = self.flushing;
+        tokio::select! {
+            ready = self.reader.readable() => {
+                let mut guard = ready.map_err(|_| ())?;
+                loop {
+                    let more = self.frames.read_from(guard.get_inner()).map_err(|e| {
+                        tracing::debug!(reason = %e, "admission coordinator connection ended");
+                    })?;
+                    if !more {
+                        guard.clear_ready();
+                        break;
+                    }
+                    dispatch(&mut self.frames, link, self.epoch)?;
+                }
+            },
+            _ = link.wake.notified() => self.flushing = true,
+            ready = wait_writable(self.writable.as_ref()), if flushing => {
+                // Clear, then write again at the next turn: no edge is lost.
+                ready.map_err(|_| ())?.clear_ready();
+            },
+        }
+        Ok(())
+    }
+}
+
+/// Register `socket` with this runtime for `interest` only.
+// `with_interest` is deprecated in favour of the `unsafe` `register_with_interest`, whose
+// contract is that the object owns its fd, open and unchanged, while registered: a std
+// `UnixStream` does exactly that, and this crate forbids `unsafe`.
+#[allow(deprecated)]
+fn register(socket: StdUnixStream, interest: Interest) -> std::io::Result<AsyncFd<StdUnixStream>> {
+    AsyncFd::with_interest(socket, interest)
+}
+
+async fn wait_writable(
+    fd: Option<&AsyncFd<StdUnixStream>>,
+) -> std::io::Result<tokio::io::unix::AsyncFdReadyGuard<'_, StdUnixStream>> {
+    match fd {
+        Some(fd) => fd.writable().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Hand every complete answer to its caller. `Err` if the coordinator sent something
+/// that is not a frame of ours.
+fn dispatch(frames: &mut FrameReader, link: &Link, epoch: u64) -> Result<(), ()> {
+    loop {
+        match frames.next_frame::<Response>() {
+            Ok(Some(Response { id, body })) => link.answered(id, body, epoch),
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                tracing::warn!(reason = %e, "the admission coordinator sent a bad frame");
+                return Err(());
+            }
+        }
+    }
+}
+
 /// Serve one connection until it is lost or we stop. Callers write their requests
 /// themselves (see `link`); this reads the answers, and flushes what the socket could not
 /// take at once.
@@ -340,8 +443,8 @@ async fn converse(
     link: &Link,
     rx: &mut mpsc::UnboundedReceiver<Command>,
 ) -> Ended {
-    let writer = match stream.as_fd().try_clone_to_owned() {
-        Ok(fd) => std::os::unix::net::UnixStream::from(fd),
+    let (mut wire, writer) = match Wire::new(stream, epoch) {
+        Ok(w) => w,
         Err(e) => {
             tracing::warn!(error = %e, "cannot share the admission connection");
             return Ended::Lost;
@@ -351,89 +454,28 @@ async fn converse(
         return Ended::Stop(None);
     }
     let _disconnect = Disconnect(link);
-    let mut frames = FrameReader::new();
-    // Re-sent requests are queued: write them first.
-    let mut flushing = true;
     loop {
-        if flushing {
-            match link.flush(&stream) {
-                Ok(more) => flushing = more,
-                Err(()) => return Ended::Lost,
-            }
-        }
         tokio::select! {
             cmd = rx.recv() => {
                 let done = cmd.map(|Command::Shutdown(done)| done);
-                settle(&stream, epoch, link, &mut frames).await;
+                settle(&mut wire, link).await;
                 return Ended::Stop(done);
             },
-            ready = stream.readable() => {
-                if ready.is_err() || receive(&stream, epoch, link, &mut frames).is_err() {
-                    return Ended::Lost;
-                }
+            turned = wire.turn(link) => if turned.is_err() {
+                return Ended::Lost;
             },
-            _ = link.wake.notified() => flushing = true,
-            ready = stream.writable(), if flushing => {
-                if ready.is_err() {
-                    return Ended::Lost;
-                }
-            },
-        }
-    }
-}
-
-/// Read every answer available now and hand each to its caller. `Err` once the
-/// connection ended or the coordinator sent something that is not a frame of ours.
-fn receive(
-    stream: &UnixStream,
-    epoch: u64,
-    link: &Link,
-    frames: &mut FrameReader,
-) -> Result<(), ()> {
-    loop {
-        let more = frames.try_fill(stream).map_err(|e| {
-            tracing::debug!(reason = %e, "admission coordinator connection ended");
-        })?;
-        loop {
-            match frames.next_frame::<Response>() {
-                Ok(Some(Response { id, body })) => link.answered(id, body, epoch),
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!(reason = %e, "the admission coordinator sent a bad frame");
-                    return Err(());
-                }
-            }
-        }
-        if !more {
-            return Ok(());
         }
     }
 }
 
 /// Let releases and feedback already sent be written and acknowledged, within
 /// [`CLEANUP_BUDGET`].
-async fn settle(stream: &UnixStream, epoch: u64, link: &Link, frames: &mut FrameReader) {
+async fn settle(wire: &mut Wire, link: &Link) {
+    wire.flushing = true;
     let _ = tokio::time::timeout(CLEANUP_BUDGET, async {
-        let mut flushing = true;
         while link.unsettled() {
-            if flushing {
-                match link.flush(stream) {
-                    Ok(more) => flushing = more,
-                    Err(()) => return,
-                }
-            }
-            tokio::select! {
-                ready = stream.readable() => {
-                    if ready.is_err() || receive(stream, epoch, link, frames).is_err() {
-                        return;
-                    }
-                },
-                _ = link.wake.notified() => flushing = true,
-                ready = stream.writable(), if flushing => {
-                    if ready.is_err() {
-                        return;
-                    }
-                },
+            if wire.turn(link).await.is_err() {
+                return;
             }
         }
     })

@@ -96,6 +96,8 @@ pub struct FrameReader {
 
 /// Bytes asked of the socket per read (frames are far smaller).
 const READ_CHUNK: usize = 16 * 1024;
+/// The same for [`FrameReader::read_from`], which zeroes its buffer first.
+const SYNC_READ_CHUNK: usize = 4 * 1024;
 
 impl FrameReader {
     /// An empty reader.
@@ -140,12 +142,17 @@ impl FrameReader {
         self.check_eof(n)
     }
 
-    /// Read once without waiting: `Ok(false)` if nothing is available now.
-    pub fn try_fill(&mut self, r: &tokio::net::UnixStream) -> Result<bool, FrameError> {
+    /// Read once from a non-blocking `r`: `Ok(false)` if nothing is available now.
+    pub fn read_from<R: std::io::Read>(&mut self, mut r: R) -> Result<bool, FrameError> {
         self.make_room();
-        match r.try_read_buf(&mut self.buf) {
+        let before = self.buf.len();
+        self.buf.resize(before + SYNC_READ_CHUNK, 0);
+        let read = r.read(&mut self.buf[before..]);
+        self.buf.truncate(before + read.as_ref().map_or(0, |&n| n));
+        match read {
             Ok(n) => self.check_eof(n).map(|()| true),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(true),
             Err(e) => Err(FrameError::Io(e)),
         }
     }

@@ -14,7 +14,6 @@ use std::os::unix::net::UnixStream as StdUnixStream;
 use std::sync::{Mutex, MutexGuard};
 
 use serde::Serialize;
-use tokio::net::UnixStream;
 use tokio::sync::{oneshot, Notify};
 
 use super::frame;
@@ -136,30 +135,20 @@ impl Link {
         }
     }
 
-    /// Write what the outbox holds, through the connection thread's `stream` (so a full
-    /// socket clears its write readiness). `Ok(true)` if bytes remain, `Err` if the
-    /// connection broke.
-    pub(super) fn flush(&self, stream: &UnixStream) -> Result<bool, ()> {
+    /// Write what the outbox holds. `Ok(true)` if bytes remain (the socket is full: wait
+    /// until it is writable), `Err` if the connection broke.
+    pub(super) fn flush(&self) -> Result<bool, ()> {
         let mut book = self.book.lock().map_err(|_| ())?;
         let Some(conn) = book.conn.as_mut() else {
             return Ok(false);
         };
+        if !conn.broken && !conn.outbox.is_empty() {
+            conn.write_some();
+        }
         if conn.broken {
             return Err(());
         }
-        while !conn.outbox.is_empty() {
-            match stream.try_write(&conn.outbox) {
-                Ok(0) => return Err(()),
-                Ok(n) => drop(conn.outbox.drain(..n)),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(true),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    tracing::debug!(error = %e, "writing to the admission coordinator failed");
-                    return Err(());
-                }
-            }
-        }
-        Ok(false)
+        Ok(!conn.outbox.is_empty())
     }
 
     /// The answer to request `id` arrived: hand it over (an unknown id was answered before
