@@ -556,3 +556,53 @@ async fn hello(stream: &mut UnixStream, owner: Owner) -> Result<(), Option<Strin
         _ => Err(None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_socket_holds_requests_in_the_outbox_until_the_coordinator_reads() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (ours, mut theirs) = UnixStream::pair().unwrap();
+            let link = Link::new();
+            let (mut wire, writer) = Wire::new(ours, 1).unwrap();
+            link.connected(writer).unwrap();
+            // Far more than a socket buffer holds, while nobody reads.
+            let n = 40_000u64;
+            for scope in 0..n {
+                link.submit(RequestBody::Cancel { scope }, None).unwrap();
+            }
+            assert_eq!(link.flush(), Ok(true), "the socket is full: bytes wait");
+            let coordinator = async {
+                let mut frames = FrameReader::new();
+                let mut seen = Vec::new();
+                while (seen.len() as u64) < n {
+                    frames.fill(&mut theirs).await.unwrap();
+                    while let Some(req) = frames.next_frame::<Request>().unwrap() {
+                        seen.push((req.id, req.body));
+                    }
+                }
+                seen
+            };
+            let flusher = async {
+                loop {
+                    wire.turn(&link).await.unwrap();
+                }
+            };
+            let seen = tokio::select! {
+                seen = coordinator => seen,
+                () = flusher => unreachable!(),
+            };
+            let want: Vec<(u64, RequestBody)> = (0..n)
+                .map(|scope| (scope + 1, RequestBody::Cancel { scope }))
+                .collect();
+            assert!(seen == want, "every request arrives once, whole, in order");
+            assert_eq!(link.flush(), Ok(false), "nothing waits any more");
+        });
+    }
+}
