@@ -49,6 +49,11 @@ pub struct AdmissionArgs {
     /// With --processes: the shared key's burst.
     #[arg(long, default_value_t = 1.0)]
     pub burst: f64,
+    /// With --processes: a dedicated `tollgate serve` process holds the coordinator role,
+    /// so every measured admission crosses the socket (by default one of the workers is
+    /// elected and admits in-process, which lowers the aggregate latency).
+    #[arg(long, requires = "processes")]
+    pub serve: bool,
     /// With --processes: the admission directory (default: a fresh temporary one).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,

@@ -70,7 +70,22 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
         extra.extend(["--rate".into(), args.rate.to_string()]);
         extra.extend(["--burst".into(), args.burst.to_string()]);
     }
+    let server = if args.serve {
+        Some(DedicatedCoordinator::start(&exe, &dir)?)
+    } else {
+        None
+    };
     let reports = spawn_workers(&exe, processes, n, &extra, args.log.as_deref())?;
+    let serve_pid = match server {
+        Some(server) => Some(server.stop()?),
+        None => None,
+    };
+    if let Some(pid) = serve_pid {
+        anyhow::ensure!(
+            reports.iter().all(|r| !r.coordinator),
+            "a worker took the coordinator role from the dedicated `serve` process {pid}"
+        );
+    }
 
     let peer = match args.peer {
         Some(super::Peer::Pyrate) => {
@@ -103,7 +118,7 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
         max_starts_in_any_window: max_in_window(&grants, shape.length),
         window_limit: shape.limit,
         window_s: shape.length.as_secs_f64(),
-        coordinator_pid: reports.iter().find(|r| r.coordinator).map(|r| r.pid),
+        coordinator_pid: serve_pid.or(reports.iter().find(|r| r.coordinator).map(|r| r.pid)),
         p50_ratio_to_echo: ratio(admission.p50_us, echo.p50_us),
         p99_ratio_to_echo: ratio(admission.p99_us, echo.p99_us),
         throughput_ratio_to_echo: ratio(
@@ -191,6 +206,56 @@ pub fn max_in_window(sorted: &[u64], length: Duration) -> u64 {
         best = best.max((j - i) as u64);
     }
     best
+}
+
+/// `tollgate serve` holding the coordinator role for a run (`--serve`).
+struct DedicatedCoordinator(std::process::Child);
+
+impl DedicatedCoordinator {
+    /// Spawn it and wait until its socket accepts connections.
+    fn start(exe: &Path, dir: &Path) -> anyhow::Result<Self> {
+        let child = Command::new(exe)
+            .arg("serve")
+            .arg("--dir")
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("spawning `tollgate serve`")?;
+        let server = DedicatedCoordinator(child);
+        let socket = dir.join("coordinator.sock");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "`tollgate serve --dir {}` did not accept connections within 10 s",
+                dir.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(server)
+    }
+
+    /// SIGTERM (a graceful hand-over) and wait; its pid.
+    fn stop(mut self) -> anyhow::Result<u32> {
+        let pid = self.0.id();
+        if let Some(raw) = rustix::process::Pid::from_raw(pid as i32) {
+            let _ = rustix::process::kill_process(raw, rustix::process::Signal::TERM);
+        }
+        let status = self.0.wait().context("waiting for `tollgate serve`")?;
+        anyhow::ensure!(status.success(), "`tollgate serve` exited with {status}");
+        Ok(pid)
+    }
+}
+
+impl Drop for DedicatedCoordinator {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
 
 fn spawn_workers(
