@@ -10,12 +10,10 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
-use tollgate_engine::{DiscoveryRequest, Engine, EngineConfig};
+use tollgate_engine::{DiscoveryRequest, Engine};
 use tollgate_sim::{bundled, Scenario, Simulator};
 
 use super::discover::{parse_duration, run_scan, ReportTo};
@@ -56,20 +54,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Scenario::load(path)?,
         None => Scenario::parse(bundled::DEMO, "fixtures/scenarios/demo.toml (bundled)")?,
     };
-    let config = EngineConfig::from_env()?.with_admission_dir(args.dir.clone());
-    for warning in config.policies.warnings() {
-        eprintln!("tollgate: warning: {warning}");
-    }
-    let telemetry: Option<Arc<dyn TelemetrySink>> = match &args.telemetry {
-        Some(path) => Some(Arc::new(FileTelemetry::create(path).with_context(
-            || format!("creating the telemetry file {}", path.display()),
-        )?)),
-        None => None,
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let super::discover::ScanEnv {
+        config,
+        telemetry,
+        rt,
+    } = super::discover::ScanEnv::new(args.dir.clone(), args.telemetry.as_deref())?;
     rt.block_on(async move {
         let summary = super::simulate::summary(&scenario);
         let regions = scenario.regions.clone();

@@ -93,21 +93,47 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
-    let config = EngineConfig::from_env()?.with_admission_dir(args.dir.clone());
-    for warning in config.policies.warnings() {
-        eprintln!("tollgate: warning: {warning}");
+/// What `discover` and `demo` set up before a scan: the validated configuration (its
+/// override warnings printed), the telemetry file, and the runtime the scan runs on.
+pub(super) struct ScanEnv {
+    pub config: EngineConfig,
+    pub telemetry: Option<Arc<dyn TelemetrySink>>,
+    pub rt: tokio::runtime::Runtime,
+}
+
+impl ScanEnv {
+    pub(super) fn new(
+        dir: Option<std::path::PathBuf>,
+        telemetry: Option<&std::path::Path>,
+    ) -> anyhow::Result<ScanEnv> {
+        let config = EngineConfig::from_env()?.with_admission_dir(dir);
+        for warning in config.policies.warnings() {
+            eprintln!("tollgate: warning: {warning}");
+        }
+        let telemetry: Option<Arc<dyn TelemetrySink>> = match telemetry {
+            Some(path) => Some(Arc::new(FileTelemetry::create(path).with_context(
+                || format!("creating the telemetry file {}", path.display()),
+            )?)),
+            None => None,
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        Ok(ScanEnv {
+            config,
+            telemetry,
+            rt,
+        })
     }
-    let telemetry: Option<Arc<dyn TelemetrySink>> = match &args.telemetry {
-        Some(path) => Some(Arc::new(FileTelemetry::create(path).with_context(
-            || format!("creating the telemetry file {}", path.display()),
-        )?)),
-        None => None,
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+}
+
+pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
+    let ScanEnv {
+        config,
+        telemetry,
+        rt,
+    } = ScanEnv::new(args.dir.clone(), args.telemetry.as_deref())?;
     rt.block_on(async move {
         let engine = Engine::open(config)?;
         let outcome = scan(&engine, args, telemetry).await;
