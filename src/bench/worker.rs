@@ -113,7 +113,9 @@ fn admission(
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<WorkerReport> {
     let dir = AdmissionDir::at(dir)?;
-    let joined = connect(&dir)?;
+    // Joined inside the runtime the admissions run on, as `discover` does: that runtime
+    // then reads the coordinator's answers itself (no hop through the client's thread).
+    let joined = rt.block_on(async { connect(&dir) })?;
     let coordinator = joined.is_coordinator();
     let handle = joined.handle();
     let key: QuotaKey = BENCH_KEY.parse()?;

@@ -1,10 +1,11 @@
 //! `RemoteClient`: admission through another process's coordinator, with failover.
 //!
-//! A dedicated thread owns the connection and matches responses by id, so any number of
-//! requests are in flight at once. Callers write their requests to the socket themselves
-//! through the shared [`Link`] (no hop through the thread on the way out; the thread only
-//! flushes what a full socket could not take). Every request stays *pending* until
-//! answered. When the connection
+//! A dedicated thread owns the connection, and responses are matched by id, so any number
+//! of requests are in flight at once. Callers write their requests to the socket
+//! themselves through the shared [`Link`] (no hop through the thread on the way out; the
+//! thread only flushes what a full socket could not take). A client opened inside a tokio
+//! runtime has that runtime read the answers (no hop on the way back either; see `reads`).
+//! Every request stays *pending* until answered. When the connection
 //! drops (the coordinator exited or was killed), the thread tries to connect again and, if
 //! nobody serves the socket, to take the coordinator lock itself: the winner opens the
 //! state and serves (and its own requests then go through its own socket like everyone
@@ -22,15 +23,17 @@ use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::UnixStream;
+use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
 use tollgate_quota::{Clock, Grant, Outcome, Owner, Policy, ReservationId, Timestamp};
 use tollgate_storage::{AdmissionDir, CoordinatorLock};
 
-use super::frame::{self, FrameReader, PROTOCOL_VERSION};
+use super::frame::{self, PROTOCOL_VERSION};
 use super::link::Link;
 use super::protocol::{
     CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
 };
+use super::reads::{register, spawn_reader, Reads, STALLED_TICKS, WATCH_INTERVAL};
 use crate::clock::TokioClock;
 use crate::coordinator::Coordinator;
 use crate::AdmissionError;
@@ -74,6 +77,8 @@ impl RemoteClient {
         let thread_epoch = epoch.clone();
         let link = Arc::new(Link::new());
         let thread_link = link.clone();
+        // Opened inside a runtime: that runtime reads the answers (see `reads`).
+        let host = Handle::try_current().ok();
         let thread = std::thread::Builder::new()
             .name("tollgate-client".into())
             .spawn(move || {
@@ -89,7 +94,15 @@ impl RemoteClient {
                         return;
                     }
                 };
-                rt.block_on(run(dir, owner, thread_epoch, thread_link, rx, ready_tx));
+                rt.block_on(run(
+                    dir,
+                    owner,
+                    thread_epoch,
+                    thread_link,
+                    host,
+                    rx,
+                    ready_tx,
+                ));
             })
             .map_err(|e| {
                 AdmissionError::Coordination(format!("cannot start the admission client: {e}"))
@@ -270,6 +283,7 @@ async fn run(
     owner: Owner,
     epoch: Arc<AtomicU64>,
     link: Arc<Link>,
+    mut host: Option<Handle>,
     mut rx: mpsc::UnboundedReceiver<Command>,
     ready: std::sync::mpsc::Sender<Result<(), AdmissionError>>,
 ) {
@@ -305,7 +319,7 @@ async fn run(
         if let Some(r) = ready.take() {
             let _ = r.send(Ok(()));
         }
-        match converse(stream, current, &link, &mut rx).await {
+        match converse(stream, current, &link, &mut host, &mut rx).await {
             Ended::Lost => {
                 tracing::info!("admission coordinator connection lost; reconnecting");
                 continue;
@@ -333,7 +347,18 @@ impl Drop for Disconnect<'_> {
     }
 }
 
-/// One connection's read side and, while the outbox waits, its write readiness.
+/// A delegated reader (see `reads`) and the connection thread's watch over it.
+struct Delegated {
+    task: tokio::task::JoinHandle<()>,
+    watch: tokio::time::Interval,
+    /// The reader's progress at the last tick.
+    seen: u64,
+    /// Ticks in a row at which the thread found answers the reader had not read.
+    stalled: u32,
+}
+
+/// One connection as the connection thread sees it: the read side (read here, or by a
+/// task on the caller's runtime), and, while the outbox waits, write readiness.
 ///
 /// The socket is registered for reading only: a registration that also asks for
 /// writability is woken each time the coordinator consumes a request (the kernel signals
@@ -341,96 +366,167 @@ impl Drop for Disconnect<'_> {
 /// Write readiness is registered, on a duplicate, only while a full socket holds the
 /// outbox back.
 struct Wire {
-    reader: AsyncFd<StdUnixStream>,
+    reads: Arc<Reads>,
+    /// This thread's read registration; `None` while a delegated reader reads.
+    reader: Option<AsyncFd<StdUnixStream>>,
+    delegated: Option<Delegated>,
     writable: Option<AsyncFd<StdUnixStream>>,
-    frames: FrameReader,
     flushing: bool,
-    epoch: u64,
 }
 
 impl Wire {
-    fn new(stream: UnixStream, epoch: u64) -> std::io::Result<(Wire, StdUnixStream)> {
+    /// With `host`, answers are read by a task on that runtime (see `reads`).
+    fn new(
+        stream: UnixStream,
+        epoch: u64,
+        link: &Arc<Link>,
+        host: Option<&Handle>,
+    ) -> std::io::Result<(Wire, StdUnixStream)> {
         let stream = stream.into_std()?;
         let writer = stream.try_clone()?;
-        let reader = register(stream, Interest::READABLE)?;
-        let wire = Wire {
-            reader,
+        let reads = Arc::new(Reads::new(stream, epoch));
+        let mut wire = Wire {
+            reads: reads.clone(),
+            reader: None,
+            delegated: None,
             writable: None,
-            frames: FrameReader::new(),
             // Re-sent requests are queued: write them first.
             flushing: true,
-            epoch,
         };
+        match host {
+            Some(host) => {
+                let mut watch = tokio::time::interval(WATCH_INTERVAL);
+                watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                wire.delegated = Some(Delegated {
+                    task: spawn_reader(host, reads, link.clone()),
+                    watch,
+                    seen: 0,
+                    stalled: 0,
+                });
+            }
+            None => wire.read_here()?,
+        }
         Ok((wire, writer))
     }
 
-    /// Flush the outbox if asked to, then wait for an answer, a wake-up from a caller, or
-    /// write space. `Err` when the connection is lost.
-    async fn turn(&mut self, link: &Link) -> Result<(), ()> {
+    /// Read on this thread from now on.
+    fn read_here(&mut self) -> std::io::Result<()> {
+        if let Some(d) = self.delegated.take() {
+            self.reads.retire();
+            d.task.abort();
+        }
+        if self.reader.is_none() {
+            self.reader = Some(register(self.reads.duplicate()?, Interest::READABLE)?);
+        }
+        Ok(())
+    }
+
+    /// Whether a task on the caller's runtime reads the answers.
+    #[cfg(test)]
+    fn is_delegated(&self) -> bool {
+        self.delegated.is_some()
+    }
+
+    /// Flush the outbox if asked to, then wait for an answer, a wake-up from a caller,
+    /// write space, or news of the delegated reader. `Ok(true)` if this thread took reading
+    /// back from the caller's runtime; `Err` when the connection is lost.
+    async fn turn(&mut self, link: &Link) -> Result<bool, ()> {
         if self.flushing {
             self.flushing = link.flush()?;
             if !self.flushing {
                 self.writable = None;
             } else if self.writable.is_none() {
-                let dup = self.reader.get_ref().try_clone().map_err(|_| ())?;
+                let dup = self.reads.duplicate().map_err(|_| ())?;
                 self.writable = Some(register(dup, Interest::WRITABLE).map_err(|_| ())?);
             }
         }
         let flushing = self.flushing;
+        let delegated = self.delegated.is_some();
         tokio::select! {
-            ready = self.reader.readable() => {
+            ready = wait_ready(self.reader.as_ref(), Interest::READABLE) => {
                 let mut guard = ready.map_err(|_| ())?;
-                loop {
-                    let more = self.frames.read_from(guard.get_inner()).map_err(|e| {
-                        tracing::debug!(reason = %e, "admission coordinator connection ended");
-                    })?;
-                    if !more {
-                        guard.clear_ready();
-                        break;
-                    }
-                    dispatch(&mut self.frames, link, self.epoch)?;
-                }
+                self.reads.drain(link)?;
+                guard.clear_ready();
             },
             _ = link.wake.notified() => self.flushing = true,
-            ready = wait_writable(self.writable.as_ref()), if flushing => {
+            ready = wait_ready(self.writable.as_ref(), Interest::WRITABLE), if flushing => {
                 // Clear, then write again at the next turn: no edge is lost.
                 ready.map_err(|_| ())?.clear_ready();
             },
+            () = self.reads.ended.notified(), if delegated => {
+                if self.reads.lost() {
+                    return Err(());
+                }
+                // The caller's runtime dropped its reader (it shut down).
+                tracing::debug!("the caller's runtime stopped reading admission answers");
+                self.read_here().map_err(|_| ())?;
+                return Ok(true);
+            },
+            _ = watch_tick(self.delegated.as_mut()) => return self.watch(link),
         }
-        Ok(())
+        Ok(false)
+    }
+
+    /// Check the delegated reader: deliver answers it left waiting, and take reading back
+    /// once it has stalled for [`STALLED_TICKS`] ticks.
+    fn watch(&mut self, link: &Link) -> Result<bool, ()> {
+        let Some(d) = self.delegated.as_mut() else {
+            return Ok(false);
+        };
+        let progress = self.reads.progress();
+        if progress != d.seen {
+            d.seen = progress;
+            d.stalled = 0;
+            return Ok(false);
+        }
+        if !link.has_pending() {
+            return Ok(false);
+        }
+        if self.reads.drain(link)? > 0 {
+            d.stalled += 1;
+            if d.stalled >= STALLED_TICKS {
+                tracing::info!(
+                    "the runtime this admission client was opened in has stopped running; \
+                     its connection thread reads the answers from now on"
+                );
+                self.read_here().map_err(|_| ())?;
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }
 
-/// Register `socket` with this runtime for `interest` only.
-// `with_interest` is deprecated in favour of the `unsafe` `register_with_interest`, whose
-// contract is that the object owns its fd, open and unchanged, while registered: a std
-// `UnixStream` does exactly that, and this crate forbids `unsafe`.
-#[allow(deprecated)]
-fn register(socket: StdUnixStream, interest: Interest) -> std::io::Result<AsyncFd<StdUnixStream>> {
-    AsyncFd::with_interest(socket, interest)
+impl Drop for Wire {
+    fn drop(&mut self) {
+        if let Some(d) = self.delegated.take() {
+            self.reads.retire();
+            d.task.abort();
+        }
+        // The delegated reader's duplicate may outlive this (its runtime drops it when it
+        // next runs): end the connection itself, so the coordinator sees it close now.
+        if let Ok(socket) = self.reads.duplicate() {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+    }
 }
 
-async fn wait_writable(
+async fn wait_ready(
     fd: Option<&AsyncFd<StdUnixStream>>,
+    interest: Interest,
 ) -> std::io::Result<tokio::io::unix::AsyncFdReadyGuard<'_, StdUnixStream>> {
     match fd {
-        Some(fd) => fd.writable().await,
+        Some(fd) => fd.ready(interest).await,
         None => std::future::pending().await,
     }
 }
 
-/// Hand every complete answer to its caller. `Err` if the coordinator sent something
-/// that is not a frame of ours.
-fn dispatch(frames: &mut FrameReader, link: &Link, epoch: u64) -> Result<(), ()> {
-    loop {
-        match frames.next_frame::<Response>() {
-            Ok(Some(Response { id, body })) => link.answered(id, body, epoch),
-            Ok(None) => return Ok(()),
-            Err(e) => {
-                tracing::warn!(reason = %e, "the admission coordinator sent a bad frame");
-                return Err(());
-            }
+async fn watch_tick(delegated: Option<&mut Delegated>) {
+    match delegated {
+        Some(d) => {
+            d.watch.tick().await;
         }
+        None => std::future::pending().await,
     }
 }
 
@@ -440,10 +536,11 @@ fn dispatch(frames: &mut FrameReader, link: &Link, epoch: u64) -> Result<(), ()>
 async fn converse(
     stream: UnixStream,
     epoch: u64,
-    link: &Link,
+    link: &Arc<Link>,
+    host: &mut Option<Handle>,
     rx: &mut mpsc::UnboundedReceiver<Command>,
 ) -> Ended {
-    let (mut wire, writer) = match Wire::new(stream, epoch) {
+    let (mut wire, writer) = match Wire::new(stream, epoch, link, host.as_ref()) {
         Ok(w) => w,
         Err(e) => {
             tracing::warn!(error = %e, "cannot share the admission connection");
@@ -461,8 +558,11 @@ async fn converse(
                 settle(&mut wire, link).await;
                 return Ended::Stop(done);
             },
-            turned = wire.turn(link) => if turned.is_err() {
-                return Ended::Lost;
+            turned = wire.turn(link) => match turned {
+                // The caller's runtime stopped reading: later connections are read here.
+                Ok(true) => *host = None,
+                Ok(false) => {}
+                Err(()) => return Ended::Lost,
             },
         }
     }
@@ -560,6 +660,7 @@ async fn hello(stream: &mut UnixStream, owner: Owner) -> Result<(), Option<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::remote::frame::FrameReader;
 
     #[test]
     fn a_full_socket_holds_requests_in_the_outbox_until_the_coordinator_reads() {
@@ -569,8 +670,8 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let (ours, mut theirs) = UnixStream::pair().unwrap();
-            let link = Link::new();
-            let (mut wire, writer) = Wire::new(ours, 1).unwrap();
+            let link = Arc::new(Link::new());
+            let (mut wire, writer) = Wire::new(ours, 1, &link, None).unwrap();
             link.connected(writer).unwrap();
             // Far more than a socket buffer holds, while nobody reads.
             let n = 40_000u64;
@@ -604,5 +705,130 @@ mod tests {
             assert!(seen == want, "every request arrives once, whole, in order");
             assert_eq!(link.flush(), Ok(false), "nothing waits any more");
         });
+    }
+
+    fn current_thread() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// Play the coordinator: read one request and answer it with `Cancelled { removed }`.
+    async fn answer_one(theirs: &mut UnixStream, frames: &mut FrameReader, removed: usize) {
+        let req = loop {
+            if let Some(req) = frames.next_frame::<Request>().unwrap() {
+                break req;
+            }
+            frames.fill(theirs).await.unwrap();
+        };
+        let body = ResponseBody::Cancelled { removed };
+        frame::write(theirs, &Response { id: req.id, body })
+            .await
+            .unwrap();
+    }
+
+    fn ask(
+        link: &Link,
+        scope: u64,
+    ) -> oneshot::Receiver<Result<(ResponseBody, u64), AdmissionError>> {
+        let (tx, rx) = oneshot::channel();
+        link.submit(RequestBody::Cancel { scope }, Some(tx))
+            .unwrap();
+        rx
+    }
+
+    fn removed(answer: Result<(ResponseBody, u64), AdmissionError>) -> usize {
+        match answer.unwrap() {
+            (ResponseBody::Cancelled { removed }, 1) => removed,
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_callers_runtime_reads_the_answers_without_the_connection_thread() {
+        current_thread().block_on(async {
+            let (ours, mut theirs) = UnixStream::pair().unwrap();
+            let link = Arc::new(Link::new());
+            let (wire, writer) = Wire::new(ours, 1, &link, Some(&Handle::current())).unwrap();
+            link.connected(writer).unwrap();
+            assert!(wire.is_delegated());
+            let mut frames = FrameReader::new();
+            // The connection thread's side (`turn`) never runs here: only the task on this
+            // runtime can deliver the answers.
+            for n in 0..50 {
+                let rx = ask(&link, n);
+                answer_one(&mut theirs, &mut frames, n as usize).await;
+                let answer = tokio::time::timeout(Duration::from_secs(10), rx)
+                    .await
+                    .expect("nobody read the answer");
+                assert_eq!(removed(answer.unwrap()), n as usize);
+            }
+        });
+    }
+
+    #[test]
+    fn a_shut_down_callers_runtime_hands_reading_back_to_the_connection_thread() {
+        let host = current_thread();
+        let host_handle = host.handle().clone();
+        current_thread().block_on(async {
+            let (ours, mut theirs) = UnixStream::pair().unwrap();
+            let link = Arc::new(Link::new());
+            let (mut wire, writer) = Wire::new(ours, 1, &link, Some(&host_handle)).unwrap();
+            link.connected(writer).unwrap();
+            host.shutdown_background();
+            let rx = ask(&link, 3);
+            let mut frames = FrameReader::new();
+            answer_one(&mut theirs, &mut frames, 3).await;
+            let mut took_back = false;
+            tokio::pin!(rx);
+            let answer = loop {
+                tokio::select! {
+                    answer = &mut rx => break answer.unwrap(),
+                    turned = wire.turn(&link) => took_back |= turned.unwrap(),
+                }
+            };
+            assert_eq!(removed(answer), 3);
+            assert!(took_back && !wire.is_delegated(), "the thread reads now");
+        });
+    }
+
+    #[test]
+    fn a_callers_runtime_that_is_no_longer_driven_is_watched_then_replaced() {
+        // Alive but never driven again: its reader task never runs.
+        let host = current_thread();
+        current_thread().block_on(async {
+            let (ours, mut theirs) = UnixStream::pair().unwrap();
+            let link = Arc::new(Link::new());
+            let (mut wire, writer) = Wire::new(ours, 1, &link, Some(host.handle())).unwrap();
+            link.connected(writer).unwrap();
+            let mut frames = FrameReader::new();
+            let mut took_back_at = None;
+            for n in 0..(STALLED_TICKS as usize + 2) {
+                let rx = ask(&link, n as u64);
+                answer_one(&mut theirs, &mut frames, n).await;
+                tokio::pin!(rx);
+                let answer = loop {
+                    tokio::select! {
+                        answer = &mut rx => break answer.unwrap(),
+                        turned = wire.turn(&link) => if turned.unwrap() {
+                            took_back_at = Some(n);
+                        },
+                    }
+                };
+                assert_eq!(
+                    removed(answer),
+                    n,
+                    "the watch delivers what the reader left"
+                );
+            }
+            assert_eq!(
+                took_back_at,
+                Some(STALLED_TICKS as usize - 1),
+                "reading comes back after {STALLED_TICKS} stalled ticks"
+            );
+            assert!(!wire.is_delegated());
+        });
+        drop(host);
     }
 }

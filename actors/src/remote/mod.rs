@@ -9,11 +9,15 @@
 //!   failover (reconnect or take over, then re-send what was pending).
 //! - `link`: what a client's callers share with its connection thread: the pending
 //!   table and the socket's write side, so callers write their requests themselves.
+//! - `reads`: a connection's read side, read by a task on the runtime the client was
+//!   opened in (so an answer wakes its caller without a hop through the connection
+//!   thread), or by the connection thread when there is no such runtime or it stopped.
 
 mod client;
 pub mod frame;
 mod link;
 pub mod protocol;
+mod reads;
 pub mod server;
 
 pub(crate) use client::RemoteClient;
