@@ -13,8 +13,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// The protocol version this build speaks.
-pub const PROTOCOL_VERSION: u8 = 1;
+/// The protocol version this build speaks. Version 2 tags messages externally
+/// (`{"admit": {...}}`); version 1 had `{"op": "admit", ...}`.
+pub const PROTOCOL_VERSION: u8 = 2;
 
 /// The largest frame either side accepts (length field excluded).
 pub const MAX_FRAME_BYTES: usize = 64 * 1024;
@@ -97,7 +98,7 @@ pub struct FrameReader {
 /// Bytes asked of the socket per read (frames are far smaller).
 const READ_CHUNK: usize = 16 * 1024;
 /// The same for [`FrameReader::read_from`], which zeroes its buffer first.
-const SYNC_READ_CHUNK: usize = 4 * 1024;
+pub const SYNC_READ_CHUNK: usize = 4 * 1024;
 
 impl FrameReader {
     /// An empty reader.
@@ -142,17 +143,23 @@ impl FrameReader {
         self.check_eof(n)
     }
 
-    /// Read once from a non-blocking `r`: `Ok(false)` if nothing is available now.
-    pub fn read_from<R: std::io::Read>(&mut self, mut r: R) -> Result<bool, FrameError> {
+    /// Read once from a non-blocking `r`: the bytes read, 0 if nothing is available now.
+    /// Fewer than [`SYNC_READ_CHUNK`] bytes means the socket was drained (the caller may
+    /// clear its readiness without a read that only says "would block").
+    pub fn read_from<R: std::io::Read>(&mut self, mut r: R) -> Result<usize, FrameError> {
         self.make_room();
         let before = self.buf.len();
         self.buf.resize(before + SYNC_READ_CHUNK, 0);
-        let read = r.read(&mut self.buf[before..]);
+        let read = loop {
+            match r.read(&mut self.buf[before..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                read => break read,
+            }
+        };
         self.buf.truncate(before + read.as_ref().map_or(0, |&n| n));
         match read {
-            Ok(n) => self.check_eof(n).map(|()| true),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(true),
+            Ok(n) => self.check_eof(n).map(|()| n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
             Err(e) => Err(FrameError::Io(e)),
         }
     }

@@ -29,7 +29,7 @@ use tokio::io::Interest;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
-use super::frame::FrameReader;
+use super::frame::{FrameReader, SYNC_READ_CHUNK};
 use super::link::Link;
 use super::protocol::Response;
 
@@ -91,7 +91,7 @@ impl Reads {
         let Inner { socket, frames } = &mut *inner;
         let mut answered = 0;
         loop {
-            let more = frames.read_from(&*socket).map_err(|e| {
+            let read = frames.read_from(&*socket).map_err(|e| {
                 tracing::debug!(reason = %e, "admission coordinator connection ended");
             })?;
             loop {
@@ -107,7 +107,9 @@ impl Reads {
                     }
                 }
             }
-            if !more {
+            // A short read drained the socket: no second read just to hear "would block"
+            // (a later answer raises readiness again, so clearing it loses nothing).
+            if read < SYNC_READ_CHUNK {
                 return Ok(answered);
             }
         }
