@@ -25,14 +25,30 @@ fn rt() -> tokio::runtime::Runtime {
 
 #[test]
 fn a_client_admits_through_the_coordinator_and_takes_over_on_graceful_exit() {
+    client_admits_and_takes_over(false);
+}
+
+/// The same, with the client opened inside the runtime it is used from: that runtime reads
+/// the answers, across the hand-over too.
+#[test]
+fn a_client_opened_in_a_runtime_admits_and_takes_over_on_graceful_exit() {
+    client_admits_and_takes_over(true);
+}
+
+fn client_admits_and_takes_over(open_inside_the_runtime: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
     let coordinator = connect(&dir).unwrap();
     assert!(coordinator.is_coordinator());
-    let client = connect(&dir).unwrap();
+    let rt = rt();
+    let client = if open_inside_the_runtime {
+        rt.block_on(async { connect(&dir) }).unwrap()
+    } else {
+        connect(&dir).unwrap()
+    };
     assert!(!client.is_coordinator());
     let policy = Policy::new(1000.0, 10.0, 10, 20).unwrap();
-    rt().block_on(async {
+    rt.block_on(async {
         let handle = client.handle();
         assert!(!handle.is_coordinator());
         let slot = handle
@@ -71,7 +87,7 @@ fn a_client_admits_through_the_coordinator_and_takes_over_on_graceful_exit() {
     // The last coordinator handed over cleanly: a new one may open the state again.
     let again = connect(&dir).unwrap();
     assert!(again.is_coordinator());
-    rt().block_on(again.shutdown()).unwrap();
+    rt.block_on(again.shutdown()).unwrap();
 }
 
 /// Regression: a coordinator that took over gracefully, admitted, and crashed before its
@@ -111,4 +127,76 @@ fn a_crash_after_a_graceful_hand_over_does_not_resurrect_the_stale_window() {
         next.saturating_since(crashed_at)
     );
     rt().block_on(third.shutdown()).unwrap();
+}
+
+/// A client that sends far more than a socket buffer holds before it reads: the
+/// coordinator stops reading at `MAX_IN_FLIGHT` requests, its answers fill the socket, its
+/// writes wait for space (the only time it watches write readiness), and every answer
+/// still arrives once.
+#[test]
+fn answers_that_fill_the_socket_wait_for_the_client_to_read() {
+    use std::io::{BufReader, Read};
+    use tollgate_actors::remote::frame;
+    use tollgate_actors::remote::protocol::{Request, RequestBody, Response, ResponseBody};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
+    let coordinator = connect(&dir).unwrap();
+    let mut raw = std::os::unix::net::UnixStream::connect(dir.socket_path()).unwrap();
+    let hello = Request {
+        id: 0,
+        body: RequestBody::Hello {
+            pid: std::process::id(),
+            generation: 1,
+            uid: tollgate_storage::current_uid(),
+            version: frame::PROTOCOL_VERSION,
+        },
+    };
+    raw.write_all(&frame::encode(&hello).unwrap()).unwrap();
+    let mut reader = BufReader::new(raw.try_clone().unwrap());
+    let read_one = |reader: &mut BufReader<std::os::unix::net::UnixStream>| -> Response {
+        let mut len = [0u8; 4];
+        reader.read_exact(&mut len).unwrap();
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        reader.read_exact(&mut body).unwrap();
+        assert_eq!(body[0], frame::PROTOCOL_VERSION);
+        serde_json::from_slice(&body[1..]).unwrap()
+    };
+    assert!(matches!(
+        read_one(&mut reader).body,
+        ResponseBody::Welcome { .. }
+    ));
+    // Well past the in-flight limit, whose answers alone fill several socket buffers.
+    let n = 2 * tollgate_actors::remote::server::MAX_IN_FLIGHT as u64;
+    let writer = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        for id in 1..=n {
+            let req = Request {
+                id,
+                body: RequestBody::Cancel { scope: id },
+            };
+            out.extend_from_slice(&frame::encode(&req).unwrap());
+        }
+        raw.write_all(&out).unwrap();
+        raw
+    });
+    // Read nothing until the coordinator has had time to fill the socket.
+    std::thread::sleep(Duration::from_millis(500));
+    let status = rt().block_on(coordinator.handle().coordination()).unwrap();
+    let in_flight = status.clients[0].in_flight;
+    assert!(
+        in_flight <= tollgate_actors::remote::server::MAX_IN_FLIGHT,
+        "the coordinator buffered {in_flight} requests of a client that does not read"
+    );
+    let mut seen = vec![false; n as usize + 1];
+    for _ in 0..n {
+        let resp = read_one(&mut reader);
+        assert_eq!(resp.body, ResponseBody::Cancelled { removed: 0 });
+        let id = resp.id as usize;
+        assert!(!seen[id], "answer {id} arrived twice");
+        seen[id] = true;
+    }
+    assert!(seen[1..].iter().all(|&s| s), "every request was answered");
+    drop(writer.join().unwrap());
+    rt().block_on(coordinator.shutdown()).unwrap();
 }

@@ -5,6 +5,8 @@
 //! - [`protocol`]: the request and response messages (the in-process API as data).
 //! - [`server`]: the coordinator's side: peer checks, forwarding to the quota actors,
 //!   clean-up after clients that go away.
+//! - `socket`: a client connection as the coordinator holds it: registered for reading
+//!   only, answers written directly.
 //! - `client`: the client's side: one connection thread, requests matched by id,
 //!   failover (reconnect or take over, then re-send what was pending).
 //! - `link`: what a client's callers share with its connection thread: the pending
@@ -19,6 +21,7 @@ mod link;
 pub mod protocol;
 mod reads;
 pub mod server;
+mod socket;
 
 pub(crate) use client::RemoteClient;
 pub use client::{CLEANUP_BUDGET, TAKEOVER_TIMEOUT};

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::FutureExt;
-use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
@@ -27,11 +26,17 @@ use super::frame::{self, FrameReader, PROTOCOL_VERSION};
 use super::protocol::{
     ClientInfo, CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
 };
+use super::socket::Socket;
 use crate::local::{LocalAdmission, DEFAULT_RESERVATION_TTL};
 use crate::messages::CancelScope;
 
 /// How long a new connection has to say `Hello`.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Requests one connection may have in flight before the coordinator stops reading from it
+/// (the client's further requests wait in its socket): a client that sends without reading
+/// cannot make the coordinator buffer without bound. Far above what a process waits on at
+/// once (its collectors' concurrent calls).
+pub const MAX_IN_FLIGHT: usize = 16_384;
 /// How often a departed client's pid is checked before its reservations are released.
 const DEPARTED_POLL: Duration = Duration::from_millis(100);
 
@@ -208,7 +213,15 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
     };
     let (conn_id, in_flight) = ctx.clients.add(owner);
     tracing::debug!(pid = owner.pid, "admission client connected");
-    let (mut reader, mut writer) = stream.into_split();
+    let socket = match Socket::new(stream) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(pid = owner.pid, error = %e, "cannot serve an admission connection");
+            ctx.clients.remove(conn_id);
+            departed(owner, ctx).await;
+            return;
+        }
+    };
     // Requests run concurrently inside this task (a reservation waiting for a slot does
     // not hold up the others); no task or channel per request.
     let mut requests = FuturesUnordered::new();
@@ -246,11 +259,11 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
                 while let Some(Some(resp)) = requests.next().now_or_never() {
                     encode_answer(&mut out, resp);
                 }
-                if let Err(e) = writer.write_all(&out).await {
+                if let Err(e) = socket.write_all(&out).await {
                     break frame::FrameError::Io(e);
                 }
             },
-            filled = frames.fill(&mut reader) => if let Err(e) = filled {
+            filled = socket.fill(&mut frames), if requests.len() < MAX_IN_FLIGHT => if let Err(e) = filled {
                 break e;
             },
         }
