@@ -54,6 +54,11 @@ pub struct AdmissionArgs {
     /// elected and admits in-process, which lowers the aggregate latency).
     #[arg(long, requires = "processes")]
     pub serve: bool,
+    /// With --processes: alternate the echo floor and the admissions this many times,
+    /// splitting `--requests` between the rounds, and pool the figures (a shared machine's
+    /// drift then weighs on both sides alike). Default: 3 when unlimited, 1 with --rate.
+    #[arg(long, requires = "processes", value_parser = clap::value_parser!(u16).range(1..))]
+    pub rounds: Option<u16>,
     /// With --processes: the admission directory (default: a fresh temporary one).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,

@@ -3,14 +3,18 @@
 //!
 //! The floor is measured in the same run: the same P processes' worth of clients doing
 //! 64-byte round trips against a bare tokio Unix-socket echo server in this process. The
-//! admission figures include the coordinator election (one of the workers becomes
-//! coordinator, the others are its clients) and, with a finite `--rate`, the pacing: then
-//! `ideal_s` is what the policy allows at best, and `max_starts_in_any_window` is checked
-//! against `window_limit` from the grant instants themselves.
+//! two alternate in `--rounds` rounds (each with its share of the requests) and each
+//! side's figures are pooled over its rounds, so that the drift of a shared machine (its
+//! neighbours come and go within seconds) weighs on both sides alike. The admission
+//! figures include the coordinator election (one of the workers becomes coordinator, the
+//! others are its clients, unless `--serve` starts a dedicated one) and, with a finite
+//! `--rate`, the pacing: then `ideal_s` is what the policy allows at best, and
+//! `max_starts_in_any_window` is checked against `window_limit` from the grant instants
+//! themselves.
 
 #![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
@@ -31,6 +35,7 @@ const START_DELAY: Duration = Duration::from_millis(600);
 struct Report {
     processes: usize,
     requests_per_process: usize,
+    rounds: usize,
     rate_per_second: Option<f64>,
     burst: Option<f64>,
     admitted: usize,
@@ -64,7 +69,7 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
     }
     let exe = std::env::current_exe().context("locating the tollgate binary")?;
 
-    let echo_reports = echo_floor(&exe, tmp.path(), processes, n)?;
+    let rounds = usize::from(args.rounds.unwrap_or(if limited { 1 } else { 3 })).min(n);
     let mut extra = vec!["--dir".to_owned(), dir.display().to_string()];
     if limited {
         extra.extend(["--rate".into(), args.rate.to_string()]);
@@ -75,11 +80,26 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let reports = spawn_workers(&exe, processes, n, &extra, args.log.as_deref())?;
+    let mut echo_rounds = Vec::with_capacity(rounds);
+    let mut admission_rounds = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        // The first `n % rounds` rounds take one request more.
+        let share = n / rounds + usize::from(round < n % rounds);
+        let socket = tmp.path().join(format!("echo-{round}.sock"));
+        echo_rounds.push(echo_floor(&exe, &socket, processes, share)?);
+        admission_rounds.push(spawn_workers(
+            &exe,
+            processes,
+            share,
+            &extra,
+            args.log.as_deref(),
+        )?);
+    }
     let serve_pid = match server {
         Some(server) => Some(server.stop()?),
         None => None,
     };
+    let reports: Vec<&WorkerReport> = admission_rounds.iter().flatten().collect();
     if let Some(pid) = serve_pid {
         anyhow::ensure!(
             reports.iter().all(|r| !r.coordinator),
@@ -93,8 +113,8 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let echo = summarize("unix-socket echo (64 B round trip)", &echo_reports);
-    let admission = summarize("cross-process admission", &reports);
+    let echo = summarize("unix-socket echo (64 B round trip)", &echo_rounds);
+    let admission = summarize("cross-process admission", &admission_rounds);
     let mut grants: Vec<u64> = reports
         .iter()
         .flat_map(|r| r.granted_at_us.clone())
@@ -102,18 +122,26 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
     grants.sort_unstable();
     let shape = WindowShape::for_rate(policy.rate_per_second());
     let admitted = grants.len();
+    // Each round starts with the burst the echo phase before it let refill.
     let ideal_s = if limited {
-        ((admitted as f64 - policy.burst()) / policy.rate_per_second()).max(0.0)
+        admission_rounds
+            .iter()
+            .map(|round| {
+                let admitted: usize = round.iter().map(|r| r.granted_at_us.len()).sum();
+                ((admitted as f64 - policy.burst()) / policy.rate_per_second()).max(0.0)
+            })
+            .sum()
     } else {
         0.0
     };
     let report = Report {
         processes,
         requests_per_process: n,
+        rounds,
         rate_per_second: limited.then_some(args.rate),
         burst: limited.then_some(args.burst),
         admitted,
-        elapsed_s: span_s(&reports),
+        elapsed_s: admission_rounds.iter().map(|r| span_s(r)).sum(),
         ideal_s,
         max_starts_in_any_window: max_in_window(&grants, shape.length),
         window_limit: shape.limit,
@@ -144,8 +172,9 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
     print_table(&rows);
     println!();
     println!(
-        "processes {} x {} admissions: admitted {}, elapsed {:.3} s, ideal {:.3} s",
-        report.processes, n, report.admitted, report.elapsed_s, report.ideal_s
+        "processes {} x {} admissions in {} round(s), alternating with the echo: admitted {}, \
+         elapsed {:.3} s, ideal {:.3} s",
+        report.processes, n, report.rounds, report.admitted, report.elapsed_s, report.ideal_s
     );
     println!(
         "max starts in any {:.0} s window: {} (limit {})",
@@ -183,12 +212,15 @@ fn span_s(reports: &[WorkerReport]) -> f64 {
     end.saturating_sub(start) as f64 / 1e6
 }
 
-fn summarize(subject: &str, reports: &[WorkerReport]) -> Row {
-    let latencies: Vec<Duration> = reports
+/// One side's figures pooled over its rounds: every sample, and throughput over the sum
+/// of the rounds' spans.
+fn summarize(subject: &str, rounds: &[Vec<WorkerReport>]) -> Row {
+    let latencies: Vec<Duration> = rounds
         .iter()
+        .flatten()
         .flat_map(|r| r.latencies_us.iter().map(|&u| Duration::from_micros(u)))
         .collect();
-    let span = span_s(reports);
+    let span: f64 = rounds.iter().map(|r| span_s(r)).sum();
     let throughput = (span > 0.0).then(|| latencies.len() as f64 / span);
     Row::new(subject, latencies, throughput)
 }
@@ -297,15 +329,14 @@ fn spawn_workers(
 /// Run P echo clients (child processes) against a bare echo server in this process.
 fn echo_floor(
     exe: &Path,
-    tmp: &Path,
+    socket: &Path,
     processes: usize,
     n: usize,
 ) -> anyhow::Result<Vec<WorkerReport>> {
-    let socket: PathBuf = tmp.join("echo.sock");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let listener = rt.block_on(async { tokio::net::UnixListener::bind(&socket) })?;
+    let listener = rt.block_on(async { tokio::net::UnixListener::bind(socket) })?;
     let server = rt.spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
             tokio::spawn(async move {
