@@ -19,13 +19,15 @@
 //! - a reservation granted but not yet answered when the coordinator died is in the stored
 //!   state, while its client takes a fresh slot from the successor (`ReservationGuard`):
 //!   it holds a second slot until its owner exits (reaped) or the reservation expires;
-//! - retry units spent after the newest record's snapshot (at most the lease's starts, in
-//!   practice the last grants before the kill) are not charged on restore: the shared
-//!   retry allowance may allow that many extra retries once;
 //! - feedback re-sent after a failover may be counted twice: a repeated throttle is the
 //!   same failure event (admitted before the latest failure) and deepens nothing, but a
 //!   repeated success may take one more step off the penalty and refund one more retry
 //!   unit (up to capacity).
+//!
+//! Retry units spent after the newest record's snapshot are charged on restore (as many as
+//! the lease has starts, a conservative count), and a failure that deepens the penalty is
+//! stored at once, so neither the retry allowance nor the penalty is looser after a crash
+//! (short of a failure reported within one record write of the kill).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -465,7 +467,11 @@ impl Handler<Feedback> for QuotaActor {
     type Result = ();
     fn handle(&mut self, msg: Feedback, ctx: &mut Context<Self>) {
         let now = self.deps.clock.now();
-        self.state.feedback(msg.outcome, msg.admitted_at, now);
+        if self.state.feedback(msg.outcome, msg.admitted_at, now) {
+            // A new failure event: store the deeper penalty now (a renewal), not at the
+            // next periodic save, so a crash in between does not forget it.
+            self.save(1.0, ctx);
+        }
         if msg.refund_retry {
             self.state.refund_retry();
         }

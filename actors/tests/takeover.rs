@@ -156,3 +156,43 @@ fn a_saturated_key_resumes_within_300_ms_of_the_crash() {
         assert!(resumed >= TAKEOVER);
     }
 }
+
+/// A throttle that deepens the penalty is stored at once: a coordinator killed a moment
+/// later (long before its next periodic save) does not take it to the grave, and its
+/// successor keeps pacing the key down.
+#[test]
+fn a_throttle_reported_just_before_a_crash_survives_it() {
+    let store: Arc<dyn QuotaStore> = Arc::new(MemoryStore::new());
+    let policy = Policy::new(10.0, 5.0, 10, 20).unwrap();
+    let a_store = store.clone();
+    paused_system().block_on(async move {
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let handle = start_in_current_system(config(a_store, 1), clock.clone());
+        let slot = handle
+            .reserve(&key(), policy, WaitOptions::default())
+            .await
+            .unwrap();
+        let grant = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+        slot.feedback(tollgate_quota::Outcome::Throttled, &grant);
+        // Let the feedback reach the actor, then die well within the periodic save.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        std::mem::forget(slot);
+        std::mem::forget(handle);
+    });
+    let steps = paused_system().block_on(async move {
+        let clock = Arc::new(TokioClock::starting_at(START + Duration::from_millis(2)));
+        let handle = start_in_current_system(config(store, 2), clock);
+        // Touch the key so its actor loads the record.
+        let slot = handle
+            .reserve(&key(), policy, WaitOptions::default())
+            .await
+            .unwrap();
+        let status = handle.status().await.unwrap();
+        drop(slot);
+        status[0].state.penalty_steps
+    });
+    assert!(
+        steps >= 1,
+        "the successor forgot the throttle (penalty steps {steps})"
+    );
+}

@@ -40,6 +40,12 @@ impl RetryAllowance {
         self.units = (self.units + 1).min(capacity);
     }
 
+    /// Take `units` at once (as many as are left): on restore after a crash, the retries
+    /// the dead coordinator may have granted after its last snapshot.
+    pub fn charge(&mut self, units: u32) {
+        self.units = self.units.saturating_sub(units);
+    }
+
     /// Clamp to a (possibly lowered) capacity.
     pub fn clamp(&mut self, capacity: u32) {
         self.units = self.units.min(capacity);
@@ -61,5 +67,7 @@ mod tests {
         assert_eq!(a.units(), 2);
         a.clamp(1);
         assert_eq!(a.units(), 1);
+        a.charge(5);
+        assert_eq!(a.units(), 0);
     }
 }

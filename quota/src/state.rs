@@ -232,14 +232,16 @@ impl QuotaState {
     }
 
     /// An attempt's outcome, for an attempt admitted at `admitted_at`. A success refunds
-    /// one retry unit; throttles and transient failures deepen the penalty.
-    pub fn feedback(&mut self, outcome: Outcome, admitted_at: Timestamp, now: Timestamp) {
+    /// one retry unit; throttles and transient failures deepen the penalty. True if this
+    /// was a new failure event (the penalty deepened).
+    pub fn feedback(&mut self, outcome: Outcome, admitted_at: Timestamp, now: Timestamp) -> bool {
         let rate_before = self.effective_rate();
         self.bucket.refill(self.policy.burst(), rate_before, now);
-        self.penalty.observe(outcome, admitted_at, now);
+        let changed = self.penalty.observe(outcome, admitted_at, now);
         if outcome == Outcome::Success {
             self.retry.refund(self.policy.retry_capacity());
         }
+        changed && outcome != Outcome::Success
     }
 
     /// Return a retry unit that was spent but never dispatched.
@@ -295,11 +297,14 @@ impl QuotaState {
     }
 
     /// Rebuild a key from its record at `now`. Reservations of dead processes or past
-    /// expiry are reaped; penalty and retry allowance are kept as stored. Bucket and window:
+    /// expiry are reaped; the penalty is kept as stored. Bucket, window and retry
+    /// allowance:
     /// - after a graceful hand-over (live part, no lease): exactly as they were;
     /// - from a leased record (the writer may have granted up to the lease after its
     ///   snapshot, then died): the snapshot with the whole lease charged at `now`
-    ///   ([`lease::restore`]); never more permissive than the dead coordinator could be;
+    ///   ([`lease::restore`]), and as many retry units taken as the lease has starts
+    ///   (each of those grants may have been a retry); never more permissive than the dead
+    ///   coordinator could be;
     /// - from a format-1 periodic record (no live part): an empty bucket and a window
     ///   counted full at `now`. A crash may waste capacity; it never over-admits.
     pub fn from_record(
@@ -326,6 +331,7 @@ impl QuotaState {
             (Some(live), Some(lease)) => {
                 let (bucket, window) =
                     lease::restore(&lease, &policy, live.bucket, live.window, now);
+                retry.charge(u32::try_from(lease.starts).unwrap_or(u32::MAX));
                 (
                     bucket,
                     window,

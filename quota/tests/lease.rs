@@ -8,13 +8,15 @@
 //! record is on disk and serves the rest of the queue the same way. Over every grant of
 //! both, the bounds must hold as if one coordinator had served them all:
 //! - in any window, starts ≤ the window limit;
-//! - admitted cost over any interval T ≤ burst + rate·T.
+//! - admitted cost over any interval T ≤ burst + rate·T;
+//! - when every request is a retry (and no success refunds a unit), retries granted ≤ the
+//!   retry capacity.
 
 use proptest::prelude::*;
 use tollgate_quota::window::WindowShape;
 use tollgate_quota::{
     Admission, AdmitRequest, Handover, Lease, LeaseLedger, Owner, Policy, QuotaRecord, QuotaState,
-    RenewalTicket, ReservationId, Timestamp,
+    Refusal, RenewalTicket, ReservationId, Timestamp,
 };
 
 const CLIENT: Owner = Owner {
@@ -38,6 +40,8 @@ struct Scenario {
     takeover_ms: u64,
     write_latency_ms: u64,
     in_flight_reaches_disk: bool,
+    /// Every request is a retry (the policy's retry capacity is then 1 to 30).
+    retries: bool,
 }
 
 fn policy() -> impl Strategy<Value = Policy> {
@@ -53,10 +57,11 @@ fn policy() -> impl Strategy<Value = Policy> {
             Just(100.0)
         ],
         0.0f64..=1.0,
+        1u32..=30,
     )
-        .prop_map(|(rate, f): (f64, f64)| {
+        .prop_map(|(rate, f, retry_capacity): (f64, f64, u32)| {
             let max_burst = rate.max(1.0);
-            Policy::new(rate, 1.0 + f * (max_burst - 1.0), 1_000, 0).unwrap()
+            Policy::new(rate, 1.0 + f * (max_burst - 1.0), 1_000, retry_capacity).unwrap()
         })
 }
 
@@ -68,15 +73,19 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         0u64..200,
         prop_oneof![0u64..5, 0u64..400],
         any::<bool>(),
+        any::<bool>(),
     )
         .prop_map(
-            |(policy, arrivals, crash_at_ms, takeover_ms, write_latency_ms, reaches)| Scenario {
-                policy,
-                arrivals,
-                crash_at_ms,
-                takeover_ms,
-                write_latency_ms,
-                in_flight_reaches_disk: reaches,
+            |(policy, arrivals, crash_at_ms, takeover_ms, write_latency_ms, reaches, retries)| {
+                Scenario {
+                    policy,
+                    arrivals,
+                    crash_at_ms,
+                    takeover_ms,
+                    write_latency_ms,
+                    in_flight_reaches_disk: reaches,
+                    retries,
+                }
             },
         )
 }
@@ -115,8 +124,10 @@ impl Coordinator {
     }
 
     /// One millisecond: land a write, renew if due, grant what the head allows.
+    #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
+        retries: bool,
         queue: &mut Vec<u32>,
         disk: &mut Option<QuotaRecord>,
         latency_ms: u64,
@@ -152,7 +163,7 @@ impl Coordinator {
             let request = AdmitRequest {
                 reservation: self.reservation,
                 cost,
-                retry: false,
+                retry: retries,
             };
             match self.state.admit(&request, now) {
                 Admission::Granted(g) => {
@@ -161,6 +172,9 @@ impl Coordinator {
                     queue.remove(0);
                 }
                 Admission::NotUntil { .. } => return,
+                Admission::Refused(Refusal::RetryAllowanceExhausted) => {
+                    queue.remove(0);
+                }
                 Admission::Refused(r) => panic!("unexpected refusal {r:?}"),
             }
         }
@@ -186,6 +200,7 @@ fn run(s: &Scenario) -> Vec<(Timestamp, u32)> {
     for t in 0..s.crash_at_ms {
         arrive(&mut queue, t);
         a.step(
+            s.retries,
             &mut queue,
             &mut disk,
             s.write_latency_ms,
@@ -211,6 +226,7 @@ fn run(s: &Scenario) -> Vec<(Timestamp, u32)> {
     for t in takeover..takeover + RUN_AFTER_TAKEOVER_MS {
         arrive(&mut queue, t);
         b.step(
+            s.retries,
             &mut queue,
             &mut disk,
             s.write_latency_ms,
@@ -232,6 +248,14 @@ proptest! {
             let in_window = grants[i..].iter().take_while(|g| g.0 < *start + shape.length).count() as u64;
             prop_assert!(in_window <= shape.limit, "{} starts in the window from {}, limit {}, crash at {} ms", in_window, start, shape.limit, s.crash_at_ms);
         }
+    }
+
+    #[test]
+    fn retries_stay_within_the_retry_capacity_across_a_crash(s in scenario()) {
+        prop_assume!(s.retries);
+        let grants = run(&s);
+        let capacity = s.policy.retry_capacity() as usize;
+        prop_assert!(grants.len() <= capacity, "{} retries granted, capacity {}, crash at {} ms", grants.len(), capacity, s.crash_at_ms);
     }
 
     #[test]
@@ -261,6 +285,7 @@ fn a_saturated_key_resumes_within_a_quarter_window() {
         takeover_ms: 40,
         write_latency_ms: 2,
         in_flight_reaches_disk: false,
+        retries: false,
     };
     let grants = run(&s);
     let first_after = grants
