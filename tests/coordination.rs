@@ -367,3 +367,63 @@ fn other_user_is_refused(tmp: &Path, dir: &Path, socket: &Path) {
     );
     assert!(stdout.contains(&format!("uid {uid}")), "{stdout}");
 }
+
+/// A coordinator stopped with SIGSTOP keeps its lock and its socket (the kernel still
+/// accepts connections), so nothing is "lost": its clients notice the silence (an
+/// unanswered ping), fail their waiting requests with an error naming the lock holder,
+/// and never hang.
+#[test]
+fn a_stopped_coordinator_is_given_up_with_an_actionable_error() {
+    let (_tmp, dir, logs) = setup();
+    let serve = Workers(vec![Command::new(exe())
+        .args(["serve", "--dir"])
+        .arg(&dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()]);
+    let serve_pid = serve.0[0].id();
+    let socket = dir.join("coordinator.sock");
+    for _ in 0..200 {
+        if socket.exists() && holder_pid(&dir) == Some(serve_pid) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let mut worker = Workers(vec![Command::new(exe())
+        .arg("bench-worker")
+        .arg("--dir")
+        .arg(&dir)
+        .args(["--requests", "1000000", "--rate", "20", "--burst", "1"])
+        .arg("--log")
+        .arg(logs.join("w.jsonl"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()]);
+    // Let it admit through the coordinator for a while, then freeze the coordinator.
+    let log = logs.join("w.jsonl");
+    let started = Instant::now();
+    while std::fs::read_to_string(&log).map_or(0, |s| s.lines().count()) < 5 {
+        assert!(started.elapsed() < RUN_LIMIT, "the worker never admitted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stop = run(Command::new("kill").args(["-STOP", &serve_pid.to_string()]));
+    assert!(stop.status.success());
+    let stopped_at = Instant::now();
+    let outs = finish(&mut worker, stopped_at);
+    println!(
+        "the client gave the stopped coordinator up {:.1} s after SIGSTOP",
+        stopped_at.elapsed().as_secs_f64()
+    );
+    let _ = run(Command::new("kill").args(["-CONT", &serve_pid.to_string()]));
+    let out = &outs[0];
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("the worker's error: {stderr}");
+    assert!(!out.status.success(), "the worker cannot succeed: {stderr}");
+    assert!(
+        stderr.contains("did not answer")
+            && stderr.contains(&format!("lock holder pid {serve_pid}")),
+        "the error says what happened and who holds the lock: {stderr}"
+    );
+    drop(serve);
+}

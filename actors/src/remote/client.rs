@@ -350,7 +350,6 @@ impl Drop for Disconnect<'_> {
 /// A delegated reader (see `reads`) and the connection thread's watch over it.
 struct Delegated {
     task: tokio::task::JoinHandle<()>,
-    watch: tokio::time::Interval,
     /// The reader's progress at the last tick.
     seen: u64,
     /// Ticks in a row at which the thread found answers the reader had not read.
@@ -372,6 +371,33 @@ struct Wire {
     delegated: Option<Delegated>,
     writable: Option<AsyncFd<StdUnixStream>>,
     flushing: bool,
+    /// Watch the delegated reader ([`WATCH_INTERVAL`]) and the coordinator's liveness.
+    tick: tokio::time::Interval,
+    liveness: Liveness,
+}
+
+/// Whether the coordinator still answers: requests that wait in silence for
+/// [`PING_AFTER`] send a `Ping`, and a ping unanswered for [`UNRESPONSIVE_AFTER`] gives the
+/// connection up (a coordinator stopped with SIGSTOP or hung keeps its socket open and
+/// its lock held, so nothing else would notice).
+struct Liveness {
+    /// Answers read at the last tick, and since when that count has not moved.
+    seen: u64,
+    quiet_since: tokio::time::Instant,
+    ping_sent_at: Option<tokio::time::Instant>,
+}
+
+/// Silence (while requests wait) after which a client pings the coordinator.
+const PING_AFTER: Duration = Duration::from_secs(1);
+/// How long an unanswered ping may wait before the coordinator is given up on.
+const UNRESPONSIVE_AFTER: Duration = Duration::from_secs(5);
+/// The liveness check's period when no delegated reader needs watching.
+const LIVENESS_INTERVAL: Duration = Duration::from_millis(500);
+
+fn ticker(period: Duration) -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
 }
 
 impl Wire {
@@ -392,14 +418,18 @@ impl Wire {
             writable: None,
             // Re-sent requests are queued: write them first.
             flushing: true,
+            tick: ticker(LIVENESS_INTERVAL),
+            liveness: Liveness {
+                seen: 0,
+                quiet_since: tokio::time::Instant::now(),
+                ping_sent_at: None,
+            },
         };
         match host {
             Some(host) => {
-                let mut watch = tokio::time::interval(WATCH_INTERVAL);
-                watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                wire.tick = ticker(WATCH_INTERVAL);
                 wire.delegated = Some(Delegated {
                     task: spawn_reader(host, reads, link.clone()),
-                    watch,
                     seen: 0,
                     stalled: 0,
                 });
@@ -414,6 +444,7 @@ impl Wire {
         if let Some(d) = self.delegated.take() {
             self.reads.retire();
             d.task.abort();
+            self.tick = ticker(LIVENESS_INTERVAL);
         }
         if self.reader.is_none() {
             self.reader = Some(register(self.reads.duplicate()?, Interest::READABLE)?);
@@ -462,9 +493,45 @@ impl Wire {
                 self.read_here().map_err(|_| ())?;
                 return Ok(true);
             },
-            _ = watch_tick(self.delegated.as_mut()) => return self.watch(link),
+            _ = self.tick.tick() => {
+                let took_back = self.watch(link)?;
+                self.check_liveness(link)?;
+                return Ok(took_back);
+            },
         }
         Ok(false)
+    }
+
+    /// Ping a coordinator that has been silent while requests wait; `Err` (the connection
+    /// is given up, as if lost) when a ping has gone unanswered for [`UNRESPONSIVE_AFTER`].
+    fn check_liveness(&mut self, link: &Link) -> Result<(), ()> {
+        let now = tokio::time::Instant::now();
+        let answers = self.reads.answers();
+        let l = &mut self.liveness;
+        if answers != l.seen || !link.has_pending() {
+            l.seen = answers;
+            l.quiet_since = now;
+            l.ping_sent_at = None;
+            return Ok(());
+        }
+        match l.ping_sent_at {
+            Some(sent) if now - sent >= UNRESPONSIVE_AFTER => {
+                tracing::warn!(
+                    "the admission coordinator has not answered for {}s (stopped or hung?); \
+                     giving its connection up",
+                    UNRESPONSIVE_AFTER.as_secs()
+                );
+                Err(())
+            }
+            Some(_) => Ok(()),
+            None if now - l.quiet_since >= PING_AFTER => {
+                // The answer only needs to arrive (it moves `answers`), not to be read.
+                let (reply, _) = oneshot::channel();
+                l.ping_sent_at = Some(now);
+                link.submit(RequestBody::Ping, Some(reply)).map_err(|_| ())
+            }
+            None => Ok(()),
+        }
     }
 
     /// Check the delegated reader: deliver answers it left waiting, and take reading back
@@ -517,15 +584,6 @@ async fn wait_ready(
 ) -> std::io::Result<tokio::io::unix::AsyncFdReadyGuard<'_, StdUnixStream>> {
     match fd {
         Some(fd) => fd.ready(interest).await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn watch_tick(delegated: Option<&mut Delegated>) {
-    match delegated {
-        Some(d) => {
-            d.watch.tick().await;
-        }
         None => std::future::pending().await,
     }
 }
@@ -595,8 +653,17 @@ async fn establish(
         match UnixStream::connect(dir.socket_path()).await {
             Ok(mut stream) => match hello(&mut stream, owner).await {
                 Ok(()) => return Ok(stream),
-                Err(Some(rejected)) => return Err(AdmissionError::Coordination(rejected)),
-                Err(None) => last_problem = "the coordinator closed the connection".into(),
+                Err(Hello::Refused(rejected)) => {
+                    return Err(AdmissionError::Coordination(rejected))
+                }
+                Err(Hello::Closed) => last_problem = "the coordinator closed the connection".into(),
+                Err(Hello::Silent) => {
+                    last_problem = format!(
+                        "the coordinator accepted the connection but did not answer within {}s: \
+                         it may be stopped (SIGSTOP) or hung",
+                        TAKEOVER_TIMEOUT.as_secs()
+                    )
+                }
             },
             Err(e) => last_problem = format!("connecting to its socket failed: {e}"),
         }
@@ -627,8 +694,15 @@ async fn establish(
     }
 }
 
-/// Say hello; `Err(Some(reason))` if refused, `Err(None)` if the connection failed.
-async fn hello(stream: &mut UnixStream, owner: Owner) -> Result<(), Option<String>> {
+/// Why a hello did not get a welcome.
+enum Hello {
+    Refused(String),
+    Closed,
+    Silent,
+}
+
+/// Say hello and wait for the welcome.
+async fn hello(stream: &mut UnixStream, owner: Owner) -> Result<(), Hello> {
     let req = Request {
         id: 0,
         body: RequestBody::Hello {
@@ -650,10 +724,11 @@ async fn hello(stream: &mut UnixStream, owner: Owner) -> Result<(), Option<Strin
         Ok(Ok(Response {
             body: ResponseBody::Error(WireError::Rejected { reason }),
             ..
-        })) => Err(Some(format!(
+        })) => Err(Hello::Refused(format!(
             "the admission coordinator refused this process: {reason}"
         ))),
-        _ => Err(None),
+        Err(_) => Err(Hello::Silent),
+        _ => Err(Hello::Closed),
     }
 }
 

@@ -99,6 +99,9 @@ pub enum RequestBody {
     },
     /// Who coordinates, who is connected, every key's state.
     Status,
+    /// Are you there? Sent by a client whose requests have waited a while in silence; a
+    /// coordinator that does not answer within `UNRESPONSIVE_AFTER` is given up on.
+    Ping,
 }
 
 /// A response to the request with the same id.
@@ -142,6 +145,8 @@ pub enum ResponseBody {
     },
     /// The coordinator's state.
     Status(CoordinationStatus),
+    /// The answer to `Ping`.
+    Pong,
     /// The request failed.
     Error(WireError),
 }

@@ -55,6 +55,8 @@ pub(super) struct Reads {
     lost: AtomicBool,
     /// Reads the delegated reader made (the thread's watch compares it between ticks).
     progress: AtomicU64,
+    /// Answers read so far, by either reader (the thread's liveness check watches it).
+    answers: AtomicU64,
     /// Wakes the connection thread when the delegated reader ends, however it ends.
     pub(super) ended: Notify,
 }
@@ -71,6 +73,7 @@ impl Reads {
             retired: AtomicBool::new(false),
             lost: AtomicBool::new(false),
             progress: AtomicU64::new(0),
+            answers: AtomicU64::new(0),
             ended: Notify::new(),
         }
     }
@@ -110,6 +113,9 @@ impl Reads {
             // A short read drained the socket: no second read just to hear "would block"
             // (a later answer raises readiness again, so clearing it loses nothing).
             if read < SYNC_READ_CHUNK {
+                if answered > 0 {
+                    self.answers.fetch_add(answered as u64, Ordering::AcqRel);
+                }
                 return Ok(answered);
             }
         }
@@ -127,6 +133,11 @@ impl Reads {
 
     pub(super) fn progress(&self) -> u64 {
         self.progress.load(Ordering::Acquire)
+    }
+
+    /// Answers read so far on this connection.
+    pub(super) fn answers(&self) -> u64 {
+        self.answers.load(Ordering::Acquire)
     }
 }
 

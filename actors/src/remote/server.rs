@@ -393,6 +393,7 @@ async fn answer(body: RequestBody, owner: Owner, ctx: &Ctx) -> ResponseBody {
             RequestBody::Cancel { scope } => ResponseBody::Cancelled {
                 removed: l.cancel(CancelScope::Scope(scope)).await,
             },
+            RequestBody::Ping => ResponseBody::Pong,
             RequestBody::Status => ResponseBody::Status(CoordinationStatus {
                 coordinator_pid: l.owner().pid,
                 clients: ctx.clients.list(),
