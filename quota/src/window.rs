@@ -5,6 +5,13 @@
 //! below 1/s, any `1/rate` seconds) sees. Starts are kept as run-length pairs
 //! `(instant, count)` so a conservative "window full at `now`" after an unclean takeover
 //! is one entry, whatever the limit.
+//!
+//! A window holds at most `limit` runs. Above [`EXACT_RUNS`] (rates above 1,000/s) each
+//! start is recorded at its instant rounded *up* to a 1/[`EXACT_RUNS`] of the window, so a
+//! window holds at most that many runs however high the rate: the state the coordinator
+//! stores every 100 ms stays a few kilobytes instead of one entry per start. Counting a
+//! start a little later only keeps it in the window longer (never admits more), at a cost
+//! of at most 0.1% of a window's capacity.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -12,6 +19,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::time::{secs_ceil, Timestamp};
+
+/// Above this limit, starts are recorded at a resolution of `length / EXACT_RUNS`.
+pub const EXACT_RUNS: u64 = 1_000;
 
 /// The window's shape for one rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +33,16 @@ pub struct WindowShape {
 }
 
 impl WindowShape {
+    /// The instant a start at `now` is counted at: `now`, or for limits above
+    /// [`EXACT_RUNS`], `now` rounded up to a multiple of `length / EXACT_RUNS`.
+    pub fn counted_at(&self, now: Timestamp) -> Timestamp {
+        if self.limit <= EXACT_RUNS {
+            return now;
+        }
+        let step = (self.length.as_micros() as u64 / EXACT_RUNS).max(1);
+        Timestamp::from_micros(now.as_micros().div_ceil(step).saturating_mul(step))
+    }
+
     /// The shape for a configured rate (the configured rate, not the penalised one: the
     /// penalty slows the bucket; the window keeps its AWS-facing meaning).
     pub fn for_rate(rate_per_second: f64) -> Self {
@@ -88,13 +108,16 @@ impl RollingWindow {
         unreachable!("must_leave is at most the total count")
     }
 
-    /// Record a start at `now`; the caller has checked [`RollingWindow::ready_at`].
+    /// Record a start at `now`; the caller has checked [`RollingWindow::ready_at`]. It is
+    /// counted at `now`, or (limits above [`EXACT_RUNS`]) `now` rounded up to the window's
+    /// resolution; or in the newest run if that is later still.
     pub fn record(&mut self, shape: WindowShape, now: Timestamp) {
         self.prune(shape, now);
         self.total += 1;
+        let at = shape.counted_at(now);
         match self.starts.back_mut() {
-            Some((at, n)) if *at == now => *n += 1,
-            _ => self.starts.push_back((now, 1)),
+            Some((last, n)) if *last >= at => *n += 1,
+            _ => self.starts.push_back((at, 1)),
         }
     }
 
@@ -166,6 +189,38 @@ mod tests {
         assert_eq!(w.count(shape, ms(500)), 10);
         assert_eq!(w.ready_at(shape, ms(501)), Some(ms(1_500)));
         assert_eq!(w.ready_at(shape, ms(1_500)), None);
+    }
+
+    #[test]
+    fn high_limits_keep_a_bounded_number_of_runs_and_never_count_fewer_starts() {
+        let shape = WindowShape::for_rate(1e6);
+        let mut w = RollingWindow::default();
+        let mut exact: Vec<u64> = Vec::new();
+        // 200,000 starts, one every 7 µs, over 1.4 s.
+        for i in 0..200_000u64 {
+            let now = Timestamp::from_micros(1_000_000 + i * 7);
+            assert_eq!(w.ready_at(shape, now), None, "far below the limit");
+            w.record(shape, now);
+            exact.push(now.as_micros());
+            assert!(w.runs() as u64 <= EXACT_RUNS + 1, "{} runs", w.runs());
+            if i % 997 == 0 {
+                let from = now.as_micros().saturating_sub(999_999);
+                let truth = exact.iter().filter(|&&t| t >= from).count() as u64;
+                assert!(
+                    w.count(shape, now) >= truth,
+                    "never fewer than the true starts"
+                );
+                assert!(
+                    w.count(shape, now) <= truth + truth / 500 + 1,
+                    "at most ~0.1% more"
+                );
+            }
+        }
+        // Small limits stay exact.
+        let small = WindowShape::for_rate(1000.0);
+        let t = Timestamp::from_micros(1_234_567);
+        assert_eq!(small.counted_at(t), t);
+        assert_eq!(shape.counted_at(t), Timestamp::from_micros(1_235_000));
     }
 
     #[test]
