@@ -128,7 +128,7 @@ impl AdmissionHandle {
         let (id, epoch, addr) = match &self.backend {
             Backend::Local(l) => {
                 let id = l
-                    .reserve(l.owner(), &key, policy, wait.timeout, wait.scope)
+                    .reserve(l.tag(wait.scope), &key, policy, wait.timeout)
                     .await?;
                 (id, 0, Some(l.actor(&key, policy, false).await?))
             }
@@ -223,14 +223,13 @@ impl ReservationGuard {
         match &self.handle.backend {
             Backend::Local(l) => {
                 l.admit(
-                    l.owner(),
+                    l.tag(wait.scope),
                     &self.key,
                     self.policy,
                     self.id(),
                     cost,
                     retry,
                     wait.timeout,
-                    wait.scope,
                 )
                 .await
             }

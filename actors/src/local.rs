@@ -15,7 +15,9 @@ use tollgate_quota::{
     AdmitRequest, Clock, Grant, Outcome, Owner, Policy, ReservationId, Timestamp,
 };
 
-use crate::messages::{Admit, CancelScope, Feedback, KeyStatus, Release, Reserve, WaiterTag};
+use crate::messages::{
+    Admit, CancelScope, Feedback, KeyStatus, Release, Reserve, WaiterTag, IN_PROCESS,
+};
 use crate::persist::Persister;
 use crate::quota_actor::QuotaActor;
 use crate::registry::{
@@ -72,6 +74,15 @@ impl LocalAdmission {
 
     pub(crate) fn owner(&self) -> Owner {
         self.owner
+    }
+
+    /// The tag of this process's own waiters in `scope`.
+    pub(crate) fn tag(&self, scope: u64) -> WaiterTag {
+        WaiterTag {
+            scope,
+            owner: self.owner,
+            connection: IN_PROCESS,
+        }
     }
 
     pub(crate) fn attach_clients(&self, clients: Arc<ClientTable>) {
@@ -138,36 +149,34 @@ impl LocalAdmission {
     /// Take a concurrency slot for `owner`, waiting at most `timeout`.
     pub(crate) async fn reserve(
         &self,
-        owner: Owner,
+        tag: WaiterTag,
         key: &str,
         policy: Policy,
         timeout: Duration,
-        scope: u64,
     ) -> Result<ReservationId, AdmissionError> {
         let now = self.now();
         self.ask(key, policy, |reply| Reserve {
             policy,
-            owner,
+            owner: tag.owner,
             expires_at: now + timeout.max(DEFAULT_RESERVATION_TTL),
             deadline: now + timeout,
-            tag: WaiterTag { scope, owner },
+            tag,
             reply,
         })
         .await
     }
 
-    /// Final admission under `owner`'s reservation.
+    /// Final admission under the reservation of `tag.owner`.
     #[allow(clippy::too_many_arguments)] // the wire request, field for field
     pub(crate) async fn admit(
         &self,
-        owner: Owner,
+        tag: WaiterTag,
         key: &str,
         policy: Policy,
         reservation: ReservationId,
         cost: u32,
         retry: bool,
         timeout: Duration,
-        scope: u64,
     ) -> Result<Grant, AdmissionError> {
         let now = self.now();
         let request = AdmitRequest {
@@ -178,7 +187,7 @@ impl LocalAdmission {
         self.ask(key, policy, |reply| Admit {
             request,
             deadline: now + timeout,
-            tag: WaiterTag { scope, owner },
+            tag,
             reply,
         })
         .await

@@ -508,7 +508,7 @@ impl Handler<Cancel> for QuotaActor {
     fn handle(&mut self, msg: Cancel, ctx: &mut Context<Self>) -> usize {
         let matches = |tag: &crate::messages::WaiterTag| match msg.0 {
             CancelScope::Scope(scope) => tag.scope == scope,
-            CancelScope::Owner(owner) => tag.owner == owner,
+            CancelScope::Connection(connection) => tag.connection == connection,
         };
         let key = self.key.clone();
         let reserves = self.reserving.cancel_where(|r| matches(&r.tag));

@@ -129,74 +129,165 @@ fn a_crash_after_a_graceful_hand_over_does_not_resurrect_the_stale_window() {
     rt().block_on(third.shutdown()).unwrap();
 }
 
-/// A client that sends far more than a socket buffer holds before it reads: the
-/// coordinator stops reading at `MAX_IN_FLIGHT` requests, its answers fill the socket, its
-/// writes wait for space (the only time it watches write readiness), and every answer
-/// still arrives once.
+/// Speak the protocol on a raw socket, as a client of another build might.
+struct RawClient {
+    writer: std::os::unix::net::UnixStream,
+    reader: std::io::BufReader<std::os::unix::net::UnixStream>,
+}
+
+impl RawClient {
+    fn hello(dir: &AdmissionDir) -> RawClient {
+        use tollgate_actors::remote::protocol::{RequestBody, ResponseBody};
+        let writer = std::os::unix::net::UnixStream::connect(dir.socket_path()).unwrap();
+        writer
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let reader = std::io::BufReader::new(writer.try_clone().unwrap());
+        let mut raw = RawClient { writer, reader };
+        raw.send(&[(
+            0,
+            RequestBody::Hello {
+                pid: std::process::id(),
+                generation: 1,
+                uid: tollgate_storage::current_uid(),
+                version: tollgate_actors::remote::frame::PROTOCOL_VERSION,
+            },
+        )]);
+        assert!(matches!(raw.read().body, ResponseBody::Welcome { .. }));
+        raw
+    }
+
+    fn send(&mut self, requests: &[(u64, tollgate_actors::remote::protocol::RequestBody)]) {
+        use tollgate_actors::remote::{frame, protocol::Request};
+        let mut out = Vec::new();
+        for (id, body) in requests {
+            let req = Request {
+                id: *id,
+                body: body.clone(),
+            };
+            out.extend_from_slice(&frame::encode(&req).unwrap());
+        }
+        self.writer.write_all(&out).unwrap();
+    }
+
+    fn read(&mut self) -> tollgate_actors::remote::protocol::Response {
+        use std::io::Read;
+        let mut len = [0u8; 4];
+        self.reader.read_exact(&mut len).unwrap();
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        self.reader.read_exact(&mut body).unwrap();
+        assert_eq!(body[0], tollgate_actors::remote::frame::PROTOCOL_VERSION);
+        serde_json::from_slice(&body[1..]).unwrap()
+    }
+}
+
+/// A client that sends far more than a socket buffer holds and reads late: the
+/// coordinator's answers wait for space, and every answer arrives once.
 #[test]
-fn answers_that_fill_the_socket_wait_for_the_client_to_read() {
-    use std::io::{BufReader, Read};
-    use tollgate_actors::remote::frame;
-    use tollgate_actors::remote::protocol::{Request, RequestBody, Response, ResponseBody};
+fn a_client_that_reads_late_gets_every_answer_once() {
+    use tollgate_actors::remote::protocol::{RequestBody, ResponseBody};
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
     let coordinator = connect(&dir).unwrap();
-    let mut raw = std::os::unix::net::UnixStream::connect(dir.socket_path()).unwrap();
-    let hello = Request {
-        id: 0,
-        body: RequestBody::Hello {
-            pid: std::process::id(),
-            generation: 1,
-            uid: tollgate_storage::current_uid(),
-            version: frame::PROTOCOL_VERSION,
-        },
+    let mut raw = RawClient::hello(&dir);
+    // About 1.5 MB of answers: several socket buffers' worth.
+    let n = 30_000u64;
+    let mut writer = RawClient {
+        writer: raw.writer.try_clone().unwrap(),
+        reader: std::io::BufReader::new(raw.writer.try_clone().unwrap()),
     };
-    raw.write_all(&frame::encode(&hello).unwrap()).unwrap();
-    let mut reader = BufReader::new(raw.try_clone().unwrap());
-    let read_one = |reader: &mut BufReader<std::os::unix::net::UnixStream>| -> Response {
-        let mut len = [0u8; 4];
-        reader.read_exact(&mut len).unwrap();
-        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-        reader.read_exact(&mut body).unwrap();
-        assert_eq!(body[0], frame::PROTOCOL_VERSION);
-        serde_json::from_slice(&body[1..]).unwrap()
-    };
-    assert!(matches!(
-        read_one(&mut reader).body,
-        ResponseBody::Welcome { .. }
-    ));
-    // Well past the in-flight limit, whose answers alone fill several socket buffers.
-    let n = 2 * tollgate_actors::remote::server::MAX_IN_FLIGHT as u64;
-    let writer = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        for id in 1..=n {
-            let req = Request {
-                id,
-                body: RequestBody::Cancel { scope: id },
-            };
-            out.extend_from_slice(&frame::encode(&req).unwrap());
-        }
-        raw.write_all(&out).unwrap();
-        raw
+    let sender = std::thread::spawn(move || {
+        let requests: Vec<_> = (1..=n)
+            .map(|id| (id, RequestBody::Cancel { scope: id }))
+            .collect();
+        writer.send(&requests);
     });
-    // Read nothing until the coordinator has had time to fill the socket.
-    std::thread::sleep(Duration::from_millis(500));
-    let status = rt().block_on(coordinator.handle().coordination()).unwrap();
-    let in_flight = status.clients[0].in_flight;
-    assert!(
-        in_flight <= tollgate_actors::remote::server::MAX_IN_FLIGHT,
-        "the coordinator buffered {in_flight} requests of a client that does not read"
-    );
+    // Read nothing for a while.
+    std::thread::sleep(Duration::from_millis(300));
     let mut seen = vec![false; n as usize + 1];
     for _ in 0..n {
-        let resp = read_one(&mut reader);
+        let resp = raw.read();
         assert_eq!(resp.body, ResponseBody::Cancelled { removed: 0 });
         let id = resp.id as usize;
         assert!(!seen[id], "answer {id} arrived twice");
         seen[id] = true;
     }
     assert!(seen[1..].iter().all(|&s| s), "every request was answered");
-    drop(writer.join().unwrap());
+    sender.join().unwrap();
+    rt().block_on(coordinator.shutdown()).unwrap();
+}
+
+/// Past `MAX_IN_FLIGHT` waiting requests on one connection, further reservations are
+/// refused at once (the coordinator holds no more), while pings are still answered; when
+/// the connection closes, its waiters are cancelled.
+#[test]
+fn waiting_requests_beyond_the_cap_are_refused_and_pings_still_answered() {
+    use tollgate_actors::remote::protocol::{RequestBody, ResponseBody, WireError};
+    use tollgate_actors::remote::server::MAX_IN_FLIGHT;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
+    let coordinator = connect(&dir).unwrap();
+    let mut raw = RawClient::hello(&dir);
+    // Concurrency 1: the first reservation holds the only slot, the rest wait.
+    let policy = Policy::new(1000.0, 10.0, 1, 20).unwrap();
+    let reserve = || RequestBody::Reserve {
+        key: key().to_string(),
+        policy,
+        timeout_ms: 600_000,
+        scope: 0,
+    };
+    raw.send(&[(1, reserve())]);
+    assert!(matches!(raw.read().body, ResponseBody::Reserved { .. }));
+    let extra = 5;
+    let waiting: Vec<_> = (0..MAX_IN_FLIGHT as u64 + extra)
+        .map(|i| (10 + i, reserve()))
+        .collect();
+    raw.send(&waiting);
+    let ping_id = 1_000_000;
+    raw.send(&[(ping_id, RequestBody::Ping)]);
+    let mut refused = Vec::new();
+    loop {
+        let resp = raw.read();
+        match resp.body {
+            ResponseBody::Pong => {
+                assert_eq!(resp.id, ping_id);
+                break;
+            }
+            ResponseBody::Error(WireError::Rejected { reason }) => {
+                assert!(reason.contains("in flight"), "{reason}");
+                refused.push(resp.id);
+            }
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
+    let first_refused = 10 + MAX_IN_FLIGHT as u64;
+    assert_eq!(
+        refused,
+        (first_refused..first_refused + extra).collect::<Vec<_>>()
+    );
+    let handle = coordinator.handle();
+    let status = rt().block_on(handle.coordination()).unwrap();
+    assert_eq!(
+        status.clients[0].in_flight, MAX_IN_FLIGHT,
+        "{:?}",
+        status.clients
+    );
+    assert_eq!(status.keys[0].waiting_for_reservation, MAX_IN_FLIGHT);
+    // Closing the connection cancels its waiters.
+    drop(raw);
+    let mut waiting_now = MAX_IN_FLIGHT;
+    for _ in 0..500 {
+        waiting_now = rt().block_on(handle.status()).unwrap()[0].waiting_for_reservation;
+        if waiting_now == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        waiting_now, 0,
+        "the closed connection's waiters were cancelled"
+    );
     rt().block_on(coordinator.shutdown()).unwrap();
 }

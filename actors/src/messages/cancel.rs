@@ -7,8 +7,9 @@ use actix::Message;
 pub enum CancelScope {
     /// Every waiter tagged with this scope (scan) id.
     Scope(u64),
-    /// Every waiter of this process.
-    Owner(tollgate_quota::Owner),
+    /// Every waiter that came through this connection (it closed; a reconnection of the
+    /// same process keeps its own waiters).
+    Connection(u64),
 }
 
 /// Cancel queued waiters; answers how many were removed.

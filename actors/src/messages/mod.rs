@@ -19,12 +19,17 @@ pub use release::{Release, ReleaseOwner};
 pub use reserve::Reserve;
 pub use status::{KeyStatus, Status};
 
-/// Identifies a waiter for cancellation: the scan (or other scope) it belongs to and the
-/// process that sent it.
+/// Identifies a waiter for cancellation: the scan (or other scope) it belongs to, the
+/// process that sent it, and the connection it came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WaiterTag {
     /// The scan or scope id; `0` for none.
     pub scope: u64,
     /// The requesting process.
     pub owner: tollgate_quota::Owner,
+    /// The coordinator connection it came through; [`IN_PROCESS`] for none.
+    pub connection: u64,
 }
+
+/// The connection id of requests made in the coordinator's own process.
+pub const IN_PROCESS: u64 = 0;

@@ -28,14 +28,15 @@ use super::protocol::{
 };
 use super::socket::Socket;
 use crate::local::{LocalAdmission, DEFAULT_RESERVATION_TTL};
-use crate::messages::CancelScope;
+use crate::messages::{CancelScope, WaiterTag};
 
 /// How long a new connection has to say `Hello`.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-/// Requests one connection may have in flight before the coordinator stops reading from it
-/// (the client's further requests wait in its socket): a client that sends without reading
-/// cannot make the coordinator buffer without bound. Far above what a process waits on at
-/// once (its collectors' concurrent calls).
+/// Requests one connection may have in flight; beyond that a reservation or admission is
+/// answered at once with an error, so a client that sends without end cannot make the
+/// coordinator hold waiters without bound (and, reading on, the coordinator still sees its
+/// releases, pings and departure). Far above what a process waits on at once (its
+/// collectors' concurrent calls).
 pub const MAX_IN_FLIGHT: usize = 16_384;
 /// How often a departed client's pid is checked before its reservations are released.
 const DEPARTED_POLL: Duration = Duration::from_millis(100);
@@ -48,8 +49,10 @@ pub struct ClientTable {
 }
 
 impl ClientTable {
+    /// Register a connection: its id (never [`crate::messages::IN_PROCESS`]) and in-flight
+    /// counter.
     fn add(&self, owner: Owner) -> (u64, Arc<AtomicUsize>) {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let in_flight = Arc::new(AtomicUsize::new(0));
         if let Ok(mut c) = self.clients.lock() {
             c.insert(id, (owner, in_flight.clone()));
@@ -218,7 +221,7 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
         Err(e) => {
             tracing::warn!(pid = owner.pid, error = %e, "cannot serve an admission connection");
             ctx.clients.remove(conn_id);
-            departed(owner, ctx).await;
+            departed(owner, conn_id, ctx).await;
             return;
         }
     };
@@ -236,8 +239,19 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
                 Ok(Some(req)) => {
                     in_flight.fetch_add(1, Ordering::Relaxed);
                     let (ctx, in_flight) = (&ctx, &in_flight);
+                    // Only the requests that may wait are refused over the cap: the others
+                    // complete at once, and releases and pings must get through.
+                    let refused = requests.len() >= MAX_IN_FLIGHT
+                        && matches!(
+                            req.body,
+                            RequestBody::Reserve { .. } | RequestBody::Admit { .. }
+                        );
                     requests.push(async move {
-                        let body = answer(req.body, owner, ctx).await;
+                        let body = if refused {
+                            too_many()
+                        } else {
+                            answer(req.body, owner, conn_id, ctx).await
+                        };
                         in_flight.fetch_sub(1, Ordering::Relaxed);
                         Response { id: req.id, body }
                     });
@@ -263,7 +277,7 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
                     break frame::FrameError::Io(e);
                 }
             },
-            filled = socket.fill(&mut frames), if requests.len() < MAX_IN_FLIGHT => if let Err(e) = filled {
+            filled = socket.fill(&mut frames) => if let Err(e) = filled {
                 break e;
             },
         }
@@ -274,7 +288,7 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
     }
     drop(requests);
     ctx.clients.remove(conn_id);
-    departed(owner, ctx).await;
+    departed(owner, conn_id, ctx).await;
 }
 
 /// Append `resp` as a frame; an answer too large for a frame becomes an error answer.
@@ -288,10 +302,22 @@ fn encode_answer(out: &mut Vec<u8>, resp: Response) {
     }
 }
 
-/// A client's connection closed: its queued waiters never start; its slots go back once
-/// its process is gone (bounded by the reservation lifetime, after which they lapse anyway).
-async fn departed(owner: Owner, ctx: Ctx) {
-    ctx.local.cancel(CancelScope::Owner(owner)).await;
+/// The answer to a reservation or admission beyond [`MAX_IN_FLIGHT`].
+fn too_many() -> ResponseBody {
+    ResponseBody::Error(WireError::Rejected {
+        reason: format!(
+            "more than {MAX_IN_FLIGHT} requests are in flight on this process's connection \
+             to the admission coordinator; wait for some to complete"
+        ),
+    })
+}
+
+/// A client's connection closed: the waiters it sent never start (a reconnection of the
+/// same process re-sends what it still wants, under its own connection id); its slots go
+/// back once its process is gone (bounded by the reservation lifetime, after which they
+/// lapse anyway).
+async fn departed(owner: Owner, connection: u64, ctx: Ctx) {
+    ctx.local.cancel(CancelScope::Connection(connection)).await;
     let polls = DEFAULT_RESERVATION_TTL.as_millis() / DEPARTED_POLL.as_millis();
     for _ in 0..polls {
         if ctx.clients.is_connected(owner) {
@@ -314,8 +340,13 @@ fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
 
-async fn answer(body: RequestBody, owner: Owner, ctx: &Ctx) -> ResponseBody {
+async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> ResponseBody {
     let l = &ctx.local;
+    let tag = |scope| WaiterTag {
+        scope,
+        owner,
+        connection,
+    };
     let checked = |key: &str| -> Result<(), WireError> {
         key.parse::<QuotaKey>()
             .map(|_| ())
@@ -337,9 +368,7 @@ async fn answer(body: RequestBody, owner: Owner, ctx: &Ctx) -> ResponseBody {
                 scope,
             } => {
                 checked(&key)?;
-                let reservation = l
-                    .reserve(owner, &key, policy, ms(timeout_ms), scope)
-                    .await?;
+                let reservation = l.reserve(tag(scope), &key, policy, ms(timeout_ms)).await?;
                 ResponseBody::Reserved { reservation }
             }
             RequestBody::Admit {
@@ -354,14 +383,13 @@ async fn answer(body: RequestBody, owner: Owner, ctx: &Ctx) -> ResponseBody {
                 checked(&key)?;
                 let g = l
                     .admit(
-                        owner,
+                        tag(scope),
                         &key,
                         policy,
                         reservation,
                         cost,
                         retry,
                         ms(timeout_ms),
-                        scope,
                     )
                     .await?;
                 ResponseBody::Admitted {

@@ -70,3 +70,33 @@ impl Socket {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[test]
+    fn a_full_socket_holds_a_write_until_the_peer_reads() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (ours, mut theirs) = UnixStream::pair().unwrap();
+            let socket = Socket::new(ours).unwrap();
+            // Far more than a socket buffer holds.
+            let sent: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+            let reader = async {
+                // Read nothing until the writer must have filled the socket.
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                let mut got = vec![0u8; sent.len()];
+                theirs.read_exact(&mut got).await.unwrap();
+                got
+            };
+            let (written, got) = tokio::join!(socket.write_all(&sent), reader);
+            written.unwrap();
+            assert!(got == sent, "every byte, in order");
+        });
+    }
+}
