@@ -251,8 +251,9 @@ proptest! {
     }
 
     #[test]
-    fn retries_stay_within_the_retry_capacity_across_a_crash(s in scenario()) {
-        prop_assume!(s.retries);
+    fn retries_stay_within_the_retry_capacity_across_a_crash(
+        s in scenario().prop_map(|s| Scenario { retries: true, ..s })
+    ) {
         let grants = run(&s);
         let capacity = s.policy.retry_capacity() as usize;
         prop_assert!(grants.len() <= capacity, "{} retries granted, capacity {}, crash at {} ms", grants.len(), capacity, s.crash_at_ms);
