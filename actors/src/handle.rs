@@ -96,6 +96,20 @@ impl AdmissionHandle {
             .map(|l| AdmissionHandle::local(Arc::new(l.for_owner(owner))))
     }
 
+    /// Call from inside the tokio runtime that will await this handle's admissions: a
+    /// client of another process's coordinator then has that runtime read the
+    /// coordinator's answers itself, which spares each request a wake-up of the client's
+    /// connection thread (on a current-thread runtime an answer wakes its caller on the
+    /// same thread). The runtime needs its IO driver (`enable_io` or `enable_all`). If it
+    /// later shuts down or stops being driven, the connection thread reads again. Returns
+    /// false (and changes nothing) for the coordinator's own handle or outside a runtime.
+    pub fn read_answers_here(&self) -> bool {
+        match &self.backend {
+            Backend::Local(_) => false,
+            Backend::Remote(r) => r.read_answers_here(),
+        }
+    }
+
     /// True when the quota actors run in this process.
     pub fn is_coordinator(&self) -> bool {
         matches!(self.backend, Backend::Local(_))

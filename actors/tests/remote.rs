@@ -28,29 +28,33 @@ fn a_client_admits_through_the_coordinator_and_takes_over_on_graceful_exit() {
     client_admits_and_takes_over(false);
 }
 
-/// The same, with the client opened inside the runtime it is used from: that runtime reads
-/// the answers, across the hand-over too.
+/// The same, with the runtime the client is used from reading the answers
+/// (`read_answers_here`), across the hand-over too.
 #[test]
-fn a_client_opened_in_a_runtime_admits_and_takes_over_on_graceful_exit() {
+fn a_client_whose_runtime_reads_the_answers_admits_and_takes_over_on_graceful_exit() {
     client_admits_and_takes_over(true);
 }
 
-fn client_admits_and_takes_over(open_inside_the_runtime: bool) {
+fn client_admits_and_takes_over(runtime_reads: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
     let coordinator = connect(&dir).unwrap();
     assert!(coordinator.is_coordinator());
+    assert!(
+        !coordinator.handle().read_answers_here(),
+        "the coordinator reads nothing"
+    );
     let rt = rt();
-    let client = if open_inside_the_runtime {
-        rt.block_on(async { connect(&dir) }).unwrap()
-    } else {
-        connect(&dir).unwrap()
-    };
+    let client = connect(&dir).unwrap();
     assert!(!client.is_coordinator());
+    assert!(!client.handle().read_answers_here(), "outside a runtime");
     let policy = Policy::new(1000.0, 10.0, 10, 20).unwrap();
     rt.block_on(async {
         let handle = client.handle();
         assert!(!handle.is_coordinator());
+        if runtime_reads {
+            assert!(handle.read_answers_here(), "inside a runtime");
+        }
         let slot = handle
             .reserve(&key(), policy, WaitOptions::default())
             .await

@@ -75,6 +75,9 @@ impl Discovery {
             .spawn(move || {
                 let system = actix::System::new();
                 system.block_on(async move {
+                    // The collectors await their admissions here: a client of another
+                    // process's coordinator reads its answers on this thread too.
+                    deps.admission.read_answers_here();
                     let supervisor = Supervisor::new(deps).start();
                     let _ = ready_tx.send(supervisor);
                     let _ = stop_rx.await;

@@ -113,9 +113,7 @@ fn admission(
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<WorkerReport> {
     let dir = AdmissionDir::at(dir)?;
-    // Joined inside the runtime the admissions run on, as `discover` does: that runtime
-    // then reads the coordinator's answers itself (no hop through the client's thread).
-    let joined = rt.block_on(async { connect(&dir) })?;
+    let joined = connect(&dir)?;
     let coordinator = joined.is_coordinator();
     let handle = joined.handle();
     let key: QuotaKey = BENCH_KEY.parse()?;
@@ -132,6 +130,9 @@ fn admission(
     };
     let pid = std::process::id();
     let report = rt.block_on(async {
+        // This runtime awaits the admissions: let it read the coordinator's answers
+        // itself, as `discover`'s discovery system does (no hop through the client's thread).
+        handle.read_answers_here();
         wait_for_start(args.start_at_us).await;
         let started_us = unix_now().as_micros();
         let wait = WaitOptions {

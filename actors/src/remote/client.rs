@@ -3,8 +3,10 @@
 //! A dedicated thread owns the connection, and responses are matched by id, so any number
 //! of requests are in flight at once. Callers write their requests to the socket
 //! themselves through the shared [`Link`] (no hop through the thread on the way out; the
-//! thread only flushes what a full socket could not take). A client opened inside a tokio
-//! runtime has that runtime read the answers (no hop on the way back either; see `reads`).
+//! thread only flushes what a full socket could not take). A runtime that asks to
+//! (`AdmissionHandle::read_answers_here`) reads the answers itself (no hop on the way back
+//! either; see `reads`). The thread also pings a coordinator that stays silent while
+//! requests wait, and gives up one that does not answer (see `wire`).
 //! Every request stays *pending* until answered. When the connection
 //! drops (the coordinator exited or was killed), the thread tries to connect again and, if
 //! nobody serves the socket, to take the coordinator lock itself: the winner opens the
@@ -14,14 +16,11 @@
 //! survive in the stored state; a slot the dead coordinator never stored is taken afresh
 //! by its guard (see `ReservationGuard::admit`).
 
-use std::os::unix::net::UnixStream as StdUnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
 use tokio::net::UnixStream;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
@@ -33,7 +32,7 @@ use super::link::Link;
 use super::protocol::{
     CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
 };
-use super::reads::{register, spawn_reader, Reads, STALLED_TICKS, WATCH_INTERVAL};
+use super::wire::Wire;
 use crate::clock::TokioClock;
 use crate::coordinator::Coordinator;
 use crate::AdmissionError;
@@ -49,6 +48,8 @@ pub const CLEANUP_BUDGET: Duration = Duration::from_millis(100);
 
 /// What only the connection thread can do (requests go through the [`Link`]).
 enum Command {
+    /// Let a task on this runtime read the answers (see `reads`).
+    ReadOn(Handle),
     Shutdown(oneshot::Sender<Result<(), AdmissionError>>),
 }
 
@@ -77,8 +78,6 @@ impl RemoteClient {
         let thread_epoch = epoch.clone();
         let link = Arc::new(Link::new());
         let thread_link = link.clone();
-        // Opened inside a runtime: that runtime reads the answers (see `reads`).
-        let host = Handle::try_current().ok();
         let thread = std::thread::Builder::new()
             .name("tollgate-client".into())
             .spawn(move || {
@@ -94,15 +93,7 @@ impl RemoteClient {
                         return;
                     }
                 };
-                rt.block_on(run(
-                    dir,
-                    owner,
-                    thread_epoch,
-                    thread_link,
-                    host,
-                    rx,
-                    ready_tx,
-                ));
+                rt.block_on(run(dir, owner, thread_epoch, thread_link, rx, ready_tx));
             })
             .map_err(|e| {
                 AdmissionError::Coordination(format!("cannot start the admission client: {e}"))
@@ -131,6 +122,15 @@ impl RemoteClient {
     /// Bumped by every (re)connection.
     pub(crate) fn epoch(&self) -> u64 {
         self.shared.epoch.load(Ordering::Acquire)
+    }
+
+    /// Have the current tokio runtime read the coordinator's answers (see `reads`); false
+    /// outside a runtime.
+    pub(crate) fn read_answers_here(&self) -> bool {
+        match Handle::try_current() {
+            Ok(h) => self.shared.tx.send(Command::ReadOn(h)).is_ok(),
+            Err(_) => false,
+        }
     }
 
     async fn call(&self, body: RequestBody) -> Result<(ResponseBody, u64), AdmissionError> {
@@ -283,11 +283,12 @@ async fn run(
     owner: Owner,
     epoch: Arc<AtomicU64>,
     link: Arc<Link>,
-    mut host: Option<Handle>,
     mut rx: mpsc::UnboundedReceiver<Command>,
     ready: std::sync::mpsc::Sender<Result<(), AdmissionError>>,
 ) {
     let mut hosted: Option<Coordinator> = None;
+    // The runtime that asked to read the answers, if any.
+    let mut host: Option<Handle> = None;
     let mut ready = Some(ready);
     let stop = loop {
         let stream = match establish(&dir, owner, &mut hosted).await {
@@ -302,7 +303,10 @@ async fn run(
                 // Try again when there is something to send.
                 let command = loop {
                     tokio::select! {
-                        cmd = rx.recv() => break cmd,
+                        cmd = rx.recv() => match cmd {
+                            Some(Command::ReadOn(h)) => host = Some(h),
+                            cmd => break cmd,
+                        },
                         _ = link.wake.notified() => if link.has_pending() {
                             break None;
                         },
@@ -310,6 +314,7 @@ async fn run(
                 };
                 match command {
                     Some(Command::Shutdown(done)) => break Some(done),
+                    Some(Command::ReadOn(_)) => unreachable!("handled in the loop"),
                     None if link.has_pending() => continue,
                     None => break None,
                 }
@@ -347,247 +352,6 @@ impl Drop for Disconnect<'_> {
     }
 }
 
-/// A delegated reader (see `reads`) and the connection thread's watch over it.
-struct Delegated {
-    task: tokio::task::JoinHandle<()>,
-    /// The reader's progress at the last tick.
-    seen: u64,
-    /// Ticks in a row at which the thread found answers the reader had not read.
-    stalled: u32,
-}
-
-/// One connection as the connection thread sees it: the read side (read here, or by a
-/// task on the caller's runtime), and, while the outbox waits, write readiness.
-///
-/// The socket is registered for reading only: a registration that also asks for
-/// writability is woken each time the coordinator consumes a request (the kernel signals
-/// write space to every waiter), which would wake this thread once more per request.
-/// Write readiness is registered, on a duplicate, only while a full socket holds the
-/// outbox back.
-struct Wire {
-    reads: Arc<Reads>,
-    /// This thread's read registration; `None` while a delegated reader reads.
-    reader: Option<AsyncFd<StdUnixStream>>,
-    delegated: Option<Delegated>,
-    writable: Option<AsyncFd<StdUnixStream>>,
-    flushing: bool,
-    /// Watch the delegated reader ([`WATCH_INTERVAL`]) and the coordinator's liveness.
-    tick: tokio::time::Interval,
-    liveness: Liveness,
-}
-
-/// Whether the coordinator still answers: requests that wait in silence for
-/// [`PING_AFTER`] send a `Ping`, and a ping unanswered for [`UNRESPONSIVE_AFTER`] gives the
-/// connection up (a coordinator stopped with SIGSTOP or hung keeps its socket open and
-/// its lock held, so nothing else would notice).
-struct Liveness {
-    /// Answers read at the last tick, and since when that count has not moved.
-    seen: u64,
-    quiet_since: tokio::time::Instant,
-    ping_sent_at: Option<tokio::time::Instant>,
-}
-
-/// Silence (while requests wait) after which a client pings the coordinator.
-const PING_AFTER: Duration = Duration::from_secs(1);
-/// How long an unanswered ping may wait before the coordinator is given up on.
-const UNRESPONSIVE_AFTER: Duration = Duration::from_secs(5);
-/// The liveness check's period when no delegated reader needs watching.
-const LIVENESS_INTERVAL: Duration = Duration::from_millis(500);
-
-fn ticker(period: Duration) -> tokio::time::Interval {
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick
-}
-
-impl Wire {
-    /// With `host`, answers are read by a task on that runtime (see `reads`).
-    fn new(
-        stream: UnixStream,
-        epoch: u64,
-        link: &Arc<Link>,
-        host: Option<&Handle>,
-    ) -> std::io::Result<(Wire, StdUnixStream)> {
-        let stream = stream.into_std()?;
-        let writer = stream.try_clone()?;
-        let reads = Arc::new(Reads::new(stream, epoch));
-        let mut wire = Wire {
-            reads: reads.clone(),
-            reader: None,
-            delegated: None,
-            writable: None,
-            // Re-sent requests are queued: write them first.
-            flushing: true,
-            tick: ticker(LIVENESS_INTERVAL),
-            liveness: Liveness {
-                seen: 0,
-                quiet_since: tokio::time::Instant::now(),
-                ping_sent_at: None,
-            },
-        };
-        match host {
-            Some(host) => {
-                wire.tick = ticker(WATCH_INTERVAL);
-                wire.delegated = Some(Delegated {
-                    task: spawn_reader(host, reads, link.clone()),
-                    seen: 0,
-                    stalled: 0,
-                });
-            }
-            None => wire.read_here()?,
-        }
-        Ok((wire, writer))
-    }
-
-    /// Read on this thread from now on.
-    fn read_here(&mut self) -> std::io::Result<()> {
-        if let Some(d) = self.delegated.take() {
-            self.reads.retire();
-            d.task.abort();
-            self.tick = ticker(LIVENESS_INTERVAL);
-        }
-        if self.reader.is_none() {
-            self.reader = Some(register(self.reads.duplicate()?, Interest::READABLE)?);
-        }
-        Ok(())
-    }
-
-    /// Whether a task on the caller's runtime reads the answers.
-    #[cfg(test)]
-    fn is_delegated(&self) -> bool {
-        self.delegated.is_some()
-    }
-
-    /// Flush the outbox if asked to, then wait for an answer, a wake-up from a caller,
-    /// write space, or news of the delegated reader. `Ok(true)` if this thread took reading
-    /// back from the caller's runtime; `Err` when the connection is lost.
-    async fn turn(&mut self, link: &Link) -> Result<bool, ()> {
-        if self.flushing {
-            self.flushing = link.flush()?;
-            if !self.flushing {
-                self.writable = None;
-            } else if self.writable.is_none() {
-                let dup = self.reads.duplicate().map_err(|_| ())?;
-                self.writable = Some(register(dup, Interest::WRITABLE).map_err(|_| ())?);
-            }
-        }
-        let flushing = self.flushing;
-        let delegated = self.delegated.is_some();
-        tokio::select! {
-            ready = wait_ready(self.reader.as_ref(), Interest::READABLE) => {
-                let mut guard = ready.map_err(|_| ())?;
-                self.reads.drain(link)?;
-                guard.clear_ready();
-            },
-            _ = link.wake.notified() => self.flushing = true,
-            ready = wait_ready(self.writable.as_ref(), Interest::WRITABLE), if flushing => {
-                // Clear, then write again at the next turn: no edge is lost.
-                ready.map_err(|_| ())?.clear_ready();
-            },
-            () = self.reads.ended.notified(), if delegated => {
-                if self.reads.lost() {
-                    return Err(());
-                }
-                // The caller's runtime dropped its reader (it shut down).
-                tracing::debug!("the caller's runtime stopped reading admission answers");
-                self.read_here().map_err(|_| ())?;
-                return Ok(true);
-            },
-            _ = self.tick.tick() => {
-                let took_back = self.watch(link)?;
-                self.check_liveness(link)?;
-                return Ok(took_back);
-            },
-        }
-        Ok(false)
-    }
-
-    /// Ping a coordinator that has been silent while requests wait; `Err` (the connection
-    /// is given up, as if lost) when a ping has gone unanswered for [`UNRESPONSIVE_AFTER`].
-    fn check_liveness(&mut self, link: &Link) -> Result<(), ()> {
-        let now = tokio::time::Instant::now();
-        let answers = self.reads.answers();
-        let l = &mut self.liveness;
-        if answers != l.seen || !link.has_pending() {
-            l.seen = answers;
-            l.quiet_since = now;
-            l.ping_sent_at = None;
-            return Ok(());
-        }
-        match l.ping_sent_at {
-            Some(sent) if now - sent >= UNRESPONSIVE_AFTER => {
-                tracing::warn!(
-                    "the admission coordinator has not answered for {}s (stopped or hung?); \
-                     giving its connection up",
-                    UNRESPONSIVE_AFTER.as_secs()
-                );
-                Err(())
-            }
-            Some(_) => Ok(()),
-            None if now - l.quiet_since >= PING_AFTER => {
-                // The answer only needs to arrive (it moves `answers`), not to be read.
-                let (reply, _) = oneshot::channel();
-                l.ping_sent_at = Some(now);
-                link.submit(RequestBody::Ping, Some(reply)).map_err(|_| ())
-            }
-            None => Ok(()),
-        }
-    }
-
-    /// Check the delegated reader: deliver answers it left waiting, and take reading back
-    /// once it has stalled for [`STALLED_TICKS`] ticks.
-    fn watch(&mut self, link: &Link) -> Result<bool, ()> {
-        let Some(d) = self.delegated.as_mut() else {
-            return Ok(false);
-        };
-        let progress = self.reads.progress();
-        if progress != d.seen {
-            d.seen = progress;
-            d.stalled = 0;
-            return Ok(false);
-        }
-        if !link.has_pending() {
-            return Ok(false);
-        }
-        if self.reads.drain(link)? > 0 {
-            d.stalled += 1;
-            if d.stalled >= STALLED_TICKS {
-                tracing::info!(
-                    "the runtime this admission client was opened in has stopped running; \
-                     its connection thread reads the answers from now on"
-                );
-                self.read_here().map_err(|_| ())?;
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-}
-
-impl Drop for Wire {
-    fn drop(&mut self) {
-        if let Some(d) = self.delegated.take() {
-            self.reads.retire();
-            d.task.abort();
-        }
-        // The delegated reader's duplicate may outlive this (its runtime drops it when it
-        // next runs): end the connection itself, so the coordinator sees it close now.
-        if let Ok(socket) = self.reads.duplicate() {
-            let _ = socket.shutdown(std::net::Shutdown::Both);
-        }
-    }
-}
-
-async fn wait_ready(
-    fd: Option<&AsyncFd<StdUnixStream>>,
-    interest: Interest,
-) -> std::io::Result<tokio::io::unix::AsyncFdReadyGuard<'_, StdUnixStream>> {
-    match fd {
-        Some(fd) => fd.ready(interest).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// Serve one connection until it is lost or we stop. Callers write their requests
 /// themselves (see `link`); this reads the answers, and flushes what the socket could not
 /// take at once.
@@ -611,10 +375,19 @@ async fn converse(
     let _disconnect = Disconnect(link);
     loop {
         tokio::select! {
-            cmd = rx.recv() => {
-                let done = cmd.map(|Command::Shutdown(done)| done);
-                settle(&mut wire, link).await;
-                return Ended::Stop(done);
+            cmd = rx.recv() => match cmd {
+                Some(Command::ReadOn(h)) => {
+                    wire.delegate(&h, link);
+                    *host = Some(h);
+                }
+                Some(Command::Shutdown(done)) => {
+                    settle(&mut wire, link).await;
+                    return Ended::Stop(Some(done));
+                }
+                None => {
+                    settle(&mut wire, link).await;
+                    return Ended::Stop(None);
+                }
             },
             turned = wire.turn(link) => match turned {
                 // The caller's runtime stopped reading: later connections are read here.
@@ -656,7 +429,12 @@ async fn establish(
                 Err(Hello::Refused(rejected)) => {
                     return Err(AdmissionError::Coordination(rejected))
                 }
-                Err(Hello::Closed) => last_problem = "the coordinator closed the connection".into(),
+                Err(Hello::Closed) => {
+                    last_problem = format!(
+                        "the coordinator closed the connection (a coordinator of another \
+                         tollgate version does that: this build speaks protocol {PROTOCOL_VERSION})"
+                    )
+                }
                 Err(Hello::Silent) => {
                     last_problem = format!(
                         "the coordinator accepted the connection but did not answer within {}s: \
@@ -735,175 +513,43 @@ async fn hello(stream: &mut UnixStream, owner: Owner) -> Result<(), Hello> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::remote::frame::FrameReader;
+    use crate::remote::wire::{PING_AFTER, UNRESPONSIVE_AFTER};
 
+    /// A reservation that legitimately waits longer than the give-up delay is kept alive
+    /// by pings: the client never drops a coordinator that answers them.
     #[test]
-    fn a_full_socket_holds_requests_in_the_outbox_until_the_coordinator_reads() {
+    fn a_long_legitimate_wait_is_pinged_not_given_up() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
+        let coordinator = crate::connect(&dir).unwrap();
+        assert!(coordinator.is_coordinator());
+        let client = RemoteClient::start(
+            dir,
+            Owner {
+                pid: std::process::id(),
+                generation: 2,
+            },
+        )
+        .unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
+        let key = "aws/123456789012/us-east-1/logs:DescribeLogStreams";
+        // Concurrency 1: the second reservation waits for the first to go.
+        let policy = Policy::new(1000.0, 10.0, 1, 20).unwrap();
+        let minute = Duration::from_secs(60);
         rt.block_on(async {
-            let (ours, mut theirs) = UnixStream::pair().unwrap();
-            let link = Arc::new(Link::new());
-            let (mut wire, writer) = Wire::new(ours, 1, &link, None).unwrap();
-            link.connected(writer).unwrap();
-            // Far more than a socket buffer holds, while nobody reads.
-            let n = 40_000u64;
-            for scope in 0..n {
-                link.submit(RequestBody::Cancel { scope }, None).unwrap();
-            }
-            assert_eq!(link.flush(), Ok(true), "the socket is full: bytes wait");
-            let coordinator = async {
-                let mut frames = FrameReader::new();
-                let mut seen = Vec::new();
-                while (seen.len() as u64) < n {
-                    frames.fill(&mut theirs).await.unwrap();
-                    while let Some(req) = frames.next_frame::<Request>().unwrap() {
-                        seen.push((req.id, req.body));
-                    }
-                }
-                seen
+            let (first, _) = client.reserve(key, policy, minute, 0).await.unwrap();
+            let release_later = async {
+                tokio::time::sleep(PING_AFTER + UNRESPONSIVE_AFTER + Duration::from_secs(2)).await;
+                client.release(key, policy, first);
             };
-            let flusher = async {
-                loop {
-                    wire.turn(&link).await.unwrap();
-                }
-            };
-            let seen = tokio::select! {
-                seen = coordinator => seen,
-                () = flusher => unreachable!(),
-            };
-            let want: Vec<(u64, RequestBody)> = (0..n)
-                .map(|scope| (scope + 1, RequestBody::Cancel { scope }))
-                .collect();
-            assert!(seen == want, "every request arrives once, whole, in order");
-            assert_eq!(link.flush(), Ok(false), "nothing waits any more");
+            let (second, ()) = tokio::join!(client.reserve(key, policy, minute, 0), release_later);
+            second.expect("the waiting reservation is granted once the slot is released");
+            assert_eq!(client.epoch(), 1, "the client never gave its connection up");
+            client.shutdown().await.unwrap();
+            coordinator.shutdown().await.unwrap();
         });
-    }
-
-    fn current_thread() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    }
-
-    /// Play the coordinator: read one request and answer it with `Cancelled { removed }`.
-    async fn answer_one(theirs: &mut UnixStream, frames: &mut FrameReader, removed: usize) {
-        let req = loop {
-            if let Some(req) = frames.next_frame::<Request>().unwrap() {
-                break req;
-            }
-            frames.fill(theirs).await.unwrap();
-        };
-        let body = ResponseBody::Cancelled { removed };
-        frame::write(theirs, &Response { id: req.id, body })
-            .await
-            .unwrap();
-    }
-
-    fn ask(
-        link: &Link,
-        scope: u64,
-    ) -> oneshot::Receiver<Result<(ResponseBody, u64), AdmissionError>> {
-        let (tx, rx) = oneshot::channel();
-        link.submit(RequestBody::Cancel { scope }, Some(tx))
-            .unwrap();
-        rx
-    }
-
-    fn removed(answer: Result<(ResponseBody, u64), AdmissionError>) -> usize {
-        match answer.unwrap() {
-            (ResponseBody::Cancelled { removed }, 1) => removed,
-            other => panic!("unexpected answer {other:?}"),
-        }
-    }
-
-    #[test]
-    fn the_callers_runtime_reads_the_answers_without_the_connection_thread() {
-        current_thread().block_on(async {
-            let (ours, mut theirs) = UnixStream::pair().unwrap();
-            let link = Arc::new(Link::new());
-            let (wire, writer) = Wire::new(ours, 1, &link, Some(&Handle::current())).unwrap();
-            link.connected(writer).unwrap();
-            assert!(wire.is_delegated());
-            let mut frames = FrameReader::new();
-            // The connection thread's side (`turn`) never runs here: only the task on this
-            // runtime can deliver the answers.
-            for n in 0..50 {
-                let rx = ask(&link, n);
-                answer_one(&mut theirs, &mut frames, n as usize).await;
-                let answer = tokio::time::timeout(Duration::from_secs(10), rx)
-                    .await
-                    .expect("nobody read the answer");
-                assert_eq!(removed(answer.unwrap()), n as usize);
-            }
-        });
-    }
-
-    #[test]
-    fn a_shut_down_callers_runtime_hands_reading_back_to_the_connection_thread() {
-        let host = current_thread();
-        let host_handle = host.handle().clone();
-        current_thread().block_on(async {
-            let (ours, mut theirs) = UnixStream::pair().unwrap();
-            let link = Arc::new(Link::new());
-            let (mut wire, writer) = Wire::new(ours, 1, &link, Some(&host_handle)).unwrap();
-            link.connected(writer).unwrap();
-            host.shutdown_background();
-            let rx = ask(&link, 3);
-            let mut frames = FrameReader::new();
-            answer_one(&mut theirs, &mut frames, 3).await;
-            let mut took_back = false;
-            tokio::pin!(rx);
-            let answer = loop {
-                tokio::select! {
-                    answer = &mut rx => break answer.unwrap(),
-                    turned = wire.turn(&link) => took_back |= turned.unwrap(),
-                }
-            };
-            assert_eq!(removed(answer), 3);
-            assert!(took_back && !wire.is_delegated(), "the thread reads now");
-        });
-    }
-
-    #[test]
-    fn a_callers_runtime_that_is_no_longer_driven_is_watched_then_replaced() {
-        // Alive but never driven again: its reader task never runs.
-        let host = current_thread();
-        current_thread().block_on(async {
-            let (ours, mut theirs) = UnixStream::pair().unwrap();
-            let link = Arc::new(Link::new());
-            let (mut wire, writer) = Wire::new(ours, 1, &link, Some(host.handle())).unwrap();
-            link.connected(writer).unwrap();
-            let mut frames = FrameReader::new();
-            let mut took_back_at = None;
-            for n in 0..(STALLED_TICKS as usize + 2) {
-                let rx = ask(&link, n as u64);
-                answer_one(&mut theirs, &mut frames, n).await;
-                tokio::pin!(rx);
-                let answer = loop {
-                    tokio::select! {
-                        answer = &mut rx => break answer.unwrap(),
-                        turned = wire.turn(&link) => if turned.unwrap() {
-                            took_back_at = Some(n);
-                        },
-                    }
-                };
-                assert_eq!(
-                    removed(answer),
-                    n,
-                    "the watch delivers what the reader left"
-                );
-            }
-            assert_eq!(
-                took_back_at,
-                Some(STALLED_TICKS as usize - 1),
-                "reading comes back after {STALLED_TICKS} stalled ticks"
-            );
-            assert!(!wire.is_delegated());
-        });
-        drop(host);
     }
 }

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::net::UnixStream as StdUnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use serde::Serialize;
@@ -58,9 +59,12 @@ struct Book {
 /// Shared by every handle of one client and its connection thread.
 pub(super) struct Link {
     book: Mutex<Book>,
-    /// Wakes the connection thread: the outbox waits, the connection broke, or a request
-    /// arrived while disconnected.
+    /// Wakes the connection thread: the outbox waits, the connection broke, a request
+    /// arrived while disconnected, or one arrived while the thread was idle.
     pub(super) wake: Notify,
+    /// The connection thread stopped ticking (nothing was pending): the next request
+    /// wakes it.
+    idle: AtomicBool,
 }
 
 fn stopped() -> AdmissionError {
@@ -75,7 +79,19 @@ impl Link {
                 ..Book::default()
             }),
             wake: Notify::new(),
+            idle: AtomicBool::new(false),
         }
+    }
+
+    /// The connection thread would stop ticking: true if it may (nothing is pending; a
+    /// request from now on wakes it), false if a request arrived meanwhile.
+    pub(super) fn go_idle(&self) -> bool {
+        self.idle.store(true, Ordering::SeqCst);
+        if self.has_pending() {
+            self.idle.store(false, Ordering::SeqCst);
+            return false;
+        }
+        true
     }
 
     fn book(&self) -> Result<MutexGuard<'_, Book>, AdmissionError> {
@@ -105,6 +121,10 @@ impl Link {
         book.next_id += 1;
         book.pending.insert(id, Pending { body, reply });
         drop(book);
+        // After the insert: `go_idle` either sees this request or is seen here.
+        if self.idle.swap(false, Ordering::SeqCst) {
+            wake = true;
+        }
         if wake {
             self.wake.notify_one();
         }

@@ -11,9 +11,11 @@
 //!   failover (reconnect or take over, then re-send what was pending).
 //! - `link`: what a client's callers share with its connection thread: the pending
 //!   table and the socket's write side, so callers write their requests themselves.
-//! - `reads`: a connection's read side, read by a task on the runtime the client was
-//!   opened in (so an answer wakes its caller without a hop through the connection
-//!   thread), or by the connection thread when there is no such runtime or it stopped.
+//! - `wire`: one connection as the client's thread sees it: reading (here or delegated),
+//!   flushing, the coordinator's liveness.
+//! - `reads`: a connection's read side, read by a task on a runtime that asked to read
+//!   (so an answer wakes its caller without a hop through the connection thread), or by
+//!   the connection thread.
 
 mod client;
 pub mod frame;
@@ -22,6 +24,7 @@ pub mod protocol;
 mod reads;
 pub mod server;
 mod socket;
+mod wire;
 
 pub(crate) use client::RemoteClient;
 pub use client::{CLEANUP_BUDGET, TAKEOVER_TIMEOUT};

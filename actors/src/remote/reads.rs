@@ -1,13 +1,14 @@
-//! `Reads`: the read side of one coordinator connection, and the reader that runs on the
+//! `Reads`: the read side of one coordinator connection, and the reader that runs on a
 //! caller's runtime.
 //!
 //! An answer read on the client's connection thread reaches its caller through one more
 //! thread wake-up than the socket itself costs (coordinator, connection thread, caller:
-//! three threads instead of an echo's two). So when a client is opened inside a tokio
-//! runtime, that runtime reads the answers: a task there waits for the socket, decodes the
-//! answers and wakes the callers, which on a current-thread runtime (the CLI's actix
-//! system, the bench worker) is the same thread. The connection thread keeps everything
-//! else: connecting, failover, re-sending, flushing a full outbox.
+//! three threads instead of an echo's two). So a runtime that will await the admissions
+//! can ask to read the answers itself (`AdmissionHandle::read_answers_here`; the CLI's
+//! discovery system and the bench worker do): a task there waits for the socket, decodes
+//! the answers and wakes the callers, which on a current-thread runtime is the same
+//! thread. The connection thread keeps everything else: connecting, failover, re-sending,
+//! flushing a full outbox, liveness.
 //!
 //! The runtime may stop reading, and the connection thread then reads again:
 //! - the runtime shut down (the reader task is dropped): at once;
@@ -17,14 +18,14 @@
 //!   reading back for good.
 //!
 //! Whoever reads holds the lock on the connection's frame buffer, so frames are never
-//! split between readers.
+//! split between readers. Each reader has a generation: replacing or retiring it bumps the
+//! connection's, and a reader of an older generation stops at its next wake-up, unheard.
 
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
@@ -32,11 +33,12 @@ use tokio::sync::Notify;
 use super::frame::{FrameReader, SYNC_READ_CHUNK};
 use super::link::Link;
 use super::protocol::Response;
+use super::socket::register;
 
 /// How often the connection thread checks a delegated reader's progress.
 pub(super) const WATCH_INTERVAL: Duration = Duration::from_millis(50);
-/// Ticks in a row at which the thread found answers the delegated reader had not read,
-/// with no progress from it in between, before the thread reads for good.
+/// Ticks at which the thread found answers the delegated reader had left (with no
+/// progress from it since the tick before) before the thread reads for good.
 pub(super) const STALLED_TICKS: u32 = 3;
 
 struct Inner {
@@ -48,10 +50,9 @@ struct Inner {
 pub(super) struct Reads {
     inner: Mutex<Inner>,
     epoch: u64,
-    /// The delegated reader must stop: the conversation is over or the thread took
-    /// reading back.
-    retired: AtomicBool,
-    /// The delegated reader saw the connection end.
+    /// The current delegated reader's generation; any other reader stops.
+    generation: AtomicU64,
+    /// The current delegated reader saw the connection end.
     lost: AtomicBool,
     /// Reads the delegated reader made (the thread's watch compares it between ticks).
     progress: AtomicU64,
@@ -70,7 +71,7 @@ impl Reads {
                 frames: FrameReader::new(),
             }),
             epoch,
-            retired: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
             lost: AtomicBool::new(false),
             progress: AtomicU64::new(0),
             answers: AtomicU64::new(0),
@@ -121,9 +122,13 @@ impl Reads {
         }
     }
 
-    /// Stop the delegated reader (it exits at its next wake-up).
+    /// Stop the delegated reader (it exits at its next wake-up, without a word).
     pub(super) fn retire(&self) {
-        self.retired.store(true, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn is_current(&self, generation: u64) -> bool {
+        self.generation.load(Ordering::Acquire) == generation
     }
 
     /// Whether the delegated reader saw the connection end.
@@ -141,39 +146,33 @@ impl Reads {
     }
 }
 
-/// Register `socket` with the current runtime for `interest` only.
-// `with_interest` is deprecated in favour of the `unsafe` `register_with_interest`, whose
-// contract is that the object owns its fd, open and unchanged, while registered: a std
-// `UnixStream` does exactly that, and this crate forbids `unsafe`.
-#[allow(deprecated)]
-pub(super) fn register(
-    socket: StdUnixStream,
-    interest: Interest,
-) -> std::io::Result<AsyncFd<StdUnixStream>> {
-    AsyncFd::with_interest(socket, interest)
-}
-
-/// Wakes the connection thread when the delegated reader ends, including when its
+/// Wakes the connection thread when the current delegated reader ends, including when its
 /// runtime drops it (even before its first poll: the guard is an argument, not a local).
-struct Ended(Arc<Reads>);
+struct Ended {
+    reads: Arc<Reads>,
+    generation: u64,
+}
 
 impl Drop for Ended {
     fn drop(&mut self) {
-        self.0.ended.notify_one();
+        if self.reads.is_current(self.generation) {
+            self.reads.ended.notify_one();
+        }
     }
 }
 
-/// Start the delegated reader on `host`.
+/// Start a delegated reader on `host` (the caller retired any previous one).
 pub(super) fn spawn_reader(
     host: &Handle,
     reads: Arc<Reads>,
     link: Arc<Link>,
 ) -> tokio::task::JoinHandle<()> {
-    host.spawn(read_on_caller_runtime(Ended(reads), link))
+    let generation = reads.generation.load(Ordering::Acquire);
+    host.spawn(read_on_caller_runtime(Ended { reads, generation }, link))
 }
 
 async fn read_on_caller_runtime(ended: Ended, link: Arc<Link>) {
-    let reads = &ended.0;
+    let (reads, generation) = (&ended.reads, ended.generation);
     let fd = match reads
         .duplicate()
         .and_then(|s| register(s, Interest::READABLE))
@@ -183,13 +182,13 @@ async fn read_on_caller_runtime(ended: Ended, link: Arc<Link>) {
         Err(_) => return,
     };
     loop {
-        if reads.retired.load(Ordering::Acquire) {
+        if !reads.is_current(generation) {
             return;
         }
         let Ok(mut ready) = fd.readable().await else {
             break;
         };
-        if reads.retired.load(Ordering::Acquire) {
+        if !reads.is_current(generation) {
             return;
         }
         match reads.drain(&link) {
@@ -200,5 +199,7 @@ async fn read_on_caller_runtime(ended: Ended, link: Arc<Link>) {
             Err(()) => break,
         }
     }
-    reads.lost.store(true, Ordering::Release);
+    if reads.is_current(generation) {
+        reads.lost.store(true, Ordering::Release);
+    }
 }

@@ -1,4 +1,5 @@
-//! The coordinator's side of one client connection, registered for reading only.
+//! The coordinator's side of one client connection, registered for reading only (and
+//! [`register`], which both sides use to register a socket for one interest).
 //!
 //! A tokio `UnixStream` registers for reading and writing. Then every time the client
 //! reads an answer, the kernel signals write space, and the coordinator's thread wakes up
@@ -14,7 +15,18 @@ use tokio::io::Interest;
 use tokio::net::UnixStream;
 
 use super::frame::{FrameError, FrameReader, SYNC_READ_CHUNK};
-use super::reads::register;
+
+/// Register `socket` with the current runtime for `interest` only.
+// `with_interest` is deprecated in favour of the `unsafe` `register_with_interest`, whose
+// contract is that the object owns its fd, open and unchanged, while registered: a std
+// `UnixStream` does exactly that, and this crate forbids `unsafe`.
+#[allow(deprecated)]
+pub(super) fn register(
+    socket: StdUnixStream,
+    interest: Interest,
+) -> std::io::Result<AsyncFd<StdUnixStream>> {
+    AsyncFd::with_interest(socket, interest)
+}
 
 pub(super) struct Socket {
     read: AsyncFd<StdUnixStream>,
