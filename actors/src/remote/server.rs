@@ -126,7 +126,10 @@ pub(crate) async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     while connections.try_join_next().is_some() {}
-                    connections.spawn(connection(stream, ctx.clone()));
+                    // On the actors' LocalSet: a request and its answer then run in one pass
+                    // of it, with no hop between the runtime's queue and the LocalSet (which
+                    // cost a non-blocking poll of the driver per request).
+                    connections.spawn_local(connection(stream, ctx.clone()));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accepting an admission client failed");
