@@ -253,25 +253,34 @@ fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("running a command")
 }
 
+/// Start `tollgate serve` on `dir` and wait (bounded) until it holds the role and listens.
+fn start_serve(dir: &Path) -> (Workers, u32) {
+    let serve = Workers(vec![Command::new(exe())
+        .args(["serve", "--dir"])
+        .arg(dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()]);
+    let pid = serve.0[0].id();
+    let socket = dir.join("coordinator.sock");
+    let started = Instant::now();
+    while !(socket.exists() && holder_pid(dir) == Some(pid)) {
+        assert!(
+            started.elapsed() < RUN_LIMIT,
+            "`tollgate serve` never took the role"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    (serve, pid)
+}
+
 /// `serve` holds the role, `status` reads it live over the socket, a process of another
 /// OS user is refused by the peer-credential check, and SIGTERM hands over cleanly.
 #[test]
 fn serve_status_and_other_users() {
     let (tmp, dir, _logs) = setup();
-    let mut serve = Workers(vec![Command::new(exe())
-        .args(["serve", "--dir"])
-        .arg(&dir)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()]);
-    let serve_pid = serve.0[0].id();
+    let (mut serve, serve_pid) = start_serve(&dir);
     let socket = dir.join("coordinator.sock");
-    for _ in 0..200 {
-        if socket.exists() && holder_pid(&dir) == Some(serve_pid) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
     let out = run(Command::new(exe())
         .args(["status", "--json", "--dir"])
         .arg(&dir));
@@ -375,20 +384,7 @@ fn other_user_is_refused(tmp: &Path, dir: &Path, socket: &Path) {
 #[test]
 fn a_stopped_coordinator_is_given_up_with_an_actionable_error() {
     let (_tmp, dir, logs) = setup();
-    let serve = Workers(vec![Command::new(exe())
-        .args(["serve", "--dir"])
-        .arg(&dir)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()]);
-    let serve_pid = serve.0[0].id();
-    let socket = dir.join("coordinator.sock");
-    for _ in 0..200 {
-        if socket.exists() && holder_pid(&dir) == Some(serve_pid) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
+    let (serve, serve_pid) = start_serve(&dir);
     let mut worker = Workers(vec![Command::new(exe())
         .arg("bench-worker")
         .arg("--dir")
