@@ -10,13 +10,12 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 use tollgate_engine::{DiscoveryRequest, Engine};
 use tollgate_sim::{bundled, Scenario, Simulator};
 
-use super::discover::{parse_duration, run_scan, ReportTo};
+use super::discover::{run_scan, ReportTo};
 
 /// `tollgate demo` flags.
 #[derive(Debug, clap::Args)]
@@ -27,15 +26,8 @@ pub struct DemoArgs {
     /// Write the JSON report here (by default the demo shows only the summary).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Write one JSON line per admission or physical attempt here.
-    #[arg(long, value_name = "FILE")]
-    pub telemetry: Option<PathBuf>,
-    /// Admission directory (default: TOLLGATE_ADMISSION_DIR, else the user cache).
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-    /// Deadline for the whole scan.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
-    pub timeout: Duration,
+    #[command(flatten)]
+    pub scan: super::discover::ScanFlags,
 }
 
 /// The demo's fake credentials: the simulator accepts any, and real ones never leave.
@@ -58,7 +50,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         config,
         telemetry,
         rt,
-    } = super::discover::ScanEnv::new(args.dir.clone(), args.telemetry.as_deref())?;
+    } = super::discover::ScanEnv::new(&args.scan)?;
     rt.block_on(async move {
         let summary = super::simulate::summary(&scenario);
         let regions = scenario.regions.clone();
@@ -75,7 +67,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         let request = DiscoveryRequest {
             regions,
             endpoint_url: Some(server.endpoint_url()),
-            timeout: args.timeout,
+            timeout: args.scan.timeout,
             credentials: Some(demo_credentials()),
             ..Default::default()
         };

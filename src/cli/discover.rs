@@ -52,12 +52,19 @@ pub struct DiscoverArgs {
     /// AWS profile (default: the default credential chain).
     #[arg(long, value_name = "PROFILE")]
     pub profile: Option<String>,
-    /// Deadline for the whole scan: 90s, 5m, 1h, 1500ms, or plain seconds.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
-    pub timeout: Duration,
     /// Write the JSON report here instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub scan: ScanFlags,
+}
+
+/// The flags `discover` and `demo` share.
+#[derive(Debug, clap::Args)]
+pub struct ScanFlags {
+    /// Deadline for the whole scan: 90s, 5m, 1h, 1500ms, or plain seconds.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub timeout: Duration,
     /// Write one JSON line per admission or physical attempt here.
     #[arg(long, value_name = "FILE")]
     pub telemetry: Option<PathBuf>,
@@ -102,15 +109,12 @@ pub(super) struct ScanEnv {
 }
 
 impl ScanEnv {
-    pub(super) fn new(
-        dir: Option<std::path::PathBuf>,
-        telemetry: Option<&std::path::Path>,
-    ) -> anyhow::Result<ScanEnv> {
-        let config = EngineConfig::from_env()?.with_admission_dir(dir);
+    pub(super) fn new(flags: &ScanFlags) -> anyhow::Result<ScanEnv> {
+        let config = EngineConfig::from_env()?.with_admission_dir(flags.dir.clone());
         for warning in config.policies.warnings() {
             eprintln!("tollgate: warning: {warning}");
         }
-        let telemetry: Option<Arc<dyn TelemetrySink>> = match telemetry {
+        let telemetry: Option<Arc<dyn TelemetrySink>> = match flags.telemetry.as_deref() {
             Some(path) => Some(Arc::new(FileTelemetry::create(path).with_context(
                 || format!("creating the telemetry file {}", path.display()),
             )?)),
@@ -133,7 +137,7 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         config,
         telemetry,
         rt,
-    } = ScanEnv::new(args.dir.clone(), args.telemetry.as_deref())?;
+    } = ScanEnv::new(&args.scan)?;
     rt.block_on(async move {
         let engine = Engine::open(config)?;
         let outcome = scan(&engine, args, telemetry).await;
@@ -152,7 +156,7 @@ async fn scan(
         datasets: args.datasets,
         endpoint_url: args.endpoint_url,
         profile: args.profile,
-        timeout: args.timeout,
+        timeout: args.scan.timeout,
         credentials: None,
     };
     let report_to = match &args.output {
