@@ -11,7 +11,7 @@ use std::time::Duration;
 use actix::Actor;
 use tokio::sync::oneshot;
 use tollgate_quota::{Clock, Owner};
-use tollgate_storage::QuotaStore;
+use tollgate_storage::{MemoryStore, QuotaStore};
 
 use crate::clock::{unix_now, TokioClock};
 use crate::handle::AdmissionHandle;
@@ -51,6 +51,17 @@ impl RuntimeConfig {
             owner: this_process_owner(),
             pid_alive: Arc::new(tollgate_storage::pid_alive),
             evict_after: DEFAULT_EVICT_AFTER,
+        }
+    }
+
+    /// A config for simulated time (replays, tests on a paused clock): in-memory state,
+    /// every process alive, idle keys kept for an hour of simulated time.
+    pub fn simulated(owner: Owner) -> Self {
+        RuntimeConfig {
+            store: Arc::new(MemoryStore::new()),
+            owner,
+            pid_alive: Arc::new(|_| true),
+            evict_after: Duration::from_secs(3_600),
         }
     }
 }

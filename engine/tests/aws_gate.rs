@@ -2,6 +2,11 @@
 //! a real STS client signs real requests with static test credentials, and a scripted
 //! connector answers them. Admission runs in quota actors over a `MemoryStore`.
 
+mod common {
+    pub mod paused;
+}
+
+use common::paused::paused_system;
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
@@ -32,7 +37,6 @@ use tollgate_engine::aws::{
 };
 use tollgate_quota::key::{AccountId, RunId};
 use tollgate_quota::{Owner, Partition, PolicyTable, Timestamp};
-use tollgate_storage::MemoryStore;
 
 const START: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 const REGION: &str = "us-east-1";
@@ -190,27 +194,12 @@ impl Intercept for Signatures {
 
 // ---------------------------------------------------------------- the harness
 
-fn paused_system() -> actix::SystemRunner {
-    actix::System::with_tokio_rt(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .expect("a paused tokio runtime")
-    })
-}
-
 fn admission(clock: Arc<TokioClock>) -> AdmissionHandle {
-    let config = RuntimeConfig {
-        store: Arc::new(MemoryStore::new()),
-        owner: Owner {
-            pid: std::process::id(),
-            generation: 1,
-        },
-        pid_alive: Arc::new(|_| true),
-        evict_after: Duration::from_secs(3_600),
+    let owner = Owner {
+        pid: std::process::id(),
+        generation: 1,
     };
-    start_in_current_system(config, clock)
+    start_in_current_system(RuntimeConfig::simulated(owner), clock)
 }
 
 fn sts_client(clock: Arc<TokioClock>, signatures: Option<Signatures>) -> aws_sdk_sts::Client {

@@ -9,6 +9,11 @@
 //! - A full discovery of the demo account: every dataset complete and equal to the
 //!   scenario's inventory; the throttle storm's retries are in the report.
 
+mod common {
+    pub mod paused;
+}
+
+use common::paused::paused_system;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,19 +31,8 @@ use tollgate_quota::{Owner, PolicyTable, Timestamp};
 use tollgate_sim::scenario::Quota;
 use tollgate_sim::token_bucket::TokenBucket;
 use tollgate_sim::{bundled, Arrival, Scenario, Simulator};
-use tollgate_storage::MemoryStore;
 
 const START: Timestamp = Timestamp::from_millis(1_800_000_000_000);
-
-fn paused_system() -> actix::SystemRunner {
-    actix::System::with_tokio_rt(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .expect("a paused tokio runtime")
-    })
-}
 
 /// One scan through the simulator: the report, the simulated time it took, the attempt
 /// events.
@@ -53,15 +47,10 @@ struct Run {
 async fn discover(sim: &Simulator, datasets: Vec<Dataset>) -> Run {
     let clock = Arc::new(TokioClock::starting_at(START));
     let admission = start_in_current_system(
-        RuntimeConfig {
-            store: Arc::new(MemoryStore::new()),
-            owner: Owner {
-                pid: std::process::id(),
-                generation: 1,
-            },
-            pid_alive: Arc::new(|_| true),
-            evict_after: Duration::from_secs(3_600),
-        },
+        RuntimeConfig::simulated(Owner {
+            pid: std::process::id(),
+            generation: 1,
+        }),
         clock,
     );
     let telemetry = MemoryTelemetry::new();

@@ -7,7 +7,8 @@
 //! load. Time 0 is the runtime's start.
 //!
 //! What runs is production code: the quota actors and registry over a fresh
-//! [`MemoryStore`] (nothing on disk, nothing shared with a real admission directory),
+//! [`MemoryStore`](tollgate_storage::MemoryStore) (nothing on disk, nothing shared with a
+//! real admission directory),
 //! reached through [`AdmissionHandle`]s; per request, an [`AwsGate`] for the request's
 //! account whose inner HTTP client is the request's [`ScriptedTransport`]; and a real SDK
 //! client (KMS `ListKeys`, an awsJson 1.1 operation like CloudWatch Logs'
@@ -41,7 +42,6 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::{start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock};
 use tollgate_quota::{Owner, Partition, Timestamp};
-use tollgate_storage::MemoryStore;
 
 use crate::aws::{
     gated_stalled_stream_protection, gated_timeouts, AwsGate, CallContext, CallError,
@@ -236,13 +236,8 @@ fn admission_handles(
         .first()
         .ok_or_else(|| ReplayError::Runtime("the script has no requests".into()))?;
     let coordinator = start_in_current_system(
-        RuntimeConfig {
-            store: Arc::new(MemoryStore::new()),
-            owner: owner(first),
-            // The simulated processes live for the whole replay.
-            pid_alive: Arc::new(|_| true),
-            evict_after: Duration::from_secs(3_600),
-        },
+        // The simulated processes live for the whole replay.
+        RuntimeConfig::simulated(owner(first)),
         clock,
     );
     let mut handles = BTreeMap::new();
