@@ -121,8 +121,9 @@ impl Link {
         book.next_id += 1;
         book.pending.insert(id, Pending { body, reply });
         drop(book);
-        // After the insert: `go_idle` either sees this request or is seen here.
-        if self.idle.swap(false, Ordering::SeqCst) {
+        // After the insert: `go_idle` either sees this request or is seen here. Read
+        // first, so a busy connection's requests do not all write the shared flag.
+        if self.idle.load(Ordering::SeqCst) && self.idle.swap(false, Ordering::SeqCst) {
             wake = true;
         }
         if wake {
