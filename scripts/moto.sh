@@ -4,6 +4,10 @@
 # Callers set MOTO_LOG_PREFIX for messages.
 
 MOTO_PID=
+# The moto release the discovery tests were written and checked against. Pinned so that a
+# fresh machine installs what was tested, not whatever was published last; a moto already
+# installed is used as it is (its version is printed).
+MOTO_SPEC="moto[server]==5.2.1"
 stop_moto() {
     if [ -n "$MOTO_PID" ]; then
         kill "$MOTO_PID" 2>/dev/null || true
@@ -37,11 +41,11 @@ start_moto() {
         fi
         MOTO=$(find_moto)
         if [ -z "$MOTO" ]; then
-            echo "$MOTO_LOG_PREFIX: installing moto[server] (AWS emulator for the discovery tests)"
-            if ! python3 -m pip install --quiet --disable-pip-version-check "moto[server]" 2>/dev/null \
+            echo "$MOTO_LOG_PREFIX: installing $MOTO_SPEC (AWS emulator for the discovery tests)"
+            if ! python3 -m pip install --quiet --disable-pip-version-check "$MOTO_SPEC" 2>/dev/null \
                 || [ -z "$(find_moto)" ]; then
                 python3 -m venv .venv
-                .venv/bin/python -m pip install --quiet --disable-pip-version-check "moto[server]"
+                .venv/bin/python -m pip install --quiet --disable-pip-version-check "$MOTO_SPEC"
             fi
             MOTO=$(find_moto)
         fi
@@ -54,9 +58,11 @@ start_moto() {
         "$MOTO" -H 127.0.0.1 -p "$MOTO_PORT" >target/moto_server.log 2>&1 &
         MOTO_PID=$!
         export TOLLGATE_TEST_MOTO_URL="http://127.0.0.1:$MOTO_PORT"
+        local ready=
         for _ in $(seq 1 150); do
             if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/moto-api/", timeout=1)' \
                 "$TOLLGATE_TEST_MOTO_URL" 2>/dev/null; then
+                ready=1
                 break
             fi
             if ! kill -0 "$MOTO_PID" 2>/dev/null; then
@@ -66,6 +72,11 @@ start_moto() {
             fi
             sleep 0.2
         done
-        echo "$MOTO_LOG_PREFIX: moto_server (pid $MOTO_PID) at $TOLLGATE_TEST_MOTO_URL"
+        if [ -z "$ready" ]; then
+            echo "$MOTO_LOG_PREFIX: moto_server (pid $MOTO_PID) did not answer at $TOLLGATE_TEST_MOTO_URL within 30 s; its log:" >&2
+            cat target/moto_server.log >&2
+            exit 1
+        fi
+        echo "$MOTO_LOG_PREFIX: moto_server $("$(moto_python)" -c 'import moto; print(moto.__version__)' 2>/dev/null) (pid $MOTO_PID) at $TOLLGATE_TEST_MOTO_URL"
     fi
 }
