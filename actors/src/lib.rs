@@ -38,4 +38,4 @@ pub use error::AdmissionError;
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use messages::KeyStatus;
 pub use remote::{ClientInfo, CoordinationStatus};
-pub use runtime::{start_in_current_system, AdmissionRuntime, RuntimeConfig};
+pub use runtime::{paused_system, start_in_current_system, AdmissionRuntime, RuntimeConfig};

@@ -66,6 +66,19 @@ impl RuntimeConfig {
     }
 }
 
+/// An actix system on a current-thread tokio runtime whose clock is paused from the start,
+/// for [`RuntimeConfig::simulated`] runs (replays, tests): sleeps advance instantly when
+/// nothing else can run, and timer ticks align with the simulated clock's epoch.
+pub fn paused_system() -> actix::SystemRunner {
+    actix::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .expect("a paused current-thread tokio runtime")
+    })
+}
+
 /// This process's owner identity: its pid and its start instant (which tells two lives of
 /// one pid apart).
 pub fn this_process_owner() -> Owner {

@@ -1,12 +1,10 @@
 //! Actor-level simulations of seed 000's fixtures, in paused tokio time inside an actix
 //! system: the quota actors' own timers drive the schedule.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::paused_system;
+use tollgate_actors::paused_system;
 use tollgate_actors::{
     start_in_current_system, AdmissionError, RuntimeConfig, TokioClock, WaitOptions,
 };

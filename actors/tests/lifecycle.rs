@@ -1,12 +1,10 @@
 //! Quota actors over their lifetime, in paused time: idle eviction and restoration,
 //! fail-closed storage, strictest policy across owners, and waiter deadlines.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::paused_system;
+use tollgate_actors::paused_system;
 use tollgate_actors::{
     start_in_current_system, AdmissionError, AdmissionHandle, RuntimeConfig, TokioClock,
     WaitOptions,

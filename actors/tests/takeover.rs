@@ -4,12 +4,10 @@
 //! DESIGN §3 must hold as if one coordinator had served everything, and B must resume
 //! within the lease's share of the window, not after a whole window.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::paused_system;
+use tollgate_actors::paused_system;
 use tollgate_actors::{
     start_in_current_system, AdmissionError, RuntimeConfig, TokioClock, WaitOptions,
 };

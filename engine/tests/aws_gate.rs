@@ -2,11 +2,6 @@
 //! a real STS client signs real requests with static test credentials, and a scripted
 //! connector answers them. Admission runs in quota actors over a `MemoryStore`.
 
-mod common {
-    pub mod paused;
-}
-
-use common::paused::paused_system;
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
@@ -28,7 +23,9 @@ use aws_smithy_types::body::SdkBody;
 use aws_smithy_types::config_bag::ConfigBag;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tollgate_actors::{start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock};
+use tollgate_actors::{
+    paused_system, start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock,
+};
 use tollgate_engine::aws::identity::resolve_identity;
 use tollgate_engine::aws::{
     gated_timeouts, AttemptEvent, AttemptOutcome, AwsGate, CallContext, CallErrorKind,

@@ -9,11 +9,6 @@
 //! - A full discovery of the demo account: every dataset complete and equal to the
 //!   scenario's inventory; the throttle storm's retries are in the report.
 
-mod common {
-    pub mod paused;
-}
-
-use common::paused::paused_system;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +17,7 @@ use actix::Actor;
 use aws_credential_types::Credentials;
 use aws_smithy_types::date_time::{DateTime, Format};
 use tokio::sync::oneshot;
-use tollgate_actors::{start_in_current_system, RuntimeConfig, TokioClock};
+use tollgate_actors::{paused_system, start_in_current_system, RuntimeConfig, TokioClock};
 use tollgate_engine::aws::{AttemptOutcome, MemoryTelemetry};
 use tollgate_engine::supervisor::{AwaitReport, StartScan, Supervisor, SupervisorDeps};
 use tollgate_engine::throttling::ScanTelemetry;

@@ -88,14 +88,7 @@ pub fn run(script: &Script, options: ReplayOptions) -> Result<Report, ReplayErro
 
 fn run_here(script: Script, options: ReplayOptions) -> Result<Report, ReplayError> {
     fastrand::seed(options.seed);
-    let system = actix::System::with_tokio_rt(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .expect("a paused current-thread runtime")
-    });
-    let mut report = system.block_on(simulate(script))?;
+    let mut report = tollgate_actors::paused_system().block_on(simulate(script))?;
     report.seed = options.seed;
     Ok(report)
 }
