@@ -13,7 +13,7 @@
 
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -29,16 +29,19 @@ pub struct Moto {
     pub url: String,
 }
 
+/// A `moto_server` this test binary started, under a watchdog shell that stops it when
+/// this process exits, however it exits: the shell waits for end-of-file on its stdin,
+/// whose only writer is held here, and the kernel closes that pipe when the process dies.
+/// (A `Drop` would not do: statics are never dropped, and the test harness ends the
+/// process with `exit`.)
 struct OwnedServer {
-    child: Child,
+    _watchdog: Child,
+    _stdin: ChildStdin,
 }
 
-impl Drop for OwnedServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// The watchdog: `$0` is moto_server, `$1` the port. `read` returns at end-of-file.
+const WATCHDOG: &str = "\"$0\" -H 127.0.0.1 -p \"$1\" >/dev/null 2>&1 & moto=$!; \
+     read -r _; kill \"$moto\" 2>/dev/null; wait \"$moto\"";
 
 static OWNED: OnceLock<std::sync::Mutex<Option<OwnedServer>>> = OnceLock::new();
 static URL: OnceLock<String> = OnceLock::new();
@@ -94,17 +97,25 @@ fn start_own_server() -> String {
         .and_then(|l| l.local_addr())
         .expect("a free loopback port")
         .port();
-    let child = Command::new(&binary)
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+    let mut watchdog = Command::new("sh")
+        .arg("-c")
+        .arg(WATCHDOG)
+        .arg(&binary)
+        .arg(port.to_string())
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
+        .unwrap_or_else(|e| panic!("starting {} under sh: {e}", binary.display()));
+    let stdin = watchdog.stdin.take().expect("piped stdin");
     OWNED
         .get_or_init(Default::default)
         .lock()
         .unwrap()
-        .replace(OwnedServer { child });
+        .replace(OwnedServer {
+            _watchdog: watchdog,
+            _stdin: stdin,
+        });
     let url = format!("http://127.0.0.1:{port}");
     for _ in 0..150 {
         if http_get_ok(port, "/moto-api/") {
