@@ -11,6 +11,8 @@
 //!   broadcasts cancellation and status.
 //! - [`persist`]: the writer thread between actors and the store; fail-closed health.
 //! - [`handle`]: `AdmissionHandle` and `ReservationGuard`.
+//! - `key`: [`CanonicalKey`], the quota key as admission carries it (parsed once at the
+//!   edge, shared), and the admission request that travels with it.
 //! - [`runtime`]: the dedicated actor thread, or start-in-current-system for tests.
 //! - [`clock`]: `TokioClock`, the one place real time is read.
 //! - [`join`]: [`connect`] and [`Admission`]: become the coordinator or its client.
@@ -27,6 +29,7 @@ pub mod coordinator;
 mod error;
 pub mod handle;
 pub mod join;
+mod key;
 mod local;
 pub mod messages;
 pub mod persist;
@@ -40,6 +43,7 @@ pub use coordinator::Coordinator;
 pub use error::AdmissionError;
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
+pub use key::CanonicalKey;
 pub use messages::KeyStatus;
 pub use remote::{ClientInfo, CoordinationStatus};
 pub use runtime::{paused_system, start_in_current_system, AdmissionRuntime, RuntimeConfig};

@@ -41,6 +41,7 @@ use tollgate_quota::{
     WaitQueue,
 };
 
+use crate::key::CanonicalKey;
 use crate::messages::{Admit, KeyStatus, Reserve};
 use crate::persist::{Persister, StoreHealth};
 use crate::AdmissionError;
@@ -87,7 +88,7 @@ impl std::fmt::Debug for ActorDeps {
 
 /// The actor of one key.
 pub struct QuotaActor {
-    key: String,
+    key: CanonicalKey,
     state: QuotaState,
     reserving: WaitQueue<Reserve>,
     admitting: WaitQueue<Admit>,
@@ -107,7 +108,7 @@ pub struct QuotaActor {
 impl QuotaActor {
     /// An actor for `key` starting from `state`.
     pub fn new(
-        key: String,
+        key: CanonicalKey,
         state: QuotaState,
         deps: ActorDeps,
         load_failure: Option<String>,
@@ -200,7 +201,7 @@ impl QuotaActor {
                 }
                 Exit::DeadlineExceeded => {
                     let _ = r.reply.send(Err(AdmissionError::DeadlineExceeded {
-                        key: key.clone(),
+                        key: key.to_string(),
                     }));
                 }
                 Exit::Refused(()) | Exit::Dropped => {}
@@ -244,13 +245,13 @@ impl QuotaActor {
                 }
                 Exit::Refused(refusal) => {
                     let _ = a.reply.send(Err(AdmissionError::Refused {
-                        key: key.clone(),
+                        key: key.to_string(),
                         refusal,
                     }));
                 }
                 Exit::DeadlineExceeded => {
                     let _ = a.reply.send(Err(AdmissionError::DeadlineExceeded {
-                        key: key.clone(),
+                        key: key.to_string(),
                     }));
                 }
                 Exit::Dropped => {}
@@ -315,7 +316,7 @@ impl QuotaActor {
     fn status(&self) -> KeyStatus {
         let now = self.deps.clock.now();
         KeyStatus {
-            key: self.key.clone(),
+            key: self.key.to_string(),
             state: self.state.snapshot(now),
             waiting_for_reservation: self.reserving.len(),
             waiting_for_admission: self.admitting.len(),

@@ -19,14 +19,15 @@ use futures_util::FutureExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
-use tollgate_quota::key::QuotaKey;
-use tollgate_quota::Owner;
+use tollgate_quota::{AdmitRequest, Owner};
 
 use super::frame::{self, FrameReader, PROTOCOL_VERSION};
 use super::protocol::{
     ClientInfo, CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
 };
 use super::socket::Socket;
+use crate::handle::WaitOptions;
+use crate::key::{AdmitCall, CanonicalKey};
 use crate::local::{LocalAdmission, DEFAULT_RESERVATION_TTL};
 use crate::messages::{CancelScope, WaiterTag};
 
@@ -350,12 +351,11 @@ async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> 
         owner,
         connection,
     };
-    let checked = |key: &str| -> Result<(), WireError> {
-        key.parse::<QuotaKey>()
-            .map(|_| ())
-            .map_err(|e| WireError::Rejected {
-                reason: format!("not a canonical quota key: {e}"),
-            })
+    // The one place a request's key is parsed; the typed key goes on to the actor.
+    let checked = |key: &str| -> Result<CanonicalKey, WireError> {
+        CanonicalKey::parse(key).map_err(|e| WireError::Rejected {
+            reason: format!("not a canonical quota key: {e}"),
+        })
     };
     let result: Result<ResponseBody, WireError> = async {
         Ok(match body {
@@ -370,7 +370,7 @@ async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> 
                 timeout_ms,
                 scope,
             } => {
-                checked(&key)?;
+                let key = checked(&key)?;
                 let reservation = l.reserve(tag(scope), &key, policy, ms(timeout_ms)).await?;
                 ResponseBody::Reserved { reservation }
             }
@@ -383,18 +383,20 @@ async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> 
                 timeout_ms,
                 scope,
             } => {
-                checked(&key)?;
-                let g = l
-                    .admit(
-                        tag(scope),
-                        &key,
-                        policy,
+                let call = AdmitCall {
+                    key: checked(&key)?,
+                    policy,
+                    request: AdmitRequest {
                         reservation,
                         cost,
                         retry,
-                        ms(timeout_ms),
-                    )
-                    .await?;
+                    },
+                    wait: WaitOptions {
+                        timeout: ms(timeout_ms),
+                        scope,
+                    },
+                };
+                let g = l.admit(tag(scope), call).await?;
                 ResponseBody::Admitted {
                     admitted_at: g.admitted_at,
                     retry_spent: g.retry_spent,
@@ -407,7 +409,7 @@ async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> 
                 admitted_at,
                 refund_retry,
             } => {
-                checked(&key)?;
+                let key = checked(&key)?;
                 l.feedback(&key, policy, outcome, admitted_at, refund_retry)
                     .await?;
                 ResponseBody::Done
@@ -417,7 +419,7 @@ async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> 
                 policy,
                 reservation,
             } => {
-                checked(&key)?;
+                let key = checked(&key)?;
                 l.release(owner, &key, policy, reservation).await?;
                 ResponseBody::Done
             }
