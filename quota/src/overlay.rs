@@ -118,7 +118,8 @@ mod tests {
     #[test]
     fn omitted_fields_come_from_the_base_with_the_burst_capped() {
         let base = Policy::new(10.0, 10.0, 4, 7).unwrap();
-        let cases: &[(PolicyOverlay, (f64, f64, u32, u32))] = &[
+        type Fields = (f64, f64, u32, u32);
+        let cases: &[(PolicyOverlay, Fields)] = &[
             (PolicyOverlay::NONE, (10.0, 10.0, 4, 7)),
             (
                 PolicyOverlay::new(Some(1.0), None, None, None).unwrap(),

@@ -7,6 +7,7 @@
 //! `change.rs`.
 
 use std::fmt;
+use std::sync::Arc;
 
 use chrono_tz::Tz;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
@@ -19,7 +20,9 @@ use super::zone::local_minute;
 /// A 5-field cron pattern (croner syntax) evaluated in one IANA time zone.
 #[derive(Clone)]
 pub struct CronSchedule {
-    pub(super) pattern: CivilPattern,
+    /// Shared: a parsed croner pattern is a few hundred bytes, and schedules are cloned
+    /// with the policy table.
+    pub(super) pattern: Arc<CivilPattern>,
     pub(super) text: String,
     pub(super) zone: Tz,
 }
@@ -32,7 +35,7 @@ impl CronSchedule {
         let zone: Tz = timezone.parse().map_err(|_| ScheduleError::UnknownZone)?;
         let civil = CivilPattern::parse(pattern)?;
         Ok(CronSchedule {
-            pattern: civil,
+            pattern: Arc::new(civil),
             text: pattern.trim().to_owned(),
             zone,
         })
