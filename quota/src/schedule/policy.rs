@@ -155,6 +155,17 @@ mod tests {
     }
 
     #[test]
+    fn a_schedule_serializes_in_the_shape_it_is_configured_in() {
+        let schedule =
+            PolicySchedule::new(vec![entry("* 9-17 * * MON-FRI", "Europe/Berlin", 1.0)]).unwrap();
+        assert_eq!(
+            serde_json::to_value(&schedule).unwrap(),
+            serde_json::json!([{"cron": "* 9-17 * * MON-FRI", "timezone": "Europe/Berlin",
+                "ratePerSecond": 1.0, "burst": 1.0}])
+        );
+    }
+
+    #[test]
     fn entries_are_checked_over_the_base() {
         let base = Policy::new(2.0, 2.0, 10, 20).unwrap();
         let schedule = PolicySchedule::new(vec![
