@@ -1,27 +1,56 @@
-//! Benchmarks, run as `tollgate bench ...`: separate from the tests, they print tables of
-//! percentiles and ratios against a reference floor measured in the same run.
+//! `tollgate-bench`: tollgate's benchmarks, run as `tollgate bench ...` (the user binary
+//! forwards there) or directly as `tollgate-bench ...`. Separate from the tests, they
+//! print tables of percentiles and ratios against a reference floor measured in the same
+//! run.
 //!
-//! Benchmarks read the wall clock by nature; that is allowed here and nowhere else in the
-//! binary.
+//! Why a crate of its own: the benchmarks are most of the command-line code, need
+//! `governor` for a floor, and spawn worker processes through hidden subcommands; in
+//! their own executable none of that reaches the user binary or its `--help`.
+//!
+//! Benchmarks read the wall clock by nature; that is allowed in this crate and nowhere
+//! else outside `tollgate_actors::clock`.
+//!
+//! # Layout
+//! - `admission` (`in_process`, `processes`, `pyrate`): `bench admission`.
+//! - `takeover`: `bench takeover`. `fleet`: `bench fleet`.
+//! - `worker`, `fleet_sdk`: the worker processes they spawn (hidden subcommands `worker`,
+//!   `fleet-worker`, and the diagnostic `probe-socket`).
+//! - `exe`: where this executable and the `tollgate` binary beside it are.
+//! - `stats`: percentiles and the printed table.
+#![forbid(unsafe_code)]
 
+mod admission;
+mod exe;
 mod fleet;
-pub mod fleet_sdk;
+mod fleet_sdk;
 mod in_process;
 mod processes;
 mod pyrate;
 mod stats;
 mod takeover;
-pub mod worker;
+mod worker;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
+use clap::{Parser, Subcommand};
 
-/// Which benchmark.
+/// tollgate's benchmarks (also run as `tollgate bench ...`): run one and print a table.
+#[derive(Debug, Parser)]
+#[command(name = "tollgate-bench", version, about, long_about = None)]
+struct Cli {
+    /// Log more (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which benchmark, or which worker process of one.
 #[derive(Debug, Subcommand)]
-pub enum BenchCommand {
+enum Command {
     /// Admission latency and throughput on an unlimited policy.
-    Admission(AdmissionArgs),
+    Admission(admission::AdmissionArgs),
     /// SIGKILL the coordinator of P real processes mid-run: the gap until a survivor is
     /// granted again, and the window bound across the takeover.
     Takeover(takeover::TakeoverArgs),
@@ -29,80 +58,58 @@ pub enum BenchCommand {
     /// tollgate (shared admission) against plain AWS SDK clients (standard / adaptive
     /// retry); throttled responses, retries, completion against the ideal, completeness.
     Fleet(fleet::FleetArgs),
+    /// One process of `admission --processes` and `takeover` (internal).
+    #[command(name = exe::WORKER, hide = true)]
+    Worker(worker::WorkerArgs),
+    /// One plain-SDK process of `fleet` (internal).
+    #[command(name = exe::FLEET_WORKER, hide = true)]
+    FleetWorker(fleet_sdk::FleetWorkerArgs),
+    /// Say hello on a coordinator socket and print the answer (diagnostics, internal).
+    #[command(hide = true)]
+    ProbeSocket {
+        /// The socket.
+        socket: PathBuf,
+    },
 }
 
-/// Arguments of `tollgate bench admission`.
-#[derive(Debug, Args)]
-pub struct AdmissionArgs {
-    /// Measure admission inside this process (actors on their own thread, real sled
-    /// state in a temporary directory), with the governor crate's check as the floor.
-    #[arg(long)]
-    pub in_process: bool,
-    /// Spawn this many real tollgate processes sharing one admission directory, each
-    /// performing `--requests` admissions on one key (a bare Unix-socket echo is measured
-    /// in the same run as the floor).
-    #[arg(long, conflicts_with = "in_process")]
-    pub processes: Option<usize>,
-    /// With --processes: the shared key's rate per second (0: unlimited).
-    #[arg(long, default_value_t = 0.0)]
-    pub rate: f64,
-    /// With --processes: the shared key's burst.
-    #[arg(long, default_value_t = 1.0)]
-    pub burst: f64,
-    /// With --processes: a dedicated `tollgate serve` process holds the coordinator role,
-    /// so every measured admission crosses the socket (by default one of the workers is
-    /// elected and admits in-process, which lowers the aggregate latency).
-    #[arg(long, requires = "processes")]
-    pub serve: bool,
-    /// With --processes: alternate the echo floor and the admissions this many times,
-    /// splitting `--requests` between the rounds, and pool the figures (a shared machine's
-    /// drift then weighs on both sides alike). Default: 3 when unlimited, 1 with --rate.
-    #[arg(long, requires = "processes", value_parser = clap::value_parser!(u16).range(1..))]
-    pub rounds: Option<u16>,
-    /// With --processes: the admission directory (default: a fresh temporary one).
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<std::path::PathBuf>,
-    /// With --processes: write one JSON line per admission ({pid, key, granted_at_us})
-    /// to DIR/worker-<i>.jsonl.
-    #[arg(long, value_name = "DIR")]
-    pub log: Option<std::path::PathBuf>,
-    /// Admissions per measurement (per process with --processes).
-    #[arg(long, default_value_t = 20_000)]
-    pub requests: usize,
-    /// Concurrent callers for the throughput measurement.
-    #[arg(long, default_value_t = 4)]
-    pub callers: usize,
-    /// With --processes: also run the same workload through a peer limiter in the same
-    /// run and print the ratio (pyrate: pyrate-limiter's SQLite bucket, installed from
-    /// PyPI into the project's .venv on first use).
-    #[arg(long, value_enum, requires = "processes")]
-    pub peer: Option<Peer>,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// A peer limiter to compare with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Peer {
-    /// pyrate-limiter's SQLiteBucket with its file lock (multi-process).
-    Pyrate,
-}
-
-/// Run a benchmark.
-pub fn run(which: BenchCommand) -> anyhow::Result<ExitCode> {
-    match which {
-        BenchCommand::Takeover(args) => takeover::run(&args),
-        BenchCommand::Fleet(args) => fleet::run(&args),
-        BenchCommand::Admission(args) => match args.processes {
-            Some(p) => processes::run(&args, p),
-            None => {
-                anyhow::ensure!(
-                    args.in_process,
-                    "pass --in-process or --processes P to choose an admission benchmark"
-                );
-                in_process::run(&args)
-            }
-        },
+fn main() -> ExitCode {
+    // Usage errors exit 1 as in `tollgate` (help and version exit 0).
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 1 } else { 0 });
+        }
+    };
+    init_tracing(cli.verbose);
+    let result = match cli.command {
+        Command::Admission(args) => admission::run(&args),
+        Command::Takeover(args) => takeover::run(&args),
+        Command::Fleet(args) => fleet::run(&args),
+        Command::Worker(args) => worker::run(&args),
+        Command::FleetWorker(args) => fleet_sdk::run(args),
+        Command::ProbeSocket { socket } => worker::probe_socket(&socket),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tollgate-bench: {e:#}");
+            ExitCode::from(1)
+        }
     }
+}
+
+/// Logs go to stderr; `-v` raises the level, `RUST_LOG` wins when set.
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
