@@ -53,7 +53,7 @@ pub enum Command {
     /// quota actors and retry owner in simulated time, and print when each attempt would
     /// be dispatched. Exit code: 0 when it ran, 1 for an invalid script.
     Replay {
-        /// The replay script (JSON; format in README "Replay").
+        /// The replay script (JSON; format in docs/replay.md).
         script: PathBuf,
         /// Print JSON instead of a table.
         #[arg(long)]
