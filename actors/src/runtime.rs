@@ -47,14 +47,15 @@ impl std::fmt::Debug for RuntimeConfig {
 }
 
 impl RuntimeConfig {
-    /// A config for this process over `store`, with real pid checks.
+    /// A config for this process over `store`, with real pid checks and the schedules
+    /// installed for this process ([`Schedules::install_for_this_process`]).
     pub fn for_this_process(store: Arc<dyn QuotaStore>) -> Self {
         RuntimeConfig {
             store,
             owner: this_process_owner(),
             pid_alive: Arc::new(tollgate_storage::pid_alive),
             evict_after: DEFAULT_EVICT_AFTER,
-            schedules: Schedules::none(),
+            schedules: Schedules::for_this_process(),
         }
     }
 
