@@ -21,110 +21,65 @@
 //! - failures before dispatch (credential resolution, request construction) retry only
 //!   when transient, within the same attempt limit, without touching the shared
 //!   allowance or feedback: nothing reached the service.
+//!
+//! # Layout
+//! - [`decide`]: the pure decision after each preparation (done, prepare again, retry
+//!   after a delay, give up and why), with its table of cases.
+//! - `events`: the attempt events this loop emits.
+//! - this file: the loop that applies decisions: it reserves, sends, feeds outcomes back
+//!   to the key, sleeps the backoff and emits telemetry.
+
+mod decide;
+mod events;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use tokio::time::{sleep, sleep_until, Instant};
 use tollgate_actors::{AdmissionError, ReservationGuard, WaitOptions};
-use tollgate_quota::{Outcome, QuotaKey, Refusal};
+use tollgate_quota::{Outcome, QuotaKey};
 
 use crate::aws::backoff::random_unit;
-use crate::aws::call::{CallContext, GateInner};
+use crate::aws::context::{CallContext, GateInner};
 use crate::aws::error::{CallError, CallErrorKind};
-use crate::aws::gated::{AttemptPlan, AttemptRecord, GatedHttpClient};
+use crate::aws::gated::{AttemptPlan, AttemptRecord, ConnectorStop, GatedHttpClient};
 use crate::aws::sdk_error::{describe, FailureFacts};
-use crate::aws::taxonomy::ErrorClass;
-use crate::aws::telemetry::{
-    emit, AttemptEvent, AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome,
-};
+use crate::aws::telemetry::{AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome};
 
-fn kind_of(class: ErrorClass) -> CallErrorKind {
-    match class {
-        ErrorClass::Throttled => CallErrorKind::Throttled,
-        ErrorClass::Transient => CallErrorKind::Transient,
-        ErrorClass::Fatal => CallErrorKind::Fatal,
-    }
+use decide::{admission_give_up, decide, AdmissionStop, Decision, Ending, Standing};
+use events::{admission_outcome, attempt_outcome, feedback_of, Events, Prep};
+
+/// What happened to a preparation of an attempt that did not succeed, with what the loop
+/// needs to finish the call: the admission error, the failure's facts.
+enum AttemptEnd {
+    NeedsRefresh,
+    Cancelled,
+    DeadlinePassed,
+    AdmissionFailed(AdmissionError),
+    Failed(FailureFacts),
 }
 
-fn outcome_of(class: ErrorClass) -> (Outcome, AttemptOutcome) {
-    match class {
-        ErrorClass::Throttled => (Outcome::Throttled, AttemptOutcome::Throttle),
-        ErrorClass::Transient => (Outcome::Transient, AttemptOutcome::Transient),
-        ErrorClass::Fatal => (Outcome::Fatal, AttemptOutcome::Fatal),
-    }
-}
-
-/// Builds one call's telemetry events.
-struct Events<'a> {
-    gate: &'a GateInner,
-    service: &'a str,
-    operation: &'a str,
-    quota: Option<String>,
-    attribution: Attribution,
-}
-
-/// Per-preparation measurements.
-#[derive(Debug, Clone, Copy)]
-struct Prep {
-    attempt: u32,
-    preparation: u32,
-    started_at_ms: u64,
-    started: Instant,
-}
-
-impl Events<'_> {
-    fn event(
-        &self,
-        prep: Prep,
-        record: &AttemptRecord,
-        outcome: AttemptOutcome,
-        retry: RetryOutcome,
-        code: Option<&str>,
-    ) -> AttemptEvent {
-        let end = record.dispatched_at.unwrap_or_else(Instant::now);
-        let transport = match (record.dispatched_at, record.finished_at) {
-            (Some(a), Some(b)) => b.saturating_duration_since(a),
-            (Some(a), None) => Instant::now().saturating_duration_since(a),
-            _ => Duration::ZERO,
-        };
-        AttemptEvent {
-            service: self.service.to_owned(),
-            operation: self.operation.to_owned(),
-            quota: self.quota.clone(),
-            attempt: prep.attempt,
-            retry_count: prep.attempt.saturating_sub(1),
-            started_at_ms: prep.started_at_ms,
-            preparation_count: prep.preparation,
-            queue_duration_ms: end.saturating_duration_since(prep.started).as_millis() as u64,
-            transport_duration_ms: transport.as_millis() as u64,
-            dispatched: record.dispatched_at.is_some(),
-            status_code: record.status,
-            outcome,
-            retry_outcome: retry,
-            error_code: code.map(str::to_owned),
-            attribution: self.attribution.clone(),
-            cleanup_outcome: None,
+impl AttemptEnd {
+    /// The decision's view.
+    fn ending(&self) -> Ending {
+        match self {
+            AttemptEnd::NeedsRefresh => Ending::NeedsRefresh,
+            AttemptEnd::Cancelled => Ending::Cancelled,
+            AttemptEnd::DeadlinePassed => Ending::DeadlinePassed,
+            AttemptEnd::AdmissionFailed(e) => Ending::Admission(e.into()),
+            AttemptEnd::Failed(facts) => Ending::Failed(facts.class),
         }
     }
 
-    fn emit(&self, event: &AttemptEvent) {
-        emit(&*self.gate.telemetry, event);
+    fn code(&self) -> Option<&str> {
+        match self {
+            AttemptEnd::Failed(facts) => facts.code.as_deref(),
+            _ => None,
+        }
     }
-}
-
-/// How one preparation ended, as the loop sees it.
-enum Ended<T> {
-    Success(T),
-    Cancelled,
-    Deadline,
-    Refresh,
-    Admission(AdmissionError),
-    Failed(FailureFacts),
 }
 
 /// Run one logical call. See the module docs.
@@ -155,7 +110,6 @@ where
         started_at_ms: gate.admission.now().as_micros() / 1_000,
         started: Instant::now(),
     };
-    let fail = |kind, message: &str| CallError::new(kind, operation, message);
 
     // The concurrency reservation, held across every retry.
     let remaining = ctx.deadline.saturating_duration_since(Instant::now());
@@ -175,18 +129,24 @@ where
     let guard = match reserved {
         Ok(guard) => Arc::new(guard),
         Err(e) => {
-            let (outcome, retry, error) = admission_failure(&e, operation, None, 0);
-            let mut event = events.event(prep, &AttemptRecord::default(), outcome, retry, None);
+            let stop = AdmissionStop::from(&e);
+            let (retry, kind) = admission_give_up(stop);
+            let mut event = events.event(
+                prep,
+                &AttemptRecord::default(),
+                admission_outcome(stop),
+                retry,
+                None,
+            );
             event.cleanup_outcome = Some(CleanupOutcome::Released);
             events.emit(&event);
-            return Err(error);
+            return Err(admission_error(&e, kind, operation, None, 0));
         }
     };
 
     let mut dispatched_attempts = 0u32;
     let mut local_retries = 0u32;
     let mut last_failure: Option<FailureFacts> = None;
-    let max_attempts = gate.retry.max_attempts.get();
     let (result, mut final_event) = loop {
         prep.preparation += 1;
         prep.started = Instant::now();
@@ -211,24 +171,12 @@ where
             _ = sleep_until(ctx.deadline) => Some(None),
             result = sent => Some(Some(result)),
         };
-        let record = recorder.take();
+        let mut record = recorder.take();
         let dispatched = record.dispatched_at.is_some();
-        let ended = match raced {
-            None => Ended::Cancelled,
-            Some(None) => Ended::Deadline,
-            Some(Some(Ok(value))) => Ended::Success(value),
-            Some(Some(Err(_))) if record.needs_refresh => Ended::Refresh,
-            Some(Some(Err(_))) if record.cancelled => Ended::Cancelled,
-            Some(Some(Err(_))) if record.admission_error.is_some() => {
-                Ended::Admission(record.admission_error.clone().expect("checked"))
-            }
-            Some(Some(Err(err))) => Ended::Failed(describe(&err, dispatched)),
-        };
-        if dispatched {
-            dispatched_attempts += 1;
-        }
-        match ended {
-            Ended::Success(value) => {
+        let end = match raced {
+            None => AttemptEnd::Cancelled,
+            Some(None) => AttemptEnd::DeadlinePassed,
+            Some(Some(Ok(value))) => {
                 if let Some(grant) = &record.grant {
                     guard.feedback(Outcome::Success, grant);
                 }
@@ -241,116 +189,92 @@ where
                 );
                 break (Ok(value), event);
             }
-            Ended::Refresh => {
-                events.emit(&events.event(
-                    prep,
-                    &record,
-                    AttemptOutcome::Reprepare,
-                    RetryOutcome::Reprepare,
-                    None,
-                ));
-                continue;
+            Some(Some(Err(err))) => match record.stop.take() {
+                Some(ConnectorStop::NeedsRefresh) => AttemptEnd::NeedsRefresh,
+                Some(ConnectorStop::Cancelled) => AttemptEnd::Cancelled,
+                Some(ConnectorStop::Admission(e)) => AttemptEnd::AdmissionFailed(e),
+                None => AttemptEnd::Failed(describe(&err, dispatched)),
+            },
+        };
+        if dispatched {
+            dispatched_attempts += 1;
+        }
+        feed_back(&guard, &record, &end, dispatched);
+
+        let ending = end.ending();
+        let decision = decide(
+            ending,
+            Standing {
+                attempts_used: dispatched_attempts + local_retries,
+                retry_after: record.retry_after,
+                time_left: ctx.deadline.saturating_duration_since(Instant::now()),
+            },
+            &gate.retry,
+            random_unit,
+        );
+        let outcome = attempt_outcome(ending);
+        match decision {
+            Decision::Reprepare => {
+                events.emit(&events.event(prep, &record, outcome, RetryOutcome::Reprepare, None));
             }
-            Ended::Cancelled | Ended::Deadline => {
-                // An aborted request says nothing about capacity: no feedback. A retry
-                // unit granted to an attempt that never went out comes back.
-                if let (Some(grant), false) = (&record.grant, dispatched) {
-                    guard.refund_retry(grant);
+            Decision::GiveUp { retry, kind } => {
+                let event = events.event(prep, &record, outcome, retry, end.code());
+                let error = match end {
+                    AttemptEnd::AdmissionFailed(e) => admission_error(
+                        &e,
+                        kind,
+                        operation,
+                        last_failure.take(),
+                        dispatched_attempts,
+                    ),
+                    AttemptEnd::Failed(facts) => {
+                        facts.into_error(kind, operation, dispatched_attempts)
+                    }
+                    _ => {
+                        let message = if dispatched {
+                            "the request was aborted in flight"
+                        } else {
+                            "nothing was sent"
+                        };
+                        let mut error = CallError::new(kind, operation, message);
+                        error.attempts = dispatched_attempts;
+                        error
+                    }
+                };
+                break (Err(error), event);
+            }
+            Decision::RetryAfter(delay) => {
+                events.emit(&events.event(prep, &record, outcome, RetryOutcome::Retry, end.code()));
+                if let AttemptEnd::Failed(facts) = end {
+                    last_failure = Some(facts);
                 }
-                let (kind, outcome, retry) = match ended {
-                    Ended::Cancelled => (
-                        CallErrorKind::Cancelled,
+                let slept = tokio::select! {
+                    biased;
+                    _ = ctx.cancel.cancelled() => false,
+                    _ = sleep(delay) => true,
+                };
+                if dispatched {
+                    prep.attempt += 1;
+                } else {
+                    local_retries += 1;
+                }
+                prep.preparation = 0;
+                if !slept {
+                    let event = events.event(
+                        Prep {
+                            preparation: 0,
+                            started: Instant::now(),
+                            ..prep
+                        },
+                        &AttemptRecord::default(),
                         AttemptOutcome::Cancelled,
                         RetryOutcome::Cancelled,
-                    ),
-                    _ => (
-                        CallErrorKind::DeadlineExceeded,
-                        AttemptOutcome::DeadlineExceeded,
-                        RetryOutcome::Deadline,
-                    ),
-                };
-                let event = events.event(prep, &record, outcome, retry, None);
-                let message = if dispatched {
-                    "the request was aborted in flight"
-                } else {
-                    "nothing was sent"
-                };
-                let mut error = fail(kind, message);
-                error.attempts = dispatched_attempts;
-                break (Err(error), event);
-            }
-            Ended::Admission(e) => {
-                let (outcome, retry, error) =
-                    admission_failure(&e, operation, last_failure.clone(), dispatched_attempts);
-                let event = events.event(prep, &record, outcome, retry, None);
-                break (Err(error), event);
-            }
-            Ended::Failed(facts) => {
-                let (feedback, outcome) = outcome_of(facts.class);
-                if let (Some(grant), true) = (&record.grant, dispatched) {
-                    guard.feedback(feedback, grant);
-                }
-                let used = dispatched_attempts + local_retries;
-                let decision = if !facts.class.is_retryable() {
-                    Err((RetryOutcome::NotRetryable, kind_of(facts.class)))
-                } else if used >= max_attempts {
-                    Err((RetryOutcome::AttemptsExhausted, kind_of(facts.class)))
-                } else {
-                    let delay =
-                        gate.retry
-                            .backoff(used, facts.class, record.retry_after, random_unit);
-                    if Instant::now() + delay >= ctx.deadline {
-                        Err((RetryOutcome::Deadline, CallErrorKind::DeadlineExceeded))
-                    } else {
-                        Ok(delay)
-                    }
-                };
-                let code = facts.code.clone();
-                match decision {
-                    Err((retry, kind)) => {
-                        let event = events.event(prep, &record, outcome, retry, code.as_deref());
-                        break (
-                            Err(facts.into_error(kind, operation, dispatched_attempts)),
-                            event,
-                        );
-                    }
-                    Ok(delay) => {
-                        events.emit(&events.event(
-                            prep,
-                            &record,
-                            outcome,
-                            RetryOutcome::Retry,
-                            code.as_deref(),
-                        ));
-                        last_failure = Some(facts);
-                        let slept = tokio::select! {
-                            biased;
-                            _ = ctx.cancel.cancelled() => false,
-                            _ = sleep(delay) => true,
-                        };
-                        if dispatched {
-                            prep.attempt += 1;
-                        } else {
-                            local_retries += 1;
-                        }
-                        prep.preparation = 0;
-                        if !slept {
-                            let event = events.event(
-                                Prep {
-                                    preparation: 0,
-                                    started: Instant::now(),
-                                    ..prep
-                                },
-                                &AttemptRecord::default(),
-                                AttemptOutcome::Cancelled,
-                                RetryOutcome::Cancelled,
-                                None,
-                            );
-                            let mut error = fail(CallErrorKind::Cancelled, "cancelled in backoff");
-                            error.attempts = dispatched_attempts;
-                            break (Err(error), event);
-                        }
-                    }
+                        None,
+                    );
+                    let mut error =
+                        CallError::new(CallErrorKind::Cancelled, operation, "cancelled in backoff");
+                    error.attempts = dispatched_attempts;
+                    break (Err(error), event);
                 }
             }
         }
@@ -358,6 +282,25 @@ where
     final_event.cleanup_outcome = Some(release(guard));
     events.emit(&final_event);
     result
+}
+
+/// Tell the key what a failed attempt says about its capacity. A dispatched failure
+/// reports its class; an aborted request says nothing, and a retry unit granted to an
+/// attempt that never went out comes back. (A success's feedback is sent where it ends
+/// the call.)
+fn feed_back(guard: &ReservationGuard, record: &AttemptRecord, end: &AttemptEnd, dispatched: bool) {
+    let Some(grant) = &record.grant else {
+        return;
+    };
+    match end {
+        AttemptEnd::Cancelled | AttemptEnd::DeadlinePassed if !dispatched => {
+            guard.refund_retry(grant)
+        }
+        AttemptEnd::Failed(facts) if dispatched => {
+            guard.feedback(feedback_of(facts.class).0, grant)
+        }
+        _ => {}
+    }
 }
 
 /// Hand the reservation back. Released when this was the last holder; otherwise the SDK
@@ -372,39 +315,16 @@ fn release(guard: Arc<ReservationGuard>) -> CleanupOutcome {
     }
 }
 
-/// Map an admission failure to its event outcome, retry decision and call error.
-fn admission_failure(
+/// The call error of an admission that did not grant. An empty retry allowance reports
+/// the failure that asked for the retry, with the refusal appended.
+fn admission_error(
     e: &AdmissionError,
+    kind: CallErrorKind,
     operation: &str,
     last: Option<FailureFacts>,
     attempts: u32,
-) -> (AttemptOutcome, RetryOutcome, CallError) {
-    let (outcome, retry, kind) = match e {
-        AdmissionError::Refused {
-            refusal: Refusal::RetryAllowanceExhausted,
-            ..
-        } => (
-            AttemptOutcome::Exhausted,
-            RetryOutcome::AllowanceExhausted,
-            CallErrorKind::RetryAllowanceExhausted,
-        ),
-        AdmissionError::Cancelled { .. } => (
-            AttemptOutcome::Cancelled,
-            RetryOutcome::Cancelled,
-            CallErrorKind::Cancelled,
-        ),
-        AdmissionError::DeadlineExceeded { .. } => (
-            AttemptOutcome::DeadlineExceeded,
-            RetryOutcome::Deadline,
-            CallErrorKind::DeadlineExceeded,
-        ),
-        _ => (
-            AttemptOutcome::AdmissionFailed,
-            RetryOutcome::NotRetryable,
-            CallErrorKind::Admission,
-        ),
-    };
-    let error = match (kind, last) {
+) -> CallError {
+    match (kind, last) {
         (CallErrorKind::RetryAllowanceExhausted, Some(last)) => {
             let mut error = last.into_error(kind, operation, attempts);
             error.message = format!("{}; {}", error.message, e);
@@ -415,6 +335,5 @@ fn admission_failure(
             error.attempts = attempts;
             error
         }
-    };
-    (outcome, retry, error)
+    }
 }
