@@ -105,8 +105,8 @@ pub fn run(at: &str, json: bool) -> anyhow::Result<ExitCode> {
     writeln!(out, "effective at {at}")?;
     writeln!(
         out,
-        "{:<46} {:>10} {:>8} {:>11} {:>8}  {:<24} {}",
-        "service:group", "rate/s", "burst", "concurrency", "retries", "valid until", "allowance"
+        "{:<46} {:>10} {:>8} {:>11} {:>8}  {:<24} allowance",
+        "service:group", "rate/s", "burst", "concurrency", "retries", "valid until"
     )?;
     for k in keys {
         let p = k.policy;
