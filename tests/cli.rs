@@ -160,6 +160,7 @@ fn a_misspelt_region_and_a_huge_timeout_are_usage_errors_before_any_call() {
     }
 }
 
+#[test]
 fn help_lists_bench_and_no_bench_worker_is_a_tollgate_command() {
     let out = tollgate(&["--help"], &[]);
     assert!(out.status.success());
