@@ -147,14 +147,33 @@ impl Actor for BreakerBoard {
 impl Handler<BreakerPass> for BreakerBoard {
     type Result = ();
     fn handle(&mut self, msg: BreakerPass, ctx: &mut Context<Self>) {
+        let now = self.clock.now();
+        let entry = self.scopes.entry(msg.scope.clone()).or_default();
+        // Nobody ahead: answer at once when the breaker can (a closed breaker always
+        // can, whatever the deadline, even one that is already due).
+        if entry.waiting.is_empty() {
+            let answer = match entry.breaker.pass(now) {
+                Passage::Wait {
+                    at,
+                    reason: BreakerWait::Open,
+                } if at > msg.deadline => Some(Err(AdmissionError::BreakerOpen {
+                    scope: msg.scope.to_string(),
+                    reopens_at: at,
+                })),
+                Passage::Wait { .. } => None,
+                pass => Some(Ok(pass)),
+            };
+            if let Some(answer) = answer {
+                if let Err(Ok(Passage::Probe(lease))) = msg.reply.send(answer) {
+                    entry.breaker.abandon(lease.id, now);
+                }
+                return;
+            }
+        }
         let id = self.next_waiter;
         self.next_waiter += 1;
         let deadline = msg.deadline;
-        self.scopes
-            .entry(msg.scope.clone())
-            .or_default()
-            .waiting
-            .push(id, deadline, msg);
+        entry.waiting.push(id, deadline, msg);
         self.poll(ctx);
     }
 }
