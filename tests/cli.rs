@@ -159,3 +159,43 @@ fn a_misspelt_region_and_a_huge_timeout_are_usage_errors_before_any_call() {
         assert!(!stderr.contains("panicked"), "{huge}: {stderr}");
     }
 }
+
+fn help_lists_bench_and_no_bench_worker_is_a_tollgate_command() {
+    let out = tollgate(&["--help"], &[]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("\n  bench "), "{help}");
+    assert!(
+        !help.contains("worker") && !help.contains("probe"),
+        "{help}"
+    );
+    // The workers are subcommands of tollgate-bench now, not hidden ones of tollgate.
+    for internal in ["bench-worker", "bench-fleet-worker", "probe-socket"] {
+        let out = tollgate(&[internal, "--help"], &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{internal}: {stderr}");
+        assert!(stderr.contains("unrecognized subcommand"), "{stderr}");
+    }
+}
+
+#[test]
+fn bench_without_the_bench_executable_names_the_build_command() {
+    // This binary alone in a directory, with nothing on PATH: no tollgate-bench anywhere.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let alone = tmp.path().join("tollgate");
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_tollgate"), &alone).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_tollgate"), &alone).unwrap();
+    }
+    let out = Command::new(&alone)
+        .args(["bench", "admission", "--in-process"])
+        .env("PATH", tmp.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("tollgate-bench"), "{stderr}");
+    assert!(
+        stderr.contains("cargo build -p tollgate-bench --profile bench-fast"),
+        "{stderr}"
+    );
+}

@@ -21,6 +21,9 @@
 //! - [`breaker`]: the circuit breaker of one scope (service + region + account): closed,
 //!   open for 60 s doubling to 600 s, half-open with one probe lease.
 //! - [`queue`]: a FIFO of waiters with deadlines and cancellation.
+//! - [`overlay`]: a partial policy laid over a base (overrides and schedule entries).
+//! - [`schedule`]: cron + IANA zone schedules on [`WallClock`] instants; scheduled
+//!   policies, calendar allowances, and the fire times of scan schedules.
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
@@ -29,12 +32,14 @@ pub mod bucket;
 pub mod defaults;
 pub mod key;
 pub mod lease;
+pub mod overlay;
 pub mod overrides;
 pub mod penalty;
 pub mod policy;
 pub mod queue;
 pub mod reservation;
 pub mod retry;
+pub mod schedule;
 pub mod state;
 pub mod time;
 pub mod window;
@@ -43,11 +48,16 @@ pub use breaker::{Breaker, BreakerScope, BreakerState, BreakerWait, Passage, Pro
 pub use defaults::default_policy;
 pub use key::{operation_group, AccountScope, KeyError, Partition, QuotaKey, ServiceGroup};
 pub use lease::{Lease, LeaseLedger, RenewalTicket};
+pub use overlay::PolicyOverlay;
 pub use overrides::{OverrideError, PolicyTable, OVERRIDES_ENV};
 pub use penalty::Outcome;
 pub use policy::{Policy, PolicyError};
 pub use queue::{Exit, Step, WaitQueue};
 pub use reservation::{Owner, ReservationId};
+pub use schedule::{
+    Allowance, AllowanceCounter, CronSchedule, EffectivePolicy, PolicySchedule, ReadTime,
+    ScheduleError, WallClock,
+};
 pub use state::{
     Admission, AdmitRequest, Grant, Handover, QuotaRecord, QuotaSnapshot, QuotaState, Recovery,
     Refusal, Restored, WaitReason, MAX_PAUSE,
