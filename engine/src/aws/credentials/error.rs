@@ -66,7 +66,8 @@ impl CredentialsError {
     }
 
     /// What the failing source said, without secrets (a `credential_process`'s exit
-    /// status, an SSO cache path, ...); empty when there is nothing to add.
+    /// status, an SSO error; for `ProfileNotFound`, the profiles the files define, comma
+    /// separated); empty when there is nothing to add.
     pub fn detail(&self) -> &str {
         &self.detail
     }

@@ -126,11 +126,19 @@ fn classify(e: &ChainError, uses_sso: bool) -> (CredentialsErrorKind, String) {
     if let Some(process) = process_failure(&text) {
         return (K::ProcessFailed, process);
     }
-    let text = redact_output(&text);
+    // The source's own words, without the generic "an error occurred while loading
+    // credentials" of the outer error.
+    let text = redact_output(&std::error::Error::source(e).map_or(text, chain_text))
+        .replace("an error occurred while loading credentials: ", "")
+        .replace("an error occurred while loading an access token: ", "");
     let kind = match e {
         // "Not loaded" by every source: the listed sources say enough.
         ChainError::CredentialsNotLoaded(_) => return (K::NotFound, String::new()),
         ChainError::ProviderTimedOut(_) => K::TimedOut,
+        // Instance metadata is the chain's last source: every other one had nothing. A
+        // metadata service that refuses (or a proxy answering for it) is not a reason to
+        // call the failure anything but "no credentials".
+        _ if text.contains("IMDS") => K::NotFound,
         _ if uses_sso => K::SsoLoginRequired,
         ChainError::InvalidConfiguration(_) => K::InvalidConfiguration,
         _ => K::ProviderFailed,
@@ -236,6 +244,12 @@ mod tests {
         assert_eq!(classify(&sso, false).0, K::ProviderFailed);
         let invalid = ChainError::invalid_configuration("bad role_arn");
         assert_eq!(classify(&invalid, false).0, K::InvalidConfiguration);
+        let imds = ChainError::provider_error(
+            "failed to load IMDS session token: service error: request forbidden",
+        );
+        let (kind, detail) = classify(&imds, false);
+        assert_eq!(kind, K::NotFound);
+        assert!(detail.contains("IMDS session token"), "{detail}");
         let other = ChainError::provider_error(format!("proxy said Stderr: {SECRET}"));
         let (kind, detail) = classify(&other, false);
         assert_eq!(kind, K::ProviderFailed);
