@@ -7,7 +7,9 @@ use tollgate_quota::defaults::DEFAULT_ROWS;
 
 fn tollgate(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
-    cmd.args(args).env_remove("TOLLGATE_QUOTA_OVERRIDES");
+    cmd.args(args)
+        .env_remove("TOLLGATE_QUOTA_OVERRIDES")
+        .env_remove("TOLLGATE_POLICY_FILE");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -248,4 +250,53 @@ fn policies_at_resolves_schedules_and_allowance_periods_at_the_instant() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--at") && !err.contains("SECRET"), "{err}");
+}
+
+#[test]
+fn a_policy_file_applies_under_the_overrides_and_its_errors_name_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("policies.toml");
+    std::fs::write(
+        &file,
+        "[\"kms:ListKeys\"]\nratePerSecond = 7\nburst = 2\n\n[\"kms:DescribeKey\"]\nratePerSecond = 3\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let out = tollgate(
+        &["policies", "--json"],
+        &[
+            ("TOLLGATE_POLICY_FILE", path),
+            (
+                "TOLLGATE_QUOTA_OVERRIDES",
+                r#"{"kms:DescribeKey":{"ratePerSecond":1}}"#,
+            ),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rate = |group: &str| {
+        rows.iter()
+            .find(|r| r["service"] == "kms" && r["group"] == group)
+            .map(|r| r["policy"]["ratePerSecond"].as_f64().unwrap())
+    };
+    assert_eq!(rate("ListKeys"), Some(7.0), "the file applies");
+    assert_eq!(
+        rate("DescribeKey"),
+        Some(1.0),
+        "the overrides win over the file"
+    );
+
+    std::fs::write(&file, "[\"kms:ListKeys\"]\nratePerSecond = \"SECRET\"\n").unwrap();
+    let out = tollgate(&["policies"], &[("TOLLGATE_POLICY_FILE", path)]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("policies.toml") && err.contains("kms:ListKeys"),
+        "{err}"
+    );
+    assert!(!err.contains("SECRET"), "{err}");
 }

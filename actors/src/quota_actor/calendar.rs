@@ -3,8 +3,10 @@
 //!
 //! # The hot path pays one comparison
 //! [`Calendar::due`] is `now >= valid_until`. An unscheduled key (and an allowance key,
-//! whose policy never changes) has `valid_until` = [`NEVER`], so its admissions pay that
-//! one comparison and nothing else: no cron is evaluated per admission. A scheduled key
+//! whose policy never changes) has `valid_until` = [`NEVER`], so each poll pays that one
+//! timestamp comparison; per admission, an unscheduled key adds only branches on the
+//! calendar's kind (`gate`, `charge`: no wall-clock conversion, no cron, no allocation).
+//! No key evaluates a cron per admission. A scheduled key
 //! re-resolves ([`Calendar::refresh`]) at the first poll at or after its stamp, so a
 //! boundary takes effect at the first admission after it, and the actor also wakes at the
 //! stamp while anyone waits ([`Calendar::wake`]): the waiting head is re-checked under the

@@ -31,7 +31,8 @@
 //!
 //! A key with a schedule or a calendar allowance carries a `Calendar` (`calendar`): the
 //! policy in force with its valid-until stamp, or the allowance counter stored with the
-//! key's record. Other keys pay one timestamp comparison for it per poll.
+//! key's record. Other keys pay one timestamp comparison for it per poll (and a branch on
+//! the calendar's kind per admission).
 //!
 //! This file serves the FIFO queues; `save` holds the save bookkeeping (when records go
 //! to the persister, one at a time), `handlers` the message handlers and `calendar` the
