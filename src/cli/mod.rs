@@ -4,6 +4,7 @@ mod demo;
 mod discover;
 mod policies;
 mod replay;
+mod scans;
 mod serve;
 mod simulate;
 mod status;
@@ -72,13 +73,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Hold the coordinator role for the admission directory until SIGTERM or Ctrl-C,
+    /// Run the discovery service (HTTP API, scheduled and on-demand scans, history) and
+    /// hold the coordinator role for the admission directory until SIGTERM or Ctrl-C,
     /// then hand it over gracefully.
-    Serve {
-        /// Admission directory (default: TOLLGATE_ADMISSION_DIR, else the user cache).
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-    },
+    Serve(serve::ServeArgs),
+    /// Talk to the local discovery service (`tollgate serve`): submit, list, show,
+    /// cancel scans and fetch reports.
+    Scans(scans::ScansArgs),
     /// One process of `bench admission --processes` (internal).
     #[command(hide = true)]
     BenchWorker(crate::bench::worker::WorkerArgs),
@@ -107,7 +108,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Policies { json } => policies::run(json),
         Command::Replay { script, json, seed } => replay::run(&script, json, seed),
         Command::Status { dir, json } => status::run(dir, json),
-        Command::Serve { dir } => serve::run(dir),
+        Command::Serve(args) => serve::run(args),
+        Command::Scans(args) => scans::run(args),
         Command::BenchWorker(args) => crate::bench::worker::run(&args),
         Command::BenchFleetWorker(args) => crate::bench::fleet_sdk::run(args),
         Command::ProbeSocket { socket } => crate::bench::worker::probe_socket(&socket),
