@@ -8,7 +8,9 @@
 //! - `storage` ([`tollgate_storage`]): admission directory, sled store, coordinator lock.
 //! - `actors` ([`tollgate_actors`]): quota actors, registry, admission handle.
 //! - `engine` ([`tollgate_engine`]): configuration and the `Engine` facade.
-//! - `src/main.rs` and `src/cli/`: the thin CLI; `src/bench/`: benchmarks.
+//! - `src/main.rs` and `src/cli/`: the thin CLI.
+//! - `bench/` (crate `tollgate-bench`, its own executable): the benchmarks and their
+//!   worker processes; `tollgate bench ...` forwards to it.
 #![forbid(unsafe_code)]
 
 pub use tollgate_actors as actors;

@@ -1,7 +1,6 @@
 //! The `tollgate` command line: parse, call the engine, print, exit code.
 #![forbid(unsafe_code)]
 
-mod bench;
 mod cli;
 
 use std::process::ExitCode;

@@ -109,3 +109,93 @@ fn unusable_explicit_directory_is_an_error_not_a_silent_switch() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(file.to_str().unwrap()), "{stderr}");
 }
+
+#[test]
+fn an_existing_directory_that_is_not_an_admission_directory_is_refused_untouched() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("notes.txt"), b"mine").unwrap();
+    std::fs::set_permissions(home.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = tollgate(&["status", "--dir", home.path().to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not an admission directory"), "{stderr}");
+    let mode = std::fs::metadata(home.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755, "the directory's mode was changed");
+    let names: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["notes.txt"], "something was written into it");
+}
+
+#[test]
+fn a_misspelt_region_and_a_huge_timeout_are_usage_errors_before_any_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("adm");
+    let dir = dir.to_str().unwrap();
+    // No endpoint and no credentials: anything reaching AWS would take seconds and fail
+    // differently; these must fail at once, naming the problem.
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ];
+    let out = tollgate(&["discover", "--regions", "us-est-1", "--dir", dir], &env);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\"us-est-1\" is not a known AWS region"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("TOLLGATE_EXTRA_REGIONS"), "{stderr}");
+    assert!(out.stdout.is_empty(), "a report was written");
+
+    for huge in ["100000000000000000000000000000h", "1e30s", "200h"] {
+        let out = tollgate(&["discover", "--timeout", huge, "--dir", dir], &env);
+        assert_eq!(out.status.code(), Some(1), "{huge}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--timeout"), "{huge}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{huge}: {stderr}");
+    }
+}
+
+fn help_lists_bench_and_no_bench_worker_is_a_tollgate_command() {
+    let out = tollgate(&["--help"], &[]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("\n  bench "), "{help}");
+    assert!(
+        !help.contains("worker") && !help.contains("probe"),
+        "{help}"
+    );
+    // The workers are subcommands of tollgate-bench now, not hidden ones of tollgate.
+    for internal in ["bench-worker", "bench-fleet-worker", "probe-socket"] {
+        let out = tollgate(&[internal, "--help"], &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{internal}: {stderr}");
+        assert!(stderr.contains("unrecognized subcommand"), "{stderr}");
+    }
+}
+
+#[test]
+fn bench_without_the_bench_executable_names_the_build_command() {
+    // This binary alone in a directory, with nothing on PATH: no tollgate-bench anywhere.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let alone = tmp.path().join("tollgate");
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_tollgate"), &alone).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_tollgate"), &alone).unwrap();
+    }
+    let out = Command::new(&alone)
+        .args(["bench", "admission", "--in-process"])
+        .env("PATH", tmp.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("tollgate-bench"), "{stderr}");
+    assert!(
+        stderr.contains("cargo build -p tollgate-bench --profile bench-fast"),
+        "{stderr}"
+    );
+}

@@ -1,11 +1,11 @@
-//! Election: the process that takes the admission directory's lock is the coordinator.
+//! `Coordinator`: the role of the process that holds the admission directory's lock.
 //!
-//! [`connect`] is how a process joins admission for a directory. If the coordinator lock is
-//! free, this process takes it, opens the sled state (restored conservatively if the
-//! previous coordinator crashed), starts the quota actors and serves the directory's Unix
-//! socket; otherwise it becomes a client of that socket. Either way the caller gets the
-//! same [`AdmissionHandle`]. A client whose coordinator disappears elects a successor among
-//! the clients (see `remote::client`).
+//! Taking the role ([`Coordinator::start`]) opens the sled state (restored conservatively
+//! if the previous coordinator crashed), starts the quota actors and serves the
+//! directory's Unix socket. A process takes it when it joins a directory nobody
+//! coordinates ([`crate::join`]), or as a client whose coordinator disappeared
+//! (`remote::client`): both depend on this file, and it depends on neither, so the
+//! election and the failover can share it without importing each other.
 //!
 //! Handing over gracefully ([`Coordinator::shutdown`]): stop serving (clients see their
 //! connections close and start electing), retire the actors so every key saves a graceful
@@ -21,8 +21,8 @@ use tollgate_storage::{AdmissionDir, CoordinatorLock, PreviousShutdown, QuotaSto
 
 use crate::closable_store::ClosableStore;
 use crate::handle::AdmissionHandle;
-use crate::remote::{server, RemoteClient};
-use crate::runtime::{this_process_owner, AdmissionRuntime, RuntimeConfig};
+use crate::remote::server;
+use crate::runtime::{AdmissionRuntime, RuntimeConfig};
 use crate::AdmissionError;
 
 /// The coordinator role, held by this process.
@@ -45,7 +45,7 @@ impl std::fmt::Debug for Coordinator {
     }
 }
 
-fn coordination(e: impl std::fmt::Display) -> AdmissionError {
+pub(crate) fn coordination(e: impl std::fmt::Display) -> AdmissionError {
     AdmissionError::Coordination(e.to_string())
 }
 
@@ -149,60 +149,5 @@ impl Drop for Coordinator {
             let _ = stop.send(());
         }
         let _ = self.store.close();
-    }
-}
-
-/// This process's place in admission for one directory.
-#[derive(Debug)]
-pub struct Admission {
-    handle: AdmissionHandle,
-    coordinator: Option<Coordinator>,
-    dir: AdmissionDir,
-}
-
-/// Join admission for `dir`: become its coordinator if nobody is, else its client.
-pub fn connect(dir: &AdmissionDir) -> Result<Admission, AdmissionError> {
-    let lock = CoordinatorLock::try_acquire(dir).map_err(coordination)?;
-    let (handle, coordinator) = match lock {
-        Some(lock) => {
-            let coordinator = Coordinator::start(dir, lock)?;
-            let handle = coordinator.handle().ok_or(AdmissionError::Stopped)?;
-            (handle, Some(coordinator))
-        }
-        None => {
-            let client = RemoteClient::start(dir.clone(), this_process_owner())?;
-            (AdmissionHandle::remote(client), None)
-        }
-    };
-    Ok(Admission {
-        handle,
-        coordinator,
-        dir: dir.clone(),
-    })
-}
-
-impl Admission {
-    /// The admission handle (the same type for coordinator and client).
-    pub fn handle(&self) -> AdmissionHandle {
-        self.handle.clone()
-    }
-
-    /// True if this process started as the coordinator.
-    pub fn is_coordinator(&self) -> bool {
-        self.coordinator.is_some()
-    }
-
-    /// The admission directory.
-    pub fn dir(&self) -> &AdmissionDir {
-        &self.dir
-    }
-
-    /// Leave: hand the coordinator role over gracefully if this process holds it, and close
-    /// the connection if it is a client.
-    pub async fn shutdown(mut self) -> Result<(), AdmissionError> {
-        match self.coordinator.take() {
-            Some(coordinator) => coordinator.shutdown().await,
-            None => self.handle.shutdown().await,
-        }
     }
 }

@@ -13,8 +13,11 @@ use std::time::Duration;
 
 use actix::Addr;
 use tollgate_quota::key::QuotaKey;
-use tollgate_quota::{Grant, Outcome, Owner, Policy, Refusal, ReservationId, Timestamp};
+use tollgate_quota::{
+    AdmitRequest, Grant, Outcome, Owner, Policy, Refusal, ReservationId, Timestamp,
+};
 
+use crate::key::{AdmitCall, CanonicalKey};
 use crate::local::LocalAdmission;
 use crate::messages::{CancelScope, Feedback, KeyStatus, Release};
 use crate::quota_actor::QuotaActor;
@@ -138,7 +141,7 @@ impl AdmissionHandle {
         policy: Policy,
         wait: WaitOptions,
     ) -> Result<ReservationGuard, AdmissionError> {
-        let key = key.to_string();
+        let key = CanonicalKey::new(key);
         let (id, epoch, addr) = match &self.backend {
             Backend::Local(l) => {
                 let id = l
@@ -147,7 +150,7 @@ impl AdmissionHandle {
                 (id, 0, Some(l.actor(&key, policy, false).await?))
             }
             Backend::Remote(r) => {
-                let (id, epoch) = r.reserve(&key, policy, wait.timeout, wait.scope).await?;
+                let (id, epoch) = r.reserve(&key, policy, wait).await?;
                 (id, epoch, None)
             }
         };
@@ -204,7 +207,7 @@ impl AdmissionHandle {
 #[derive(Debug)]
 pub struct ReservationGuard {
     handle: AdmissionHandle,
-    key: String,
+    key: CanonicalKey,
     policy: Policy,
     /// The key's actor, when it runs in this process.
     addr: Option<Addr<QuotaActor>>,
@@ -218,7 +221,7 @@ pub struct ReservationGuard {
 impl ReservationGuard {
     /// The canonical key.
     pub fn key(&self) -> &str {
-        &self.key
+        self.key.as_str()
     }
 
     /// The reservation id.
@@ -234,32 +237,20 @@ impl ReservationGuard {
         retry: bool,
         wait: WaitOptions,
     ) -> Result<Grant, AdmissionError> {
+        let mut call = AdmitCall {
+            key: self.key.clone(),
+            policy: self.policy,
+            request: AdmitRequest {
+                reservation: self.id(),
+                cost,
+                retry,
+            },
+            wait,
+        };
         match &self.handle.backend {
-            Backend::Local(l) => {
-                l.admit(
-                    l.tag(wait.scope),
-                    &self.key,
-                    self.policy,
-                    self.id(),
-                    cost,
-                    retry,
-                    wait.timeout,
-                )
-                .await
-            }
+            Backend::Local(l) => l.admit(l.tag(wait.scope), call).await,
             Backend::Remote(r) => {
-                let id = self.id();
-                let first = r
-                    .admit(
-                        &self.key,
-                        self.policy,
-                        id,
-                        cost,
-                        retry,
-                        wait.timeout,
-                        wait.scope,
-                    )
-                    .await;
+                let first = r.admit(&call).await;
                 // A reservation made under a coordinator that died before storing it is
                 // unknown to its successor: take a fresh slot and try once more.
                 let lost = matches!(
@@ -272,21 +263,11 @@ impl ReservationGuard {
                 if !lost {
                     return first;
                 }
-                let (fresh, epoch) = r
-                    .reserve(&self.key, self.policy, wait.timeout, wait.scope)
-                    .await?;
+                let (fresh, epoch) = r.reserve(&self.key, self.policy, wait).await?;
                 self.id.store(fresh.0, Ordering::Release);
                 self.epoch.store(epoch, Ordering::Release);
-                r.admit(
-                    &self.key,
-                    self.policy,
-                    fresh,
-                    cost,
-                    retry,
-                    wait.timeout,
-                    wait.scope,
-                )
-                .await
+                call.request.reservation = fresh;
+                r.admit(&call).await
             }
         }
     }

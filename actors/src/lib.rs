@@ -11,9 +11,13 @@
 //!   broadcasts cancellation and status.
 //! - [`persist`]: the writer thread between actors and the store; fail-closed health.
 //! - [`handle`]: `AdmissionHandle` and `ReservationGuard`.
+//! - `key`: [`CanonicalKey`], the quota key as admission carries it (parsed once at the
+//!   edge, shared), and the admission request that travels with it.
 //! - [`runtime`]: the dedicated actor thread, or start-in-current-system for tests.
 //! - [`clock`]: `TokioClock`, the one place real time is read.
-//! - [`coordinator`]: election over the directory lock; [`connect`] and [`Admission`].
+//! - [`join`]: [`connect`] and [`Admission`]: become the coordinator or its client.
+//! - [`coordinator`]: the [`Coordinator`] role: state, actors and socket of the lock
+//!   holder (used by `join` and by a client's failover, importing neither).
 //! - [`remote`]: the coordinator socket: frames, protocol, server, client with failover.
 //! - `local`: the in-process backend (and what the socket server forwards to).
 //! - [`closable_store`]: lets a coordinator close sled before handing over.
@@ -24,6 +28,8 @@ pub mod closable_store;
 pub mod coordinator;
 mod error;
 pub mod handle;
+pub mod join;
+mod key;
 mod local;
 pub mod messages;
 pub mod persist;
@@ -33,9 +39,11 @@ pub mod remote;
 pub mod runtime;
 
 pub use clock::TokioClock;
-pub use coordinator::{connect, Admission, Coordinator};
+pub use coordinator::Coordinator;
 pub use error::AdmissionError;
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
+pub use join::{connect, Admission};
+pub use key::CanonicalKey;
 pub use messages::KeyStatus;
 pub use remote::{ClientInfo, CoordinationStatus};
 pub use runtime::{paused_system, start_in_current_system, AdmissionRuntime, RuntimeConfig};

@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use actix::Addr;
 use tokio::sync::oneshot;
-use tollgate_quota::{
-    AdmitRequest, Clock, Grant, Outcome, Owner, Policy, ReservationId, Timestamp,
-};
+use tollgate_quota::{Clock, Grant, Outcome, Owner, Policy, ReservationId, Timestamp};
 
+use crate::key::{AdmitCall, CanonicalKey};
 use crate::messages::{
     Admit, CancelScope, Feedback, KeyStatus, Release, Reserve, WaiterTag, IN_PROCESS,
 };
@@ -32,7 +31,7 @@ pub const DEFAULT_RESERVATION_TTL: Duration = Duration::from_secs(300);
 /// The quota actors of this process, reachable from any thread.
 pub(crate) struct LocalAdmission {
     registry: Addr<Registry>,
-    actors: Mutex<HashMap<String, Addr<QuotaActor>>>,
+    actors: Mutex<HashMap<CanonicalKey, Addr<QuotaActor>>>,
     clock: Arc<dyn Clock>,
     owner: Owner,
     persister: Persister,
@@ -95,7 +94,7 @@ impl LocalAdmission {
 
     pub(crate) async fn actor(
         &self,
-        key: &str,
+        key: &CanonicalKey,
         policy: Policy,
         fresh: bool,
     ) -> Result<Addr<QuotaActor>, AdmissionError> {
@@ -109,13 +108,13 @@ impl LocalAdmission {
         let addr = self
             .registry
             .send(Lookup {
-                key: key.to_owned(),
+                key: key.clone(),
                 policy,
             })
             .await
             .map_err(|_| AdmissionError::Stopped)?;
         if let Ok(mut m) = self.actors.lock() {
-            m.insert(key.to_owned(), addr.clone());
+            m.insert(key.clone(), addr.clone());
         }
         Ok(addr)
     }
@@ -124,7 +123,7 @@ impl LocalAdmission {
     /// retired between lookup and delivery, look it up again (at most twice).
     async fn ask<T, M>(
         &self,
-        key: &str,
+        key: &CanonicalKey,
         policy: Policy,
         make: impl Fn(oneshot::Sender<Result<T, AdmissionError>>) -> M,
     ) -> Result<T, AdmissionError>
@@ -150,7 +149,7 @@ impl LocalAdmission {
     pub(crate) async fn reserve(
         &self,
         tag: WaiterTag,
-        key: &str,
+        key: &CanonicalKey,
         policy: Policy,
         timeout: Duration,
     ) -> Result<ReservationId, AdmissionError> {
@@ -167,26 +166,16 @@ impl LocalAdmission {
     }
 
     /// Final admission under the reservation of `tag.owner`.
-    #[allow(clippy::too_many_arguments)] // the wire request, field for field
     pub(crate) async fn admit(
         &self,
         tag: WaiterTag,
-        key: &str,
-        policy: Policy,
-        reservation: ReservationId,
-        cost: u32,
-        retry: bool,
-        timeout: Duration,
+        call: AdmitCall,
     ) -> Result<Grant, AdmissionError> {
-        let now = self.now();
-        let request = AdmitRequest {
-            reservation,
-            cost,
-            retry,
-        };
-        self.ask(key, policy, |reply| Admit {
+        let deadline = self.now() + call.wait.timeout;
+        let request = call.request;
+        self.ask(&call.key, call.policy, |reply| Admit {
             request,
-            deadline: now + timeout,
+            deadline,
             tag,
             reply,
         })
@@ -196,7 +185,7 @@ impl LocalAdmission {
     /// Report an attempt's outcome (or refund its retry unit).
     pub(crate) async fn feedback(
         &self,
-        key: &str,
+        key: &CanonicalKey,
         policy: Policy,
         outcome: Outcome,
         admitted_at: Timestamp,
@@ -214,7 +203,7 @@ impl LocalAdmission {
     pub(crate) async fn release(
         &self,
         owner: Owner,
-        key: &str,
+        key: &CanonicalKey,
         policy: Policy,
         reservation: ReservationId,
     ) -> Result<(), AdmissionError> {

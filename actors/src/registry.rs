@@ -19,6 +19,7 @@ use actix::{
 use futures_util::future::join_all;
 use tollgate_quota::{Policy, QuotaRecord, QuotaState};
 
+use crate::key::CanonicalKey;
 use crate::messages::{Cancel, CancelScope, KeyStatus, ReleaseOwner, Status};
 use crate::quota_actor::{ActorDeps, QuotaActor, Retire};
 
@@ -27,7 +28,7 @@ pub const DEFAULT_EVICT_AFTER: Duration = Duration::from_secs(300);
 
 /// The registry of live quota actors.
 pub struct Registry {
-    actors: HashMap<String, Addr<QuotaActor>>,
+    actors: HashMap<CanonicalKey, Addr<QuotaActor>>,
     deps: ActorDeps,
     evict_after: Duration,
 }
@@ -42,10 +43,10 @@ impl Registry {
         }
     }
 
-    fn spawn_actor(&mut self, key: &str, policy: Policy) -> Addr<QuotaActor> {
+    fn spawn_actor(&mut self, key: &CanonicalKey, policy: Policy) -> Addr<QuotaActor> {
         let now = self.deps.clock.now();
         let pid_alive = self.deps.pid_alive.clone();
-        let (state, failure) = match self.deps.persister.load(key) {
+        let (state, failure) = match self.deps.persister.load(key.as_str()) {
             Ok(None) => (QuotaState::new(policy, now), None),
             Ok(Some(bytes)) => match serde_json::from_slice::<QuotaRecord>(&bytes) {
                 Ok(record) if QuotaRecord::readable(record.format) => {
@@ -53,7 +54,7 @@ impl Registry {
                         QuotaState::from_record(record, now, &|pid| pid_alive(pid));
                     if recovery.conservative || recovery.reaped > 0 {
                         tracing::info!(
-                            key,
+                            key = %key,
                             restored = ?recovery.restored,
                             reaped = recovery.reaped,
                             after_unclean_takeover = self.deps.unclean_takeover_at.is_some(),
@@ -80,7 +81,7 @@ impl Registry {
             },
             Err(e) => (QuotaState::new(policy, now), Some(e.to_string())),
         };
-        QuotaActor::new(key.to_owned(), state, self.deps.clone(), failure).start()
+        QuotaActor::new(key.clone(), state, self.deps.clone(), failure).start()
     }
 }
 
@@ -131,7 +132,7 @@ impl Actor for Registry {
 #[rtype(result = "Addr<QuotaActor>")]
 pub struct Lookup {
     /// Canonical key.
-    pub key: String,
+    pub key: CanonicalKey,
     /// The caller's policy, used if the key is new.
     pub policy: Policy,
 }
@@ -182,7 +183,7 @@ impl Handler<StatusAll> for Registry {
     type Result = ResponseFuture<Vec<KeyStatus>>;
     fn handle(&mut self, _: StatusAll, _: &mut Context<Self>) -> Self::Result {
         let live: Vec<_> = self.actors.values().map(|a| a.send(Status)).collect();
-        let live_keys: Vec<String> = self.actors.keys().cloned().collect();
+        let live_keys: Vec<CanonicalKey> = self.actors.keys().cloned().collect();
         let deps = self.deps.clone();
         Box::pin(async move {
             let mut out: Vec<KeyStatus> = join_all(live)
@@ -193,7 +194,7 @@ impl Handler<StatusAll> for Registry {
             let now = deps.clock.now();
             let stored = deps.persister.entries().unwrap_or_default();
             for (key, bytes) in stored {
-                if live_keys.contains(&key) {
+                if live_keys.iter().any(|k| k.as_str() == key) {
                     continue;
                 }
                 let Ok(record) = serde_json::from_slice::<QuotaRecord>(&bytes) else {

@@ -295,3 +295,54 @@ fn waiting_requests_beyond_the_cap_are_refused_and_pings_still_answered() {
     );
     rt().block_on(coordinator.shutdown()).unwrap();
 }
+
+/// The server parses a request's key once and carries the parsed, canonical key on: a key
+/// written with a service alias reaches the same actor (and the same stored record) as
+/// its canonical form, and a key that does not parse is answered with an error on a
+/// connection that stays up.
+#[test]
+fn a_key_sent_with_a_service_alias_reaches_the_actor_of_its_canonical_form() {
+    use tollgate_actors::remote::protocol::{RequestBody, ResponseBody, WireError};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
+    let coordinator = connect(&dir).unwrap();
+    let mut raw = RawClient::hello(&dir);
+    let policy = Policy::new(1000.0, 10.0, 10, 20).unwrap();
+    let reserve = |key: &str| RequestBody::Reserve {
+        key: key.to_owned(),
+        policy,
+        timeout_ms: 60_000,
+        scope: 0,
+    };
+    raw.send(&[(
+        1,
+        reserve("aws/123456789012/us-east-1/elbv2:DescribeLoadBalancers"),
+    )]);
+    assert!(matches!(raw.read().body, ResponseBody::Reserved { .. }));
+    raw.send(&[(2, reserve("aws/1/us-east-1/elbv2:DescribeLoadBalancers"))]);
+    match raw.read().body {
+        ResponseBody::Error(WireError::Rejected { reason }) => {
+            assert!(reason.contains("not a canonical quota key"), "{reason}")
+        }
+        other => panic!("unexpected answer {other:?}"),
+    }
+    let canonical: QuotaKey =
+        "aws/123456789012/us-east-1/elasticloadbalancingv2:DescribeLoadBalancers"
+            .parse()
+            .unwrap();
+    let handle = coordinator.handle();
+    rt().block_on(async {
+        let slot = handle
+            .reserve(&canonical, policy, WaitOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(slot.key(), canonical.to_string());
+        let keys = handle.status().await.unwrap();
+        assert_eq!(keys.len(), 1, "one actor for both spellings: {keys:?}");
+        assert_eq!(keys[0].key, canonical.to_string());
+        assert_eq!(keys[0].state.reservations, 2, "{keys:?}");
+    });
+    drop(raw);
+    rt().block_on(coordinator.shutdown()).unwrap();
+}

@@ -15,6 +15,7 @@
 //!   `dynamodb-tables`, `kms-keys`), every request through `AwsGate::call`.
 //! - [`replay`]: `tollgate replay`, a dry run of policies through the real gate and
 //!   quota actors on a simulated clock.
+//! - [`regions`]: the AWS regions a request may name.
 //! - [`output`]: the JSON report; [`dataset`], [`request`]: what a scan asks for;
 //!   [`throttling`]: the per-key "throttled gaps" tally.
 #![forbid(unsafe_code)]
@@ -31,6 +32,7 @@ pub mod collectors;
 pub mod dataset;
 pub mod discovery;
 pub mod output;
+pub mod regions;
 pub mod replay;
 pub mod request;
 mod scan_setup;

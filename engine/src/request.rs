@@ -8,6 +8,11 @@ use crate::dataset::Dataset;
 /// Default discovery deadline (seed 000: 5 minutes); reservations expire with it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// Longest accepted scan deadline: 7 days. Far beyond any real scan, and far from where
+/// `Instant + timeout` overflows (which would panic) or a reservation's expiry stops
+/// meaning anything.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// The region used when neither the request nor the AWS configuration names one.
 pub const FALLBACK_REGION: &str = "us-east-1";
 
@@ -50,9 +55,20 @@ pub enum RequestError {
     /// A region name is not a region.
     #[error("{0:?} is not an AWS region name (expected something like us-east-1)")]
     BadRegion(String),
+    /// A region name is well formed but not a region AWS has (a typo such as `us-est-1`).
+    #[error(
+        "{0:?} is not a known AWS region (known: {source}); check the spelling, or, for a \
+         region AWS opened since, add it to {env}",
+        source = crate::regions::KNOWN_REGIONS_SOURCE,
+        env = crate::regions::EXTRA_REGIONS_ENV
+    )]
+    UnknownRegion(String),
     /// The timeout is zero.
     #[error("the discovery timeout must be longer than zero")]
     ZeroTimeout,
+    /// The timeout is longer than [`MAX_TIMEOUT`].
+    #[error("the discovery timeout must be at most 7 days (168h)")]
+    TimeoutTooLong,
     /// The endpoint URL is not http(s).
     #[error("--endpoint-url {0:?} must start with http:// or https://")]
     BadEndpoint(String),
@@ -82,9 +98,16 @@ impl DiscoveryRequest {
             if !ok {
                 return Err(RequestError::BadRegion(region.clone()));
             }
+            // With --endpoint-url the user chose the endpoint; emulators take any name.
+            if self.endpoint_url.is_none() && !crate::regions::is_known(region) {
+                return Err(RequestError::UnknownRegion(region.clone()));
+            }
         }
         if self.timeout.is_zero() {
             return Err(RequestError::ZeroTimeout);
+        }
+        if self.timeout > MAX_TIMEOUT {
+            return Err(RequestError::TimeoutTooLong);
         }
         if let Some(url) = &self.endpoint_url {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -124,5 +147,37 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(zero.validate(), Err(RequestError::ZeroTimeout));
+    }
+
+    #[test]
+    fn a_misspelt_region_is_refused_unless_an_endpoint_was_chosen() {
+        let typo = DiscoveryRequest {
+            regions: vec!["us-est-1".into()],
+            ..Default::default()
+        };
+        let err = typo.clone().validate().unwrap_err();
+        assert_eq!(err, RequestError::UnknownRegion("us-est-1".into()));
+        assert!(err.to_string().contains("engine/src/regions.rs"), "{err}");
+        let emulator = DiscoveryRequest {
+            endpoint_url: Some("http://127.0.0.1:5000".into()),
+            ..typo
+        };
+        assert!(emulator.validate().is_ok());
+    }
+
+    #[test]
+    fn a_timeout_beyond_seven_days_is_refused_instead_of_overflowing() {
+        for timeout in [MAX_TIMEOUT + Duration::from_millis(1), Duration::MAX] {
+            let req = DiscoveryRequest {
+                timeout,
+                ..Default::default()
+            };
+            assert_eq!(req.validate(), Err(RequestError::TimeoutTooLong));
+        }
+        let week = DiscoveryRequest {
+            timeout: MAX_TIMEOUT,
+            ..Default::default()
+        };
+        assert!(week.validate().is_ok());
     }
 }

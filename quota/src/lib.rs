@@ -19,6 +19,9 @@
 //! - [`lease`]: write-ahead admission leases: what a record allows after its snapshot, and
 //!   the crash restore that charges it (why a SIGKILLed coordinator never over-admits).
 //! - [`queue`]: a FIFO of waiters with deadlines and cancellation.
+//! - [`overlay`]: a partial policy laid over a base (overrides and schedule entries).
+//! - [`schedule`]: cron + IANA zone schedules on [`WallClock`] instants; scheduled
+//!   policies, calendar allowances, and the fire times of scan schedules.
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
@@ -26,12 +29,14 @@ pub mod bucket;
 pub mod defaults;
 pub mod key;
 pub mod lease;
+pub mod overlay;
 pub mod overrides;
 pub mod penalty;
 pub mod policy;
 pub mod queue;
 pub mod reservation;
 pub mod retry;
+pub mod schedule;
 pub mod state;
 pub mod time;
 pub mod window;
@@ -39,11 +44,16 @@ pub mod window;
 pub use defaults::default_policy;
 pub use key::{operation_group, AccountScope, KeyError, Partition, QuotaKey, ServiceGroup};
 pub use lease::{Lease, LeaseLedger, RenewalTicket};
+pub use overlay::PolicyOverlay;
 pub use overrides::{OverrideError, PolicyTable, OVERRIDES_ENV};
 pub use penalty::Outcome;
 pub use policy::{Policy, PolicyError};
 pub use queue::{Exit, Step, WaitQueue};
 pub use reservation::{Owner, ReservationId};
+pub use schedule::{
+    Allowance, AllowanceCounter, CronSchedule, EffectivePolicy, PolicySchedule, ReadTime,
+    ScheduleError, WallClock,
+};
 pub use state::{
     Admission, AdmitRequest, Grant, Handover, QuotaRecord, QuotaSnapshot, QuotaState, Recovery,
     Refusal, Restored, WaitReason,

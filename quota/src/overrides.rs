@@ -21,6 +21,13 @@
 //!   and are reported by [`PolicyTable::unknown_keys`] rather than silently dropped;
 //! - an empty or all-whitespace value means "no overrides".
 //!
+//! An entry may also carry one read-time function (seed 003, `read_time.rs`): a
+//! `schedule` of cron entries overlaying the key's policy, or a calendar `allowance`.
+//! Every schedule entry must make a valid policy over the key's policy (the same bounds as
+//! any policy), checked again whenever a later layer changes that policy. A key carries
+//! at most one of the two, across layers too: a later layer that adds the other must
+//! clear the first (`"schedule": []`, `"allowance": null`).
+//!
 //! Errors name where the JSON came from and the offending key and field, but never echo
 //! the document or its values: a mistyped variable may hold a secret. Syntax errors give
 //! only line and column; a key or field name that is not a valid name is identified by
@@ -34,14 +41,16 @@ use serde::Serialize;
 use crate::defaults::{default_policy, is_known, row_policy, DEFAULT_ROWS};
 use crate::key::{operation_group, QuotaKey, ServiceGroup};
 use crate::policy::Policy;
+use crate::schedule::{resolve, EffectivePolicy, ReadTime, WallClock};
 
 mod partial;
-use partial::{merge, parse_key, Node};
+mod read_time;
+use partial::{parse_entry, parse_key, policy_field_error, FieldError, Node};
 
 /// The environment variable holding overrides.
 pub const OVERRIDES_ENV: &str = "TOLLGATE_QUOTA_OVERRIDES";
 
-const FIELDS: &str = "ratePerSecond, burst, concurrency and retryCapacity";
+const FIELDS: &str = "ratePerSecond, burst, concurrency, retryCapacity, schedule and allowance";
 
 /// Why an overrides document was refused. `setting` names where it came from (the
 /// variable name or a config file path); no variant carries the document's values.
@@ -86,6 +95,17 @@ pub enum OverrideError {
         field: &'static str,
         rule: &'static str,
     },
+    /// Inside `schedule` or `allowance`: `path` is below the key, such as
+    /// `schedule[2].timezone`; `problem` holds only rules and field names.
+    #[error("{setting}: {key}.{path} {problem}")]
+    InvalidEntry {
+        setting: String,
+        key: String,
+        path: String,
+        problem: String,
+    },
+    #[error("{setting}: {key} has both a schedule and an allowance; a key takes at most one read-time function (seed 003): keep one (a later layer clears one with \"schedule\": [] or \"allowance\": null)")]
+    ReadTimeConflict { setting: String, key: String },
 }
 
 /// Where an effective policy came from.
@@ -118,6 +138,7 @@ pub struct EffectiveRow {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PolicyTable {
     overrides: BTreeMap<ServiceGroup, Policy>,
+    read_time: BTreeMap<ServiceGroup, ReadTime>,
     unknown: Vec<String>,
 }
 
@@ -162,7 +183,7 @@ impl PolicyTable {
                 })
             }
         };
-        let mut layer: BTreeMap<ServiceGroup, Policy> = BTreeMap::new();
+        let mut layer: BTreeMap<ServiceGroup, (Policy, Option<ReadTime>)> = BTreeMap::new();
         for (index, (raw_key, value)) in entries.iter().enumerate() {
             let name = parse_key(raw_key).map_err(|reason| OverrideError::InvalidKey {
                 setting: setting.clone(),
@@ -176,20 +197,96 @@ impl PolicyTable {
             let Node::Object(fields) = value else {
                 return Err(OverrideError::NotAPolicy { setting, key });
             };
-            let base = self.policy_for_name(&name);
-            let policy = merge(base, fields).map_err(|e| e.into_error(setting.clone(), key))?;
-            layer.insert(name, policy);
+            let entry = self
+                .layer_entry(&name, fields)
+                .map_err(|e| e.into_error(setting.clone(), key.clone()))?;
+            layer.insert(name, entry);
         }
-        for (name, policy) in layer {
+        for (name, (policy, read_time)) in layer {
             if !is_known(name.service(), name.group()) {
                 let key = name.to_string();
                 if !self.unknown.contains(&key) {
                     self.unknown.push(key);
                 }
             }
-            self.overrides.insert(name, policy);
+            self.overrides.insert(name.clone(), policy);
+            match read_time {
+                Some(r) => self.read_time.insert(name, r),
+                None => self.read_time.remove(&name),
+            };
         }
         Ok(self)
+    }
+
+    /// One entry of a layer over this table: the key's new policy and read-time function
+    /// (inherited unless the entry gives or clears it), checked together.
+    fn layer_entry(
+        &self,
+        name: &ServiceGroup,
+        fields: &[(String, Node)],
+    ) -> Result<(Policy, Option<ReadTime>), FieldError> {
+        let parsed = parse_entry(fields)?;
+        let policy = parsed
+            .overlay
+            .apply(&self.policy_for_name(name))
+            .map_err(|e| policy_field_error(&e))?;
+        let inherited = self.read_time.get(name);
+        let schedule = match parsed.schedule {
+            Some(given) => given,
+            None => match inherited {
+                Some(ReadTime::Schedule(s)) => Some(s.clone()),
+                _ => None,
+            },
+        };
+        let allowance = match parsed.allowance {
+            Some(given) => given,
+            None => match inherited {
+                Some(ReadTime::Allowance(a)) => Some(a.clone()),
+                _ => None,
+            },
+        };
+        match (schedule, allowance) {
+            (Some(_), Some(_)) => Err(FieldError::Conflict),
+            (Some(schedule), None) => {
+                schedule.check_over(&policy).map_err(|(index, e)| {
+                    policy_field_error(&e).within(&format!("schedule[{index}]"), "")
+                })?;
+                Ok((policy, Some(ReadTime::Schedule(schedule))))
+            }
+            (None, Some(allowance)) => Ok((policy, Some(ReadTime::Allowance(allowance)))),
+            (None, None) => Ok((policy, None)),
+        }
+    }
+
+    /// The read-time function (schedule or allowance) of a canonical `service:group`.
+    pub fn read_time_for_name(&self, name: &ServiceGroup) -> Option<&ReadTime> {
+        self.read_time.get(name)
+    }
+
+    /// The read-time function of a quota key.
+    pub fn read_time_for_key(&self, key: &QuotaKey) -> Option<&ReadTime> {
+        self.read_time_for_name(key.service_group())
+    }
+
+    /// The policy in force for `name` at `t`, and until when: a scheduled key's schedule
+    /// resolved over its policy (valid until the next change of any entry's match, or
+    /// `cap`); any other key's policy, valid until [`WallClock::MAX`] (an allowance does
+    /// not change the policy; its periods are the allowance counter's business).
+    pub fn resolve_for_name(
+        &self,
+        name: &ServiceGroup,
+        t: WallClock,
+        cap: WallClock,
+    ) -> EffectivePolicy {
+        let base = self.policy_for_name(name);
+        match self.read_time.get(name) {
+            Some(ReadTime::Schedule(schedule)) => resolve(&base, schedule, t, cap),
+            _ => EffectivePolicy {
+                policy: base,
+                entry: None,
+                valid_until: WallClock::MAX,
+            },
+        }
     }
 
     /// The policy of a `service:group` (service aliases resolved).
@@ -365,6 +462,8 @@ mod tests {
             OverrideError::UnknownField { .. } => "UnknownField".into(),
             OverrideError::DuplicateField { field, .. } => format!("DuplicateField({field})"),
             OverrideError::InvalidField { field, .. } => format!("InvalidField({field})"),
+            OverrideError::InvalidEntry { path, .. } => format!("InvalidEntry({path})"),
+            OverrideError::ReadTimeConflict { .. } => "ReadTimeConflict".into(),
         }
     }
 

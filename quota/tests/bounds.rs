@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use tollgate_quota::window::WindowShape;
 use tollgate_quota::{
     Admission, AdmitRequest, Exit, Outcome, Owner, Policy, QuotaState, Step, Timestamp, WaitQueue,
@@ -180,7 +181,13 @@ fn simulate(policy: Policy, mut arrivals: Vec<Arrival>) -> Trace {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+    // Saved failures (this file's name with the extension `proptest-regressions`, beside
+    // it) are re-run before any new case, and new failures are appended there.
+    #![proptest_config(ProptestConfig {
+        cases: 200,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn starts_in_any_window_stay_within_the_limit(policy in policy(), arrivals in prop::collection::vec(arrival(), 1..60)) {

@@ -13,6 +13,7 @@
 //!   retry capacity.
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use tollgate_quota::window::WindowShape;
 use tollgate_quota::{
     Admission, AdmitRequest, Handover, Lease, LeaseLedger, Owner, Policy, QuotaRecord, QuotaState,
@@ -238,7 +239,13 @@ fn run(s: &Scenario) -> Vec<(Timestamp, u32)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+    // Saved failures (this file's name with the extension `proptest-regressions`, beside
+    // it) are re-run before any new case, and new failures are appended there.
+    #![proptest_config(ProptestConfig {
+        cases: 300,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn starts_stay_within_the_window_across_a_crash(s in scenario()) {

@@ -67,8 +67,12 @@ impl ScanFields {
             credentials: None,
         };
         request.validate().map_err(|e| match e {
-            RequestError::BadRegion(_) => FieldError::new("regions", e.to_string()),
-            RequestError::ZeroTimeout => FieldError::new("timeout", e.to_string()),
+            RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {
+                FieldError::new("regions", e.to_string())
+            }
+            RequestError::ZeroTimeout | RequestError::TimeoutTooLong => {
+                FieldError::new("timeout", e.to_string())
+            }
             RequestError::BadEndpoint(url) => FieldError::new(
                 "endpoint_url",
                 format!("{url:?} must start with http:// or https://"),

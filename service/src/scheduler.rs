@@ -1,8 +1,10 @@
 //! `Scheduler`: fires each `[[schedule]]` entry's target at its instants.
 //!
-//! The instants come from the shared schedule module (cron + time zone → next instant,
-//! pure, DST rules documented there) behind [`NextFire`]; this file only decides and
-//! waits. Per entry it keeps a **cursor**: every instant up to the cursor has been
+//! The instants come from the shared schedule module (`tollgate_quota::schedule`: cron +
+//! time zone → next instant, pure) behind [`NextFire`]; this file only decides and
+//! waits. Its DST rule: a fire time that does not exist (clocks spring forward) fires at
+//! the first valid instant after the gap; a repeated hour (clocks fall back) fires once,
+//! in its first pass. Per entry it keeps a **cursor**: every instant up to the cursor has been
 //! handled. The cursor is stored in the history after each step, so a restart knows
 //! what it missed.
 //!
@@ -16,12 +18,28 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tollgate_quota::schedule::{CronSchedule, WallClock};
 use tollgate_quota::{Clock, Timestamp};
 
 /// The next instant strictly after a given one (the shared schedule module).
 pub trait NextFire: Send + Sync + std::fmt::Debug {
     /// The first fire instant after `after`, or `None` if there is none.
     fn next_after(&self, after: Timestamp) -> Option<Timestamp>;
+}
+
+/// A cron pattern in a time zone ([`CronSchedule`], the shared schedule module) as a
+/// [`NextFire`]. The service's clock counts from the Unix epoch, so timestamps and wall
+/// clock instants share the anchor [`WallClock::UNIX_EPOCH`].
+#[derive(Debug, Clone)]
+pub struct CronNext(pub CronSchedule);
+
+impl NextFire for CronNext {
+    fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
+        let after = WallClock::from_timestamp(after, WallClock::UNIX_EPOCH);
+        self.0
+            .next_fire_after(after)
+            .map(|at| at.to_timestamp(WallClock::UNIX_EPOCH))
+    }
 }
 
 /// One `[[schedule]]` entry.

@@ -16,6 +16,7 @@ use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
 use tollgate_engine::collectors::DatasetProgress;
+use tollgate_engine::request::MAX_TIMEOUT;
 use tollgate_engine::{
     Dataset, DatasetStatus, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig, ScanHandle,
 };
@@ -96,6 +97,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     };
     if !seconds.is_finite() || seconds <= 0.0 {
         return Err(format!("{text:?}: the timeout must be longer than zero"));
+    }
+    // Checked before converting: `Duration::from_secs_f64` panics past u64 seconds.
+    if seconds > MAX_TIMEOUT.as_secs_f64() {
+        return Err(format!(
+            "{text:?}: the timeout must be at most 168h (7 days)"
+        ));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -439,5 +446,15 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn a_huge_timeout_is_a_usage_error_not_a_panic() {
+        assert!(parse_duration("1e30s").is_err());
+        for huge in ["100000000000000000000000000000h", "169h", "604801s"] {
+            let err = parse_duration(huge).unwrap_err();
+            assert!(err.contains("at most 168h"), "{huge}: {err}");
+        }
+        assert_eq!(parse_duration("168h"), Ok(MAX_TIMEOUT));
     }
 }

@@ -1,5 +1,6 @@
 //! Command-line definitions (clap) and dispatch. Each subcommand lives in its own file.
 
+mod bench;
 mod demo;
 mod discover;
 mod policies;
@@ -14,8 +15,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-use crate::bench::BenchCommand;
 
 /// tollgate: AWS resource discovery where every API call passes one shared admission gate.
 ///
@@ -55,7 +54,7 @@ pub enum Command {
     /// quota actors and retry owner in simulated time, and print when each attempt would
     /// be dispatched. Exit code: 0 when it ran, 1 for an invalid script.
     Replay {
-        /// The replay script (JSON; format in README "Replay").
+        /// The replay script (JSON; format in docs/replay.md).
         script: PathBuf,
         /// Print JSON instead of a table.
         #[arg(long)]
@@ -80,23 +79,11 @@ pub enum Command {
     /// Talk to the local discovery service (`tollgate serve`): submit, list, show,
     /// cancel scans and fetch reports.
     Scans(scans::ScansArgs),
-    /// One process of `bench admission --processes` (internal).
-    #[command(hide = true)]
-    BenchWorker(crate::bench::worker::WorkerArgs),
-    /// One plain-SDK process of `bench fleet` (internal).
-    #[command(hide = true)]
-    BenchFleetWorker(crate::bench::fleet_sdk::FleetWorkerArgs),
-    /// Say hello on a coordinator socket and print the answer (diagnostics, internal).
-    #[command(hide = true)]
-    ProbeSocket {
-        /// The socket.
-        socket: PathBuf,
-    },
-    /// Run a benchmark and print a table.
-    Bench {
-        #[command(subcommand)]
-        which: BenchCommand,
-    },
+    /// Run a benchmark and print a table (`tollgate bench --help` lists them).
+    ///
+    /// The benchmarks are a separate executable, tollgate-bench, found beside this one or
+    /// on PATH; `cargo build -p tollgate-bench --profile bench-fast` builds it.
+    Bench(bench::BenchArgs),
 }
 
 /// Run a parsed command line; the exit code on success.
@@ -110,10 +97,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status { dir, json } => status::run(dir, json),
         Command::Serve(args) => serve::run(args),
         Command::Scans(args) => scans::run(args),
-        Command::BenchWorker(args) => crate::bench::worker::run(&args),
-        Command::BenchFleetWorker(args) => crate::bench::fleet_sdk::run(args),
-        Command::ProbeSocket { socket } => crate::bench::worker::probe_socket(&socket),
-        Command::Bench { which } => crate::bench::run(which),
+        Command::Bench(args) => bench::run(args, cli.verbose),
     }
 }
 

@@ -250,8 +250,53 @@ fn prepare_explicit(path: &Path, uid: u32) -> Result<AdmissionDir, StorageError>
                  writable local directory you own",
             )
         })?;
+    } else {
+        refuse_foreign_contents(&path)?;
     }
     adopt(path, DirSource::Explicit, uid, Symlinks::Follow)
+}
+
+/// What tollgate itself keeps in an admission directory (the write probe is removed at
+/// once, but a crash may leave one).
+fn is_admission_entry(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    [LOCK_FILE, STATE_DIR, SOCKET_FILE].contains(&name.as_ref())
+        || name.starts_with(private_dir::PROBE_PREFIX)
+}
+
+/// An explicit directory that already exists must be empty or hold only tollgate's own
+/// entries. Pointing `TOLLGATE_ADMISSION_DIR` at `$HOME` or a project folder by mistake
+/// would otherwise have its mode tightened to 0700 and a sled database written into it.
+fn refuse_foreign_contents(path: &Path) -> Result<(), StorageError> {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        // Not a readable directory: `adopt` reports what is wrong with it.
+        return Ok(());
+    };
+    let mut foreign: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .filter(|name| !is_admission_entry(name))
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    foreign.sort_unstable();
+    let shown: Vec<&str> = foreign.iter().map(String::as_str).take(3).collect();
+    let more = if foreign.len() > 3 { ", ..." } else { "" };
+    Err(StorageError::new(
+        StorageErrorKind::Unusable,
+        Some(path),
+        format!(
+            "{} is not an admission directory: it holds {} entries tollgate did not make \
+             ({}{more}); nothing was changed in it. Point {ADMISSION_DIR_ENV} (or --dir) at \
+             a new or empty directory, e.g. {}",
+            path.display(),
+            foreign.len(),
+            shown.join(", "),
+            path.join("tollgate-admission").display()
+        ),
+    ))
 }
 
 fn prepare_fallback(
@@ -546,6 +591,42 @@ mod tests {
         assert_eq!(err.kind(), StorageErrorKind::Unusable);
         assert!(err.to_string().contains("symbolic link"), "{err}");
         assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn explicit_dir_holding_other_files_is_refused_and_left_untouched() {
+        let sandbox = Sandbox::new();
+        let home = sandbox.root.join("home");
+        fs::write(home.join(".bashrc"), "x").unwrap();
+        fs::set_permissions(&home, fs::Permissions::from_mode(0o755)).unwrap();
+        let mut env = sandbox.env();
+        env.explicit = Some(home.clone());
+        let err = AdmissionDir::resolve(&env).unwrap_err();
+        assert_eq!(err.kind(), StorageErrorKind::Unusable);
+        assert!(
+            err.to_string().contains("not an admission directory"),
+            "{err}"
+        );
+        assert!(err.to_string().contains(".bashrc"), "{err}");
+        assert_eq!(mode_of(&home), 0o755, "the mode was changed");
+        let names: Vec<_> = fs::read_dir(&home)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from(".bashrc")]);
+    }
+
+    #[test]
+    fn explicit_dir_that_is_empty_or_holds_only_admission_state_is_adopted() {
+        let sandbox = Sandbox::new();
+        let dir = sandbox.root.join("adm");
+        fs::create_dir(&dir).unwrap();
+        AdmissionDir::at(&dir).unwrap();
+        for name in [LOCK_FILE, SOCKET_FILE, ".write-probe-42"] {
+            fs::write(dir.join(name), "").unwrap();
+        }
+        fs::create_dir(dir.join(STATE_DIR)).unwrap();
+        AdmissionDir::at(&dir).unwrap();
     }
 
     #[test]

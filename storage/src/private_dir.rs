@@ -147,12 +147,15 @@ pub(crate) fn ensure_private(
     Ok(())
 }
 
+/// Name prefix of the write probe (`.write-probe-PID`).
+pub(crate) const PROBE_PREFIX: &str = ".write-probe-";
+
 /// Proves `dir` is writable by creating and removing a probe file.
 ///
 /// Catches read-only mounts and ACLs that the mode bits do not show, at
 /// resolve time rather than halfway through a scan.
 pub(crate) fn probe_writable(dir: &Path) -> Result<(), StorageError> {
-    let probe = dir.join(format!(".write-probe-{}", current_pid()));
+    let probe = dir.join(format!("{PROBE_PREFIX}{}", current_pid()));
     let unwritable = |err: io::Error| {
         let kind = if is_permission_error(&err) {
             StorageErrorKind::PermissionDenied

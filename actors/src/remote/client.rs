@@ -35,6 +35,8 @@ use super::protocol::{
 use super::wire::Wire;
 use crate::clock::TokioClock;
 use crate::coordinator::Coordinator;
+use crate::handle::WaitOptions;
+use crate::key::{AdmitCall, CanonicalKey};
 use crate::AdmissionError;
 
 /// How long connecting or taking over may take before it is an error (DESIGN §5).
@@ -148,16 +150,15 @@ impl RemoteClient {
 
     pub(crate) async fn reserve(
         &self,
-        key: &str,
+        key: &CanonicalKey,
         policy: Policy,
-        timeout: Duration,
-        scope: u64,
+        wait: WaitOptions,
     ) -> Result<(ReservationId, u64), AdmissionError> {
         let body = RequestBody::Reserve {
-            key: key.to_owned(),
+            key: key.as_str().to_owned(),
             policy,
-            timeout_ms: millis(timeout),
-            scope,
+            timeout_ms: millis(wait.timeout),
+            scope: wait.scope,
         };
         match self.call(body).await? {
             (ResponseBody::Reserved { reservation }, epoch) => Ok((reservation, epoch)),
@@ -165,25 +166,15 @@ impl RemoteClient {
         }
     }
 
-    #[allow(clippy::too_many_arguments)] // the wire request, field for field
-    pub(crate) async fn admit(
-        &self,
-        key: &str,
-        policy: Policy,
-        reservation: ReservationId,
-        cost: u32,
-        retry: bool,
-        timeout: Duration,
-        scope: u64,
-    ) -> Result<Grant, AdmissionError> {
+    pub(crate) async fn admit(&self, call: &AdmitCall) -> Result<Grant, AdmissionError> {
         let body = RequestBody::Admit {
-            key: key.to_owned(),
-            policy,
-            reservation,
-            cost,
-            retry,
-            timeout_ms: millis(timeout),
-            scope,
+            key: call.key.as_str().to_owned(),
+            policy: call.policy,
+            reservation: call.request.reservation,
+            cost: call.request.cost,
+            retry: call.request.retry,
+            timeout_ms: millis(call.wait.timeout),
+            scope: call.wait.scope,
         };
         match self.call(body).await? {
             (
@@ -202,14 +193,14 @@ impl RemoteClient {
 
     pub(crate) fn feedback(
         &self,
-        key: &str,
+        key: &CanonicalKey,
         policy: Policy,
         outcome: Outcome,
         admitted_at: Timestamp,
         refund_retry: bool,
     ) {
         self.fire(RequestBody::Feedback {
-            key: key.to_owned(),
+            key: key.as_str().to_owned(),
             policy,
             outcome,
             admitted_at,
@@ -217,9 +208,9 @@ impl RemoteClient {
         });
     }
 
-    pub(crate) fn release(&self, key: &str, policy: Policy, reservation: ReservationId) {
+    pub(crate) fn release(&self, key: &CanonicalKey, policy: Policy, reservation: ReservationId) {
         self.fire(RequestBody::Release {
-            key: key.to_owned(),
+            key: key.as_str().to_owned(),
             policy,
             reservation,
         });
@@ -535,17 +526,21 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let key = "aws/123456789012/us-east-1/logs:DescribeLogStreams";
+        let key =
+            &CanonicalKey::parse("aws/123456789012/us-east-1/logs:DescribeLogStreams").unwrap();
         // Concurrency 1: the second reservation waits for the first to go.
         let policy = Policy::new(1000.0, 10.0, 1, 20).unwrap();
-        let minute = Duration::from_secs(60);
+        let minute = WaitOptions {
+            timeout: Duration::from_secs(60),
+            scope: 0,
+        };
         rt.block_on(async {
-            let (first, _) = client.reserve(key, policy, minute, 0).await.unwrap();
+            let (first, _) = client.reserve(key, policy, minute).await.unwrap();
             let release_later = async {
                 tokio::time::sleep(PING_AFTER + UNRESPONSIVE_AFTER + Duration::from_secs(2)).await;
                 client.release(key, policy, first);
             };
-            let (second, ()) = tokio::join!(client.reserve(key, policy, minute, 0), release_later);
+            let (second, ()) = tokio::join!(client.reserve(key, policy, minute), release_later);
             second.expect("the waiting reservation is granted once the slot is released");
             assert_eq!(client.epoch(), 1, "the client never gave its connection up");
             client.shutdown().await.unwrap();

@@ -5,6 +5,8 @@
 //! - [`protocol`]: the request and response messages (the in-process API as data).
 //! - [`server`]: the coordinator's side: peer checks, forwarding to the quota actors,
 //!   clean-up after clients that go away.
+//! - `keys`: each connection's parsed keys: a request's key is parsed once, a repeated
+//!   key not at all.
 //! - `socket`: a client connection as the coordinator holds it: registered for reading
 //!   only, answers written directly.
 //! - `client`: the client's side: one connection thread, requests matched by id,
@@ -19,6 +21,7 @@
 
 mod client;
 pub mod frame;
+mod keys;
 mod link;
 pub mod protocol;
 mod reads;

@@ -5,7 +5,10 @@
 //! the client and every response quotes it, so many requests (a reservation waiting for a
 //! slot, several admissions, a status query) are in flight on one connection at once and
 //! complete in any order. Deadlines travel as durations and reservations as ids: the
-//! coordinator reads its own clock, so clients need not agree with it on time.
+//! coordinator reads its own clock, so clients need not agree with it on time. Keys travel
+//! as their canonical text: the server parses each request's key once into a
+//! [`CanonicalKey`](crate::CanonicalKey) and passes the typed key on (a key that does not
+//! parse is answered with an error, and the connection stays up).
 
 use serde::{Deserialize, Serialize};
 use tollgate_quota::{Outcome, Policy, Refusal, ReservationId, Timestamp};

@@ -9,6 +9,7 @@
 //! are cancelled at once; its reservations are released once its process is gone (a
 //! process that is still alive may reconnect and keep using them).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,14 +20,16 @@ use futures_util::FutureExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
-use tollgate_quota::key::QuotaKey;
-use tollgate_quota::Owner;
+use tollgate_quota::{AdmitRequest, Owner};
 
 use super::frame::{self, FrameReader, PROTOCOL_VERSION};
+use super::keys::KeyCache;
 use super::protocol::{
     ClientInfo, CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
 };
 use super::socket::Socket;
+use crate::handle::WaitOptions;
+use crate::key::AdmitCall;
 use crate::local::{LocalAdmission, DEFAULT_RESERVATION_TTL};
 use crate::messages::{CancelScope, WaiterTag};
 
@@ -228,6 +231,8 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
             return;
         }
     };
+    // Borrowed only while a request's key is looked up, never across an await.
+    let keys = RefCell::new(KeyCache::default());
     // Requests run concurrently inside this task (a reservation waiting for a slot does
     // not hold up the others); no task or channel per request.
     let mut requests = FuturesUnordered::new();
@@ -241,7 +246,7 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
             match frames.next_frame::<Request>() {
                 Ok(Some(req)) => {
                     in_flight.fetch_add(1, Ordering::Relaxed);
-                    let (ctx, in_flight) = (&ctx, &in_flight);
+                    let (ctx, in_flight, keys) = (&ctx, &in_flight, &keys);
                     // Only the requests that may wait are refused over the cap: the others
                     // complete at once, and releases and pings must get through.
                     let refused = requests.len() >= MAX_IN_FLIGHT
@@ -253,7 +258,7 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
                         let body = if refused {
                             too_many()
                         } else {
-                            answer(req.body, owner, conn_id, ctx).await
+                            answer(req.body, owner, conn_id, ctx, keys).await
                         };
                         in_flight.fetch_sub(1, Ordering::Relaxed);
                         Response { id: req.id, body }
@@ -343,20 +348,21 @@ fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
 
-async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> ResponseBody {
+async fn answer(
+    body: RequestBody,
+    owner: Owner,
+    connection: u64,
+    ctx: &Ctx,
+    keys: &RefCell<KeyCache>,
+) -> ResponseBody {
     let l = &ctx.local;
     let tag = |scope| WaiterTag {
         scope,
         owner,
         connection,
     };
-    let checked = |key: &str| -> Result<(), WireError> {
-        key.parse::<QuotaKey>()
-            .map(|_| ())
-            .map_err(|e| WireError::Rejected {
-                reason: format!("not a canonical quota key: {e}"),
-            })
-    };
+    // The one place a request's key is parsed (see `keys`); the typed key goes on.
+    let checked = |key: &str| keys.borrow_mut().parse(key);
     let result: Result<ResponseBody, WireError> = async {
         Ok(match body {
             RequestBody::Hello { .. } => {
@@ -370,7 +376,7 @@ async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> 
                 timeout_ms,
                 scope,
             } => {
-                checked(&key)?;
+                let key = checked(&key)?;
                 let reservation = l.reserve(tag(scope), &key, policy, ms(timeout_ms)).await?;
                 ResponseBody::Reserved { reservation }
             }
@@ -383,18 +389,20 @@ async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> 
                 timeout_ms,
                 scope,
             } => {
-                checked(&key)?;
-                let g = l
-                    .admit(
-                        tag(scope),
-                        &key,
-                        policy,
+                let call = AdmitCall {
+                    key: checked(&key)?,
+                    policy,
+                    request: AdmitRequest {
                         reservation,
                         cost,
                         retry,
-                        ms(timeout_ms),
-                    )
-                    .await?;
+                    },
+                    wait: WaitOptions {
+                        timeout: ms(timeout_ms),
+                        scope,
+                    },
+                };
+                let g = l.admit(tag(scope), call).await?;
                 ResponseBody::Admitted {
                     admitted_at: g.admitted_at,
                     retry_spent: g.retry_spent,
@@ -407,7 +415,7 @@ async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> 
                 admitted_at,
                 refund_retry,
             } => {
-                checked(&key)?;
+                let key = checked(&key)?;
                 l.feedback(&key, policy, outcome, admitted_at, refund_retry)
                     .await?;
                 ResponseBody::Done
@@ -417,7 +425,7 @@ async fn answer(body: RequestBody, owner: Owner, connection: u64, ctx: &Ctx) -> 
                 policy,
                 reservation,
             } => {
-                checked(&key)?;
+                let key = checked(&key)?;
                 l.release(owner, &key, policy, reservation).await?;
                 ResponseBody::Done
             }

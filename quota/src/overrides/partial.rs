@@ -1,4 +1,4 @@
-//! One override entry: its key and its partial policy, parsed and merged over a base.
+//! One override entry: its key, its partial policy and its read-time function, parsed.
 //!
 //! Kept apart from [`super::PolicyTable`] because this is where untrusted text is
 //! touched. Nothing here keeps or formats the document's values: a refusal is a field
@@ -6,11 +6,14 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use super::read_time::{parse_allowance, parse_schedule};
 use super::OverrideError;
 use crate::key::{KeyError, ServiceGroup};
-use crate::policy::Policy;
+use crate::overlay::PolicyOverlay;
+use crate::policy::PolicyError;
+use crate::schedule::{Allowance, PolicySchedule};
 
 const RATE_RULE: &str =
     "must be a finite number greater than 0 (fractions such as 0.5 are allowed)";
@@ -35,6 +38,14 @@ pub(super) enum FieldError {
     Unknown(String),
     Duplicate(&'static str),
     Invalid(&'static str, &'static str),
+    /// Inside `schedule` or `allowance`: the path below the key and what is wrong (fixed
+    /// rules and field names only).
+    Nested {
+        path: String,
+        problem: String,
+    },
+    /// A schedule and an allowance on one key.
+    Conflict,
 }
 
 impl FieldError {
@@ -56,22 +67,62 @@ impl FieldError {
                 field,
                 rule,
             },
+            FieldError::Nested { path, problem } => OverrideError::InvalidEntry {
+                setting,
+                key,
+                path,
+                problem,
+            },
+            FieldError::Conflict => OverrideError::ReadTimeConflict { setting, key },
         }
+    }
+
+    /// The same failure inside `path` (such as `schedule[2]`), listing `fields` as the
+    /// fields allowed there.
+    pub(super) fn within(self, path: &str, fields: &str) -> FieldError {
+        let (path, problem) = match self {
+            FieldError::Unknown(field) => (
+                path.to_owned(),
+                format!("has unknown field {field}; the fields are {fields}"),
+            ),
+            FieldError::Duplicate(field) => (
+                path.to_owned(),
+                format!("gives {field} more than once; keep one"),
+            ),
+            FieldError::Invalid(field, rule) => (format!("{path}.{field}"), rule.to_owned()),
+            FieldError::Nested {
+                path: inner,
+                problem,
+            } if inner.is_empty() => (path.to_owned(), problem),
+            FieldError::Nested {
+                path: inner,
+                problem,
+            } => (format!("{path}.{inner}"), problem),
+            FieldError::Conflict => return FieldError::Conflict,
+        };
+        FieldError::Nested { path, problem }
     }
 }
 
-/// Merge a partial policy over `base`.
-pub(super) fn merge(base: Policy, fields: &[(String, Node)]) -> Result<Policy, FieldError> {
-    let (mut rate, mut burst, mut concurrency, mut retry) = (None, None, None, None);
-    for (index, (name, value)) in fields.iter().enumerate() {
-        let (field, slot, rule): (&'static str, &mut Option<f64>, &'static str) =
-            match name.as_str() {
-                "ratePerSecond" => ("ratePerSecond", &mut rate, RATE_RULE),
-                "burst" => ("burst", &mut burst, BURST_RULE),
-                "concurrency" => ("concurrency", &mut concurrency, CONCURRENCY_RULE),
-                "retryCapacity" => ("retryCapacity", &mut retry, RETRY_RULE),
-                other => return Err(FieldError::Unknown(describe_field(other, index))),
-            };
+/// The policy fields of an entry, as given, checked one by one.
+#[derive(Default)]
+pub(super) struct PolicyFields {
+    rate: Option<f64>,
+    burst: Option<f64>,
+    concurrency: Option<f64>,
+    retry: Option<f64>,
+}
+
+impl PolicyFields {
+    /// Take `name` if it is a policy field: `Ok(false)` if it is not one.
+    pub(super) fn take(&mut self, name: &str, value: &Node) -> Result<bool, FieldError> {
+        let (field, slot, rule): (&'static str, &mut Option<f64>, &'static str) = match name {
+            "ratePerSecond" => ("ratePerSecond", &mut self.rate, RATE_RULE),
+            "burst" => ("burst", &mut self.burst, BURST_RULE),
+            "concurrency" => ("concurrency", &mut self.concurrency, CONCURRENCY_RULE),
+            "retryCapacity" => ("retryCapacity", &mut self.retry, RETRY_RULE),
+            _ => return Ok(false),
+        };
         if slot.is_some() {
             return Err(FieldError::Duplicate(field));
         }
@@ -79,31 +130,76 @@ pub(super) fn merge(base: Policy, fields: &[(String, Node)]) -> Result<Policy, F
             return Err(FieldError::Invalid(field, rule));
         };
         *slot = Some(*n);
+        Ok(true)
     }
-    let rate = match rate {
-        Some(r) if r.is_finite() && r > 0.0 => r,
-        Some(_) => return Err(FieldError::Invalid("ratePerSecond", RATE_RULE)),
-        None => base.rate_per_second(),
-    };
-    let max_burst = rate.max(1.0);
-    let burst = match burst {
-        Some(b) if (1.0..=max_burst).contains(&b) => b,
-        Some(_) => return Err(FieldError::Invalid("burst", BURST_RULE)),
-        None => base.burst().min(max_burst),
-    };
-    let concurrency = match concurrency.map(whole_u32) {
-        Some(Some(c)) if c > 0 => c,
-        Some(_) => return Err(FieldError::Invalid("concurrency", CONCURRENCY_RULE)),
-        None => base.concurrency(),
-    };
-    let retry = match retry.map(whole_u32) {
-        Some(Some(r)) => r,
-        Some(None) => return Err(FieldError::Invalid("retryCapacity", RETRY_RULE)),
-        None => base.retry_capacity(),
-    };
-    // Every field was checked above; a refusal here would be a bug in those checks.
-    Policy::new(rate, burst, concurrency, retry)
-        .map_err(|_| FieldError::Invalid("burst", BURST_RULE))
+
+    /// The overlay, each field checked on its own (the burst against the rate is checked
+    /// when it is applied to a base).
+    pub(super) fn into_overlay(self) -> Result<PolicyOverlay, FieldError> {
+        if let Some(r) = self.rate {
+            if !r.is_finite() || r <= 0.0 {
+                return Err(FieldError::Invalid("ratePerSecond", RATE_RULE));
+            }
+        }
+        if let Some(b) = self.burst {
+            if !b.is_finite() || b < 1.0 {
+                return Err(FieldError::Invalid("burst", BURST_RULE));
+            }
+        }
+        let concurrency = match self.concurrency.map(whole_u32) {
+            Some(Some(c)) if c > 0 => Some(c),
+            Some(_) => return Err(FieldError::Invalid("concurrency", CONCURRENCY_RULE)),
+            None => None,
+        };
+        let retry = match self.retry.map(whole_u32) {
+            Some(Some(r)) => Some(r),
+            Some(None) => return Err(FieldError::Invalid("retryCapacity", RETRY_RULE)),
+            None => None,
+        };
+        PolicyOverlay::new(self.rate, self.burst, concurrency, retry)
+            .map_err(|e| policy_field_error(&e))
+    }
+}
+
+/// The field and rule of a policy refusal.
+pub(super) fn policy_field_error(e: &PolicyError) -> FieldError {
+    match e {
+        PolicyError::Rate(_) => FieldError::Invalid("ratePerSecond", RATE_RULE),
+        PolicyError::Concurrency => FieldError::Invalid("concurrency", CONCURRENCY_RULE),
+        _ => FieldError::Invalid("burst", BURST_RULE),
+    }
+}
+
+/// One override entry: its policy fields and, if given, its read-time function.
+/// `Some(None)` clears one inherited from an earlier layer (`"schedule": []`,
+/// `"allowance": null`).
+pub(super) struct ParsedEntry {
+    pub(super) overlay: PolicyOverlay,
+    pub(super) schedule: Option<Option<PolicySchedule>>,
+    pub(super) allowance: Option<Option<Allowance>>,
+}
+
+/// Parse an override entry's fields.
+pub(super) fn parse_entry(fields: &[(String, Node)]) -> Result<ParsedEntry, FieldError> {
+    let mut policy = PolicyFields::default();
+    let (mut schedule, mut allowance) = (None, None);
+    for (index, (name, value)) in fields.iter().enumerate() {
+        if policy.take(name, value)? {
+            continue;
+        }
+        match name.as_str() {
+            "schedule" if schedule.is_some() => return Err(FieldError::Duplicate("schedule")),
+            "schedule" => schedule = Some(parse_schedule(value)?),
+            "allowance" if allowance.is_some() => return Err(FieldError::Duplicate("allowance")),
+            "allowance" => allowance = Some(parse_allowance(value)?),
+            other => return Err(FieldError::Unknown(describe_field(other, index))),
+        }
+    }
+    Ok(ParsedEntry {
+        overlay: policy.into_overlay()?,
+        schedule,
+        allowance,
+    })
 }
 
 /// A non-negative whole number that fits `u32` (`3` and `3.0` both count).
@@ -112,7 +208,7 @@ fn whole_u32(n: f64) -> Option<u32> {
 }
 
 /// Name an unknown field only when it looks like a field name; otherwise by position.
-fn describe_field(name: &str, index: usize) -> String {
+pub(super) fn describe_field(name: &str, index: usize) -> String {
     if !name.is_empty() && name.len() <= 32 && name.bytes().all(|c| c.is_ascii_alphabetic()) {
         format!("`{name}`")
     } else {
@@ -121,11 +217,15 @@ fn describe_field(name: &str, index: usize) -> String {
 }
 
 /// Just enough of a JSON tree to validate overrides: objects keep every entry in order
-/// (so repeated keys are caught, which `serde_json::Value` would silently collapse), and
-/// numbers are kept as `f64`; every other value is only "not a number".
+/// (so repeated keys are caught, which `serde_json::Value` would silently collapse),
+/// numbers are kept as `f64`, arrays, strings and null as such; booleans are `Other`.
+/// No error message ever formats a `Text`.
 pub(super) enum Node {
     Object(Vec<(String, Node)>),
+    Array(Vec<Node>),
     Number(f64),
+    Text(String),
+    Null,
     Other,
 }
 
@@ -150,8 +250,11 @@ impl<'de> Visitor<'de> for NodeVisitor {
         Ok(Node::Object(entries))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Node::Other)
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Node>()? {
+            items.push(item);
+        }
+        Ok(Node::Array(items))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
         Ok(Node::Number(v))
@@ -165,10 +268,10 @@ impl<'de> Visitor<'de> for NodeVisitor {
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<Node, E> {
         Ok(Node::Other)
     }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Node, E> {
-        Ok(Node::Other)
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::Text(v.to_owned()))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Node, E> {
-        Ok(Node::Other)
+        Ok(Node::Null)
     }
 }

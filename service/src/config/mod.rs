@@ -16,6 +16,11 @@
 //! profile = "prod"                  # optional
 //! endpoint_url = "http://127.0.0.1:5000"  # optional (emulators)
 //! timeout = "5m"                    # optional
+//!
+//! [[schedule]]
+//! target = "prod"
+//! cron = "30 2 * * *"               # 5 fields, croner syntax
+//! timezone = "Europe/Berlin"        # IANA name
 //! ```
 
 mod error;
@@ -32,7 +37,9 @@ use tollgate_engine::DiscoveryRequest;
 
 use crate::duration::parse_duration;
 use crate::scan_request::ScanFields;
-use crate::scheduler::ScheduleEntry;
+use crate::scheduler::{CronNext, ScheduleEntry};
+use std::sync::Arc;
+use tollgate_quota::schedule::CronSchedule;
 
 /// Default `max_concurrent_scans`.
 pub const DEFAULT_MAX_CONCURRENT_SCANS: usize = 2;
@@ -205,6 +212,31 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
             .map_err(|e| at.at(span_of(e.field), key(e.field), e.message))?;
         targets.insert(name, request);
     }
+    let mut schedules = Vec::new();
+    for (i, schedule) in raw.schedule.into_iter().enumerate() {
+        let key = |field: &str| format!("schedule[{i}].{field}");
+        let target = schedule.target.get_ref().trim().to_string();
+        if !targets.contains_key(&target) {
+            return Err(at.at(
+                Some(schedule.target.span()),
+                key("target"),
+                format!("no [[target]] is named {target:?}"),
+            ));
+        }
+        let cron = CronSchedule::parse(schedule.cron.get_ref(), schedule.timezone.get_ref().trim())
+            .map_err(|e| {
+                let (field, span) = match e.subject() {
+                    "timezone" => ("timezone", schedule.timezone.span()),
+                    _ => ("cron", schedule.cron.span()),
+                };
+                at.at(Some(span), key(field), e.to_string())
+            })?;
+        schedules.push(ScheduleEntry {
+            id: format!("{target} {} {}", cron.pattern(), cron.timezone()),
+            target,
+            next: Arc::new(CronNext(cron)),
+        });
+    }
     Ok(ServiceConfig {
         max_concurrent_scans: NonZeroUsize::new(max).expect("checked positive"),
         retention: Retention {
@@ -213,7 +245,7 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
         },
         catch_up: service.catch_up.unwrap_or(true),
         targets,
-        schedules: Vec::new(),
+        schedules,
     })
 }
 

@@ -15,6 +15,9 @@ pub struct RawConfig {
     /// `[[target]]`.
     #[serde(default)]
     pub target: Vec<RawTarget>,
+    /// `[[schedule]]`.
+    #[serde(default)]
+    pub schedule: Vec<RawSchedule>,
 }
 
 /// `[service]`.
@@ -44,4 +47,13 @@ pub struct RawTarget {
     pub profile: Option<String>,
     pub endpoint_url: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
+}
+
+/// One `[[schedule]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSchedule {
+    pub target: Spanned<String>,
+    pub cron: Spanned<String>,
+    pub timezone: Spanned<String>,
 }

@@ -105,3 +105,26 @@ fn a_wrong_type_names_the_key_on_its_line() {
     assert_eq!(err.line, Some(2), "{err}");
     assert_eq!(err.key.as_deref(), Some("catch_up"), "{err}");
 }
+
+#[test]
+fn schedules_name_a_target_a_cron_pattern_and_a_zone() {
+    let config = parse(
+        "[[target]]\nname = \"prod\"\n[[schedule]]\ntarget = \"prod\"\ncron = \"30 2 * * *\"\ntimezone = \"Europe/Berlin\"\n",
+    )
+    .unwrap();
+    assert_eq!(config.schedules.len(), 1);
+    assert_eq!(config.schedules[0].target, "prod");
+    let cases = [
+        ("[[target]]\nname = \"p\"\n[[schedule]]\ntarget = \"q\"\ncron = \"* * * * *\"\ntimezone = \"UTC\"\n", 4, "schedule[0].target"),
+        ("[[target]]\nname = \"p\"\n[[schedule]]\ntarget = \"p\"\ncron = \"* * *\"\ntimezone = \"UTC\"\n", 5, "schedule[0].cron"),
+        ("[[target]]\nname = \"p\"\n[[schedule]]\ntarget = \"p\"\ncron = \"* * * * *\"\ntimezone = \"Mars/Olympus\"\n", 6, "schedule[0].timezone"),
+    ];
+    for (text, line, key) in cases {
+        let err = parse(text).unwrap_err();
+        assert_eq!(
+            (err.line, err.key.as_deref()),
+            (Some(line), Some(key)),
+            "{text:?}: {err}"
+        );
+    }
+}

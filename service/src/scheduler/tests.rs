@@ -134,3 +134,105 @@ async fn a_missed_instant_runs_once_at_start_with_catch_up_and_not_without() {
         assert!(store.cursor("hourly").unwrap().as_micros() >= start);
     }
 }
+
+/// Run `cron` in `zone` on simulated time from `start` for `days`; the fire instants.
+async fn fires(cron: &str, zone: &str, start: &str, days: u64) -> Vec<String> {
+    let schedule = CronSchedule::parse(cron, zone).unwrap();
+    let start = WallClock::parse_rfc3339(start)
+        .unwrap()
+        .to_timestamp(WallClock::UNIX_EPOCH);
+    let clock = TokioClock::starting_at(start);
+    let fired: Fired = Arc::default();
+    let log = fired.clone();
+    let entry = ScheduleEntry {
+        id: format!("t {cron} {zone}"),
+        target: "t".into(),
+        next: Arc::new(CronNext(schedule)),
+    };
+    let fire = Arc::new(move |_: &str| log.lock().unwrap().push(clock.now()));
+    let task = tokio::spawn(run_entry(
+        entry,
+        Arc::new(clock),
+        Arc::new(Cursors::default()),
+        true,
+        fire,
+    ));
+    tokio::time::sleep(Duration::from_secs(days * 86_400)).await;
+    task.abort();
+    let fired = fired.lock().unwrap().clone();
+    fired
+        .into_iter()
+        .map(|t| WallClock::from_timestamp(t, WallClock::UNIX_EPOCH).to_rfc3339())
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn berlin_spring_forward_fires_the_missing_time_at_the_end_of_the_gap() {
+    // 2026-03-29: 02:00 CET becomes 03:00 CEST (01:00 UTC); 02:30 does not exist.
+    let got = fires("30 2 * * *", "Europe/Berlin", "2026-03-28T00:00:00Z", 3).await;
+    assert_eq!(
+        got,
+        [
+            "2026-03-28T01:30:00.000Z",
+            "2026-03-29T01:00:00.000Z",
+            "2026-03-30T00:30:00.000Z"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn berlin_fall_back_fires_the_repeated_time_once() {
+    // 2026-10-25: 03:00 CEST becomes 02:00 CET; 02:30 happens at 00:30 and 01:30 UTC.
+    let got = fires("30 2 * * *", "Europe/Berlin", "2026-10-24T00:00:00Z", 3).await;
+    assert_eq!(
+        got,
+        [
+            "2026-10-24T00:30:00.000Z",
+            "2026-10-25T00:30:00.000Z",
+            "2026-10-26T01:30:00.000Z"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn new_york_spring_forward_fires_the_missing_time_at_the_end_of_the_gap() {
+    // 2026-03-08: 02:00 EST becomes 03:00 EDT (07:00 UTC); 02:30 does not exist.
+    let got = fires("30 2 * * *", "America/New_York", "2026-03-07T00:00:00Z", 3).await;
+    assert_eq!(
+        got,
+        [
+            "2026-03-07T07:30:00.000Z",
+            "2026-03-08T07:00:00.000Z",
+            "2026-03-09T06:30:00.000Z"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn new_york_fall_back_fires_the_repeated_time_once() {
+    // 2026-11-01: 02:00 EDT becomes 01:00 EST; 01:30 happens at 05:30 and 06:30 UTC.
+    let got = fires("30 1 * * *", "America/New_York", "2026-10-31T00:00:00Z", 3).await;
+    assert_eq!(
+        got,
+        [
+            "2026-10-31T05:30:00.000Z",
+            "2026-11-01T05:30:00.000Z",
+            "2026-11-02T06:30:00.000Z"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_fifteen_minutes_does_not_run_again_in_the_repeated_hour() {
+    // 00:00–02:00 UTC on 2026-10-25 is 02:00–03:00 Berlin time twice: 4 fires, not 8.
+    let got = fires("*/15 2 * * *", "Europe/Berlin", "2026-10-24T23:00:00Z", 1).await;
+    assert_eq!(
+        got,
+        [
+            "2026-10-25T00:00:00.000Z",
+            "2026-10-25T00:15:00.000Z",
+            "2026-10-25T00:30:00.000Z",
+            "2026-10-25T00:45:00.000Z"
+        ]
+    );
+}

@@ -1,4 +1,4 @@
-//! `tollgate bench-fleet-worker` (hidden): one process of `bench fleet` in a plain-SDK
+//! `tollgate-bench fleet-worker` (hidden): one process of `bench fleet` in a plain-SDK
 //! mode, i.e. how people run scanners today: the same discovery as tollgate's collectors
 //! (same operations, same pagination, same batches of 10 per resource), but straight
 //! through the AWS SDK for Rust with its own retry strategy (`standard` or `adaptive`),
@@ -46,7 +46,7 @@ pub enum SdkMode {
     SdkAdaptive,
 }
 
-/// Arguments of `tollgate bench-fleet-worker`.
+/// Arguments of `tollgate-bench fleet-worker`.
 #[derive(Debug, Args)]
 pub struct FleetWorkerArgs {
     /// The SDK retry strategy.

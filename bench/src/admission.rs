@@ -1,35 +1,11 @@
-//! Benchmarks, run as `tollgate bench ...`: separate from the tests, they print tables of
-//! percentiles and ratios against a reference floor measured in the same run.
-//!
-//! Benchmarks read the wall clock by nature; that is allowed here and nowhere else in the
-//! binary.
-
-mod fleet;
-pub mod fleet_sdk;
-mod in_process;
-mod processes;
-mod pyrate;
-mod stats;
-mod takeover;
-pub mod worker;
+//! `bench admission`: its arguments and the choice between the in-process measurement
+//! (`in_process`) and the multi-process one (`processes`, with `pyrate` as a peer).
 
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 
-/// Which benchmark.
-#[derive(Debug, Subcommand)]
-pub enum BenchCommand {
-    /// Admission latency and throughput on an unlimited policy.
-    Admission(AdmissionArgs),
-    /// SIGKILL the coordinator of P real processes mid-run: the gap until a survivor is
-    /// granted again, and the window bound across the takeover.
-    Takeover(takeover::TakeoverArgs),
-    /// K real processes discover one simulated account through the fixture simulator:
-    /// tollgate (shared admission) against plain AWS SDK clients (standard / adaptive
-    /// retry); throttled responses, retries, completion against the ideal, completeness.
-    Fleet(fleet::FleetArgs),
-}
+use crate::{in_process, processes};
 
 /// Arguments of `tollgate bench admission`.
 #[derive(Debug, Args)]
@@ -38,7 +14,7 @@ pub struct AdmissionArgs {
     /// state in a temporary directory), with the governor crate's check as the floor.
     #[arg(long)]
     pub in_process: bool,
-    /// Spawn this many real tollgate processes sharing one admission directory, each
+    /// Spawn this many real worker processes sharing one admission directory, each
     /// performing `--requests` admissions on one key (a bare Unix-socket echo is measured
     /// in the same run as the floor).
     #[arg(long, conflicts_with = "in_process")]
@@ -89,20 +65,16 @@ pub enum Peer {
     Pyrate,
 }
 
-/// Run a benchmark.
-pub fn run(which: BenchCommand) -> anyhow::Result<ExitCode> {
-    match which {
-        BenchCommand::Takeover(args) => takeover::run(&args),
-        BenchCommand::Fleet(args) => fleet::run(&args),
-        BenchCommand::Admission(args) => match args.processes {
-            Some(p) => processes::run(&args, p),
-            None => {
-                anyhow::ensure!(
-                    args.in_process,
-                    "pass --in-process or --processes P to choose an admission benchmark"
-                );
-                in_process::run(&args)
-            }
-        },
+/// Run `bench admission`.
+pub fn run(args: &AdmissionArgs) -> anyhow::Result<ExitCode> {
+    match args.processes {
+        Some(p) => processes::run(args, p),
+        None => {
+            anyhow::ensure!(
+                args.in_process,
+                "pass --in-process or --processes P to choose an admission benchmark"
+            );
+            in_process::run(args)
+        }
     }
 }

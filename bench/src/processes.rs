@@ -1,4 +1,4 @@
-//! `tollgate bench admission --processes P`: P real tollgate processes share one admission
+//! `tollgate bench admission --processes P`: P real processes share one admission
 //! directory and one key, each performing N admissions; the parent reports what they saw.
 //!
 //! The floor is measured in the same run: the same P processes' worth of clients doing
@@ -24,9 +24,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tollgate_actors::clock::unix_now;
 use tollgate_quota::window::WindowShape;
 
-use super::stats::{print_table, Row};
-use super::worker::{bench_policy, WorkerReport, ECHO_FRAME_BYTES};
-use super::AdmissionArgs;
+use crate::admission::AdmissionArgs;
+use crate::stats::{print_table, Row};
+use crate::worker::{bench_policy, WorkerReport, ECHO_FRAME_BYTES};
 
 /// Time given to the workers to start and connect before they all begin.
 const START_DELAY: Duration = Duration::from_millis(600);
@@ -67,7 +67,7 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
     if let Some(log) = &args.log {
         std::fs::create_dir_all(log).with_context(|| format!("creating {}", log.display()))?;
     }
-    let exe = std::env::current_exe().context("locating the tollgate binary")?;
+    let exe = crate::exe::bench()?;
 
     let rounds = usize::from(args.rounds.unwrap_or(if limited { 1 } else { 3 })).min(n);
     let mut extra = vec!["--dir".to_owned(), dir.display().to_string()];
@@ -76,7 +76,7 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
         extra.extend(["--burst".into(), args.burst.to_string()]);
     }
     let server = if args.serve {
-        Some(DedicatedCoordinator::start(&exe, &dir)?)
+        Some(DedicatedCoordinator::start(&crate::exe::tollgate()?, &dir)?)
     } else {
         None
     };
@@ -108,8 +108,8 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
     }
 
     let peer = match args.peer {
-        Some(super::Peer::Pyrate) => {
-            Some(super::pyrate::measure(processes, n, args.rate, tmp.path())?)
+        Some(crate::admission::Peer::Pyrate) => {
+            Some(crate::pyrate::measure(processes, n, args.rate, tmp.path())?)
         }
         None => None,
     };
@@ -250,6 +250,10 @@ impl DedicatedCoordinator {
             .arg("serve")
             .arg("--dir")
             .arg(dir)
+            // serve also runs the discovery service: its API on a free loopback port and
+            // its state beside the run's admission directory, not the user's.
+            .args(["--listen", "127.0.0.1:0"])
+            .env("TOLLGATE_STATE_DIR", dir.with_file_name("service-state"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -301,7 +305,7 @@ fn spawn_workers(
     let mut children = Vec::with_capacity(processes);
     for i in 0..processes {
         let mut cmd = Command::new(exe);
-        cmd.arg("bench-worker")
+        cmd.arg(crate::exe::WORKER)
             .args(["--requests", &n.to_string()])
             .args(["--start-at-us", &start_at.to_string()])
             .args(extra)

@@ -1,5 +1,5 @@
 //! Cross-process admission with real processes and real sockets (DESIGN §5, §7 tier 4):
-//! several `tollgate bench-worker` processes share one temporary admission directory and
+//! several `tollgate-bench worker` processes share one temporary admission directory and
 //! one key; the bound is checked from the grant instants they log. Timing figures are
 //! printed, never asserted; only the policy's own pacing (a lower bound) is.
 
@@ -20,9 +20,9 @@ const PER_PROCESS: usize = 50;
 /// No test run may take longer than this; children are killed then.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_tollgate")
-}
+mod support;
+
+use support::{bench_exe, tollgate_exe};
 
 /// Children that are killed (and reaped) if the test fails early.
 struct Workers(Vec<Child>);
@@ -47,8 +47,8 @@ fn spawn_workers(dir: &Path, logs: &Path) -> Workers {
     let start_at = now_us() + 800_000;
     let children = (0..PROCESSES)
         .map(|i| {
-            Command::new(exe())
-                .arg("bench-worker")
+            Command::new(bench_exe())
+                .arg("worker")
                 .arg("--dir")
                 .arg(dir)
                 .args(["--requests", &PER_PROCESS.to_string()])
@@ -229,7 +229,7 @@ fn sigkill_of_the_coordinator_loses_no_admission_and_keeps_the_bound() {
 }
 
 fn stored_record(dir: &Path) -> serde_json::Value {
-    use tollgate::storage::{AdmissionDir, CoordinatorLock, QuotaStore, SledStore};
+    use tollgate_storage::{AdmissionDir, CoordinatorLock, QuotaStore, SledStore};
     let dir = AdmissionDir::at(dir).unwrap();
     let lock = CoordinatorLock::try_acquire(&dir)
         .unwrap()
@@ -237,7 +237,7 @@ fn stored_record(dir: &Path) -> serde_json::Value {
     let opened = SledStore::open(&dir, &lock).unwrap();
     assert_eq!(
         opened.previous_shutdown,
-        tollgate::storage::PreviousShutdown::Clean,
+        tollgate_storage::PreviousShutdown::Clean,
         "the last coordinator handed over cleanly"
     );
     let bytes = opened
@@ -255,7 +255,7 @@ fn run(cmd: &mut Command) -> Output {
 
 /// Start `tollgate serve` on `dir` and wait (bounded) until it holds the role and listens.
 fn start_serve(dir: &Path) -> (Workers, u32) {
-    let serve = Workers(vec![Command::new(exe())
+    let serve = Workers(vec![Command::new(tollgate_exe())
         .args(["serve", "--dir"])
         .arg(dir)
         // The service's API on a free port and its state beside the admission directory.
@@ -285,7 +285,7 @@ fn serve_status_and_other_users() {
     let (tmp, dir, _logs) = setup();
     let (mut serve, serve_pid) = start_serve(&dir);
     let socket = dir.join("coordinator.sock");
-    let out = run(Command::new(exe())
+    let out = run(Command::new(tollgate_exe())
         .args(["status", "--json", "--dir"])
         .arg(&dir));
     assert!(
@@ -303,7 +303,7 @@ fn serve_status_and_other_users() {
         "{status}"
     );
 
-    let out = run(Command::new(exe()).arg("probe-socket").arg(&socket));
+    let out = run(Command::new(bench_exe()).arg("probe-socket").arg(&socket));
     assert!(out.status.success(), "our own user is welcome: {out:?}");
 
     other_user_is_refused(tmp.path(), &dir, &socket);
@@ -331,7 +331,7 @@ fn serve_status_and_other_users() {
 fn other_user_is_refused(tmp: &Path, dir: &Path, socket: &Path) {
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
-    if tollgate::storage::current_uid() != 0 {
+    if tollgate_storage::current_uid() != 0 {
         println!("skipping the second-user check: it needs root to create a user");
         return;
     }
@@ -362,7 +362,7 @@ fn other_user_is_refused(tmp: &Path, dir: &Path, socket: &Path) {
     for (path, mode) in modes {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
-    let out = run(Command::new(exe())
+    let out = run(Command::new(bench_exe())
         .arg("probe-socket")
         .arg(socket)
         .uid(uid)
@@ -389,8 +389,8 @@ fn other_user_is_refused(tmp: &Path, dir: &Path, socket: &Path) {
 fn a_stopped_coordinator_is_given_up_with_an_actionable_error() {
     let (_tmp, dir, logs) = setup();
     let (serve, serve_pid) = start_serve(&dir);
-    let mut worker = Workers(vec![Command::new(exe())
-        .arg("bench-worker")
+    let mut worker = Workers(vec![Command::new(bench_exe())
+        .arg("worker")
         .arg("--dir")
         .arg(&dir)
         .args(["--requests", "1000000", "--rate", "20", "--burst", "1"])

@@ -15,7 +15,7 @@ use anyhow::{bail, Context};
 use serde::Deserialize;
 use tollgate_actors::clock::unix_now;
 
-use super::stats::Row;
+use crate::stats::Row;
 
 const WORKER: &str = include_str!("pyrate_worker.py");
 const PACKAGES: &[&str] = &["pyrate-limiter", "filelock"];
@@ -33,7 +33,11 @@ struct PeerReport {
 fn venv_dir() -> PathBuf {
     std::env::var_os("TOLLGATE_VENV")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv"))
+        .unwrap_or_else(|| {
+            // This crate sits at `bench/` in the repository.
+            let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+            crate_dir.parent().unwrap_or(crate_dir).join(".venv")
+        })
 }
 
 /// A Python interpreter with pyrate-limiter importable, installing it if needed.

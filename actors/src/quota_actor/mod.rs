@@ -28,24 +28,29 @@
 //! the lease has starts, a conservative count), and a failure that deepens the penalty is
 //! stored at once, so neither the retry allowance nor the penalty is looser after a crash
 //! (short of a failure reported within one record write of the kill).
+//!
+//! This file serves the FIFO queues; `save` holds the save bookkeeping (when records go
+//! to the persister, one at a time) and `handlers` the message handlers.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::fut::wrap_future;
-use actix::{
-    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, SpawnHandle,
-};
+use actix::{Actor, AsyncContext, Context, SpawnHandle};
 use tollgate_quota::{
-    Admission, Clock, Exit, Handover, Lease, LeaseLedger, QuotaState, Refusal, RenewalTicket,
-    ReservationId, Step, Timestamp, WaitQueue,
+    Admission, Clock, Exit, LeaseLedger, QuotaState, Refusal, ReservationId, Step, Timestamp,
+    WaitQueue,
 };
 
-use crate::messages::{
-    Admit, Cancel, CancelScope, Feedback, KeyStatus, Release, ReleaseOwner, Reserve, Status,
-};
-use crate::persist::{Persister, StoreHealth, StoreResult, Stored};
+use crate::key::CanonicalKey;
+use crate::messages::{Admit, KeyStatus, Reserve};
+use crate::persist::{Persister, StoreHealth};
 use crate::AdmissionError;
+
+mod handlers;
+mod save;
+
+pub use handlers::Retire;
+use save::{SaveBook, Saving};
 
 /// How often a busy key's state is stored (as a lease renewal) at most, besides the
 /// renewals its grants ask for.
@@ -83,7 +88,7 @@ impl std::fmt::Debug for ActorDeps {
 
 /// The actor of one key.
 pub struct QuotaActor {
-    key: String,
+    key: CanonicalKey,
     state: QuotaState,
     reserving: WaitQueue<Reserve>,
     admitting: WaitQueue<Admit>,
@@ -93,32 +98,17 @@ pub struct QuotaActor {
     /// Set when the key's record could not be loaded: the key fails closed.
     load_failure: Option<String>,
     wake: Option<(Timestamp, SpawnHandle)>,
-    /// The periodic save is scheduled.
-    save_scheduled: bool,
     /// Leases of the stored record and of the renewal in flight.
     ledger: LeaseLedger,
-    /// A record is with the persister, not yet acknowledged.
-    saving: bool,
-    /// Another save was asked for while one was in flight.
-    resave: bool,
+    /// Whether a record is in flight, another is wanted, the periodic save is scheduled.
+    saves: SaveBook,
     last_touched: Timestamp,
-}
-
-/// What asking for a save did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Saving {
-    /// Stored and acknowledged already (inline store).
-    Stored,
-    /// Handed to the writer thread, or queued behind the record in flight.
-    InFlight,
-    /// Not stored: the key or the store failed.
-    Failed,
 }
 
 impl QuotaActor {
     /// An actor for `key` starting from `state`.
     pub fn new(
-        key: String,
+        key: CanonicalKey,
         state: QuotaState,
         deps: ActorDeps,
         load_failure: Option<String>,
@@ -134,10 +124,8 @@ impl QuotaActor {
             deps,
             load_failure,
             wake: None,
-            save_scheduled: false,
             ledger: LeaseLedger::new(),
-            saving: false,
-            resave: false,
+            saves: SaveBook::default(),
             last_touched: now,
         }
     }
@@ -212,9 +200,9 @@ impl QuotaActor {
                     }
                 }
                 Exit::DeadlineExceeded => {
-                    let _ = r
-                        .reply
-                        .send(Err(AdmissionError::DeadlineExceeded { key: key.clone() }));
+                    let _ = r.reply.send(Err(AdmissionError::DeadlineExceeded {
+                        key: key.to_string(),
+                    }));
                 }
                 Exit::Refused(()) | Exit::Dropped => {}
             },
@@ -257,14 +245,14 @@ impl QuotaActor {
                 }
                 Exit::Refused(refusal) => {
                     let _ = a.reply.send(Err(AdmissionError::Refused {
-                        key: key.clone(),
+                        key: key.to_string(),
                         refusal,
                     }));
                 }
                 Exit::DeadlineExceeded => {
-                    let _ = a
-                        .reply
-                        .send(Err(AdmissionError::DeadlineExceeded { key: key.clone() }));
+                    let _ = a.reply.send(Err(AdmissionError::DeadlineExceeded {
+                        key: key.to_string(),
+                    }));
                 }
                 Exit::Dropped => {}
             },
@@ -300,106 +288,6 @@ impl QuotaActor {
         }
     }
 
-    /// Store the state within [`PERSIST_INTERVAL`] (a renewal: it also keeps the lease
-    /// fresh and persists reservations, penalty and retry allowance).
-    fn schedule_save(&mut self, ctx: &mut Context<Self>) {
-        if self.save_scheduled {
-            return;
-        }
-        self.save_scheduled = true;
-        ctx.run_later(PERSIST_INTERVAL, |act, ctx| {
-            act.save_scheduled = false;
-            if act.save(1.0, ctx) == Saving::Stored {
-                act.lease_arrived(ctx);
-            }
-        });
-    }
-
-    /// Store a snapshot of the state with a fresh lease (large enough for `next_cost`), or
-    /// note that one more is wanted once the record in flight is acknowledged.
-    fn save(&mut self, next_cost: f64, ctx: &mut Context<Self>) -> Saving {
-        if self.load_failure.is_some() {
-            return Saving::Failed; // never overwrite a record we could not read
-        }
-        if self.saving {
-            self.resave = true;
-            return Saving::InFlight;
-        }
-        let now = self.deps.clock.now();
-        let lease = Lease::for_policy(self.state.policy(), next_cost, now);
-        let bytes = match serde_json::to_vec(&self.state.to_record(Handover::Leased(lease), now)) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                self.health
-                    .fail(format!("{}: encoding quota state failed: {e}", self.key));
-                return Saving::Failed;
-            }
-        };
-        let ticket = self.ledger.begin(lease);
-        self.saving = true;
-        match self.deps.persister.save(&self.key, bytes) {
-            Stored::Now(result) => {
-                let ok = result.is_ok();
-                self.stored(ticket, result, ctx);
-                if ok {
-                    Saving::Stored
-                } else {
-                    Saving::Failed
-                }
-            }
-            Stored::Later(ack) => {
-                let answered = wrap_future::<_, Self>(ack).map(move |result, act, ctx| {
-                    let result = result.unwrap_or_else(|_| {
-                        Err("the admission state was closed before the record was stored".into())
-                    });
-                    act.stored(ticket, result, ctx);
-                    act.lease_arrived(ctx);
-                });
-                ctx.spawn(answered);
-                Saving::InFlight
-            }
-        }
-    }
-
-    /// A save was answered: serve admissions that waited for its lease (or answer them
-    /// with the storage failure). Nothing else waits for a save, and an idle key must stay
-    /// idle (so it can be evicted), so only then.
-    fn lease_arrived(&mut self, ctx: &mut Context<Self>) {
-        if !self.admitting.is_empty() {
-            self.poll(ctx);
-        }
-    }
-
-    /// The record of `ticket` is durable (or failed, which stops dispatch).
-    fn stored(&mut self, ticket: RenewalTicket, result: StoreResult, ctx: &mut Context<Self>) {
-        self.saving = false;
-        match result {
-            Ok(()) => {
-                self.ledger.stored(ticket);
-                if std::mem::take(&mut self.resave) {
-                    self.save(1.0, ctx);
-                }
-            }
-            Err(reason) => self.health.fail(format!("{}: {reason}", self.key)),
-        }
-    }
-
-    /// A graceful record: the actor grants nothing after it.
-    fn save_graceful(&self) {
-        if self.load_failure.is_some() {
-            return;
-        }
-        let now = self.deps.clock.now();
-        match serde_json::to_vec(&self.state.to_record(Handover::Graceful, now)) {
-            // Nobody waits for it: shutdown flushes, and an evicted key's successor actor
-            // reads it from the persister's queue or the store.
-            Ok(bytes) => drop(self.deps.persister.save(&self.key, bytes)),
-            Err(e) => self
-                .health
-                .fail(format!("{}: encoding quota state failed: {e}", self.key)),
-        }
-    }
-
     fn fail_all(&mut self, error: impl Fn() -> AdmissionError) {
         for r in self.reserving.cancel_where(|_| true) {
             let _ = r.reply.send(Err(error()));
@@ -428,7 +316,7 @@ impl QuotaActor {
     fn status(&self) -> KeyStatus {
         let now = self.deps.clock.now();
         KeyStatus {
-            key: self.key.clone(),
+            key: self.key.to_string(),
             state: self.state.snapshot(now),
             waiting_for_reservation: self.reserving.len(),
             waiting_for_admission: self.admitting.len(),
@@ -442,123 +330,5 @@ impl Actor for QuotaActor {
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
         self.fail_all(|| AdmissionError::Stopped);
-    }
-}
-
-impl Handler<Reserve> for QuotaActor {
-    type Result = ();
-    fn handle(&mut self, msg: Reserve, ctx: &mut Context<Self>) {
-        let id = self.waiter_id();
-        self.reserving.push(id, msg.deadline, msg);
-        self.poll(ctx);
-    }
-}
-
-impl Handler<Admit> for QuotaActor {
-    type Result = ();
-    fn handle(&mut self, msg: Admit, ctx: &mut Context<Self>) {
-        let id = self.waiter_id();
-        self.admitting.push(id, msg.deadline, msg);
-        self.poll(ctx);
-    }
-}
-
-impl Handler<Feedback> for QuotaActor {
-    type Result = ();
-    fn handle(&mut self, msg: Feedback, ctx: &mut Context<Self>) {
-        let now = self.deps.clock.now();
-        if self.state.feedback(msg.outcome, msg.admitted_at, now) {
-            // A new failure event: store the deeper penalty now (a renewal), not at the
-            // next periodic save, so a crash in between does not forget it.
-            self.save(1.0, ctx);
-        }
-        if msg.refund_retry {
-            self.state.refund_retry();
-        }
-        self.poll(ctx);
-    }
-}
-
-impl Handler<Release> for QuotaActor {
-    type Result = ();
-    fn handle(&mut self, msg: Release, ctx: &mut Context<Self>) {
-        let now = self.deps.clock.now();
-        if self.held_by(msg.reservation, msg.owner, now) {
-            self.state.release(msg.reservation, now);
-        }
-        self.poll(ctx);
-    }
-}
-
-impl Handler<ReleaseOwner> for QuotaActor {
-    type Result = usize;
-    fn handle(&mut self, msg: ReleaseOwner, ctx: &mut Context<Self>) -> usize {
-        let now = self.deps.clock.now();
-        let owner = msg.owner;
-        self.reserving.cancel_where(|r| r.owner == owner);
-        self.admitting.cancel_where(|a| a.tag.owner == owner);
-        let released = self.state.release_owner(owner, now);
-        self.poll(ctx);
-        released
-    }
-}
-
-impl Handler<Cancel> for QuotaActor {
-    type Result = usize;
-    fn handle(&mut self, msg: Cancel, ctx: &mut Context<Self>) -> usize {
-        let matches = |tag: &crate::messages::WaiterTag| match msg.0 {
-            CancelScope::Scope(scope) => tag.scope == scope,
-            CancelScope::Connection(connection) => tag.connection == connection,
-        };
-        let key = self.key.clone();
-        let reserves = self.reserving.cancel_where(|r| matches(&r.tag));
-        let admits = self.admitting.cancel_where(|a| matches(&a.tag));
-        let n = reserves.len() + admits.len();
-        for r in reserves {
-            let _ = r
-                .reply
-                .send(Err(AdmissionError::Cancelled { key: key.clone() }));
-        }
-        for a in admits {
-            let _ = a
-                .reply
-                .send(Err(AdmissionError::Cancelled { key: key.clone() }));
-        }
-        self.poll(ctx);
-        n
-    }
-}
-
-impl Handler<Status> for QuotaActor {
-    type Result = actix::MessageResult<Status>;
-    fn handle(&mut self, _: Status, _: &mut Context<Self>) -> Self::Result {
-        actix::MessageResult(self.status())
-    }
-}
-
-/// Ask the actor to stop. Unless `force`, it stops only when idle for `idle_for`; a
-/// stopping actor saves its full state (a graceful record) first. Answers whether it stopped.
-#[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "bool")]
-pub struct Retire {
-    /// Stop even if busy (runtime shutdown): waiters are answered `Stopped`.
-    pub force: bool,
-    /// Minimum idle time before an unforced retirement.
-    pub idle_for: Duration,
-}
-
-impl Handler<Retire> for QuotaActor {
-    type Result = bool;
-    fn handle(&mut self, msg: Retire, ctx: &mut Context<Self>) -> bool {
-        let now = self.deps.clock.now();
-        let idle_long_enough =
-            self.is_idle() && now.saturating_since(self.last_touched) >= msg.idle_for;
-        if !(msg.force || idle_long_enough) {
-            return false;
-        }
-        self.fail_all(|| AdmissionError::Stopped);
-        self.save_graceful();
-        ctx.stop();
-        true
     }
 }

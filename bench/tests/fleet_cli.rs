@@ -1,10 +1,14 @@
-//! `tollgate bench fleet` as a real process on a tiny account with quotas that never
-//! limit: every mode (tollgate's shared admission and the plain-SDK workers) discovers
-//! the whole account, the server's counts agree with what the processes report, and the
-//! JSON has the fields the README documents. Benchmark figures are not asserted (speed
-//! is for the bench's table); this pins that the bench measures what it says.
+//! `tollgate bench fleet` as a real process (the user binary forwarding to tollgate-bench,
+//! which spawns `tollgate discover` and its own plain-SDK workers) on a tiny account with
+//! quotas that never limit: every mode (tollgate's shared admission and the plain-SDK
+//! workers) discovers the whole account, the server's counts agree with what the
+//! processes report, and the JSON has the fields the README documents. Benchmark figures
+//! are not asserted (speed is for the bench's table); this pins that the bench measures
+//! what it says.
 
 use std::process::Command;
+
+mod support;
 
 const TINY: &str = r#"
 account = "123456789012"
@@ -47,7 +51,7 @@ fn every_mode_discovers_the_whole_account_and_counts_agree() {
     let tmp = tempfile::tempdir().unwrap();
     let scenario = tmp.path().join("tiny.toml");
     std::fs::write(&scenario, TINY).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let out = Command::new(support::tollgate_exe())
         .args([
             "bench",
             "fleet",

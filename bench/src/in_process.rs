@@ -19,8 +19,8 @@ use tollgate_actors::{AdmissionRuntime, RuntimeConfig, WaitOptions};
 use tollgate_quota::{Policy, QuotaKey};
 use tollgate_storage::{AdmissionDir, CoordinatorLock, SledStore};
 
-use super::stats::{print_table, Row};
-use super::AdmissionArgs;
+use crate::admission::AdmissionArgs;
+use crate::stats::{print_table, Row};
 
 #[derive(Debug, Serialize)]
 struct Report {

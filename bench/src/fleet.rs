@@ -2,7 +2,7 @@
 //! one fixture simulator with server-side quotas, in up to three modes:
 //! - `tollgate`: K `tollgate discover` processes sharing one admission directory (one
 //!   becomes coordinator, the others its clients);
-//! - `sdk-standard` / `sdk-adaptive`: K plain AWS SDK processes (`bench-fleet-worker`),
+//! - `sdk-standard` / `sdk-adaptive`: K plain AWS SDK processes (`tollgate-bench fleet-worker`),
 //!   each with the SDK's own retry strategy and nothing shared, as scanners run today.
 //!
 //! Each mode gets a fresh simulator (full server buckets, zeroed counters) on an
@@ -24,7 +24,7 @@ use clap::Args;
 use serde::Serialize;
 use tollgate_sim::{Scenario, Simulator};
 
-use super::fleet_sdk::FleetWorkerReport;
+use crate::fleet_sdk::FleetWorkerReport;
 
 /// Longest a tollgate process may run before the bench calls it failed.
 const TOLLGATE_TIMEOUT: &str = "30m";
@@ -222,7 +222,10 @@ fn run_mode(
         .context("starting the simulator on loopback")?;
     let url = format!("http://{}", server.local_addr());
     let regions = scenario.regions.join(",");
-    let exe = std::env::current_exe().context("locating the tollgate binary")?;
+    let exe = match mode {
+        FleetMode::Tollgate => crate::exe::tollgate()?,
+        _ => crate::exe::bench()?,
+    };
     let admission = dir.join("admission");
 
     let started = Instant::now();
@@ -244,7 +247,8 @@ fn run_mode(
                 } else {
                     "sdk-adaptive"
                 };
-                cmd.args(["bench-fleet-worker", "--mode", sdk, "--endpoint-url", &url])
+                cmd.args([crate::exe::FLEET_WORKER, "--mode", sdk])
+                    .args(["--endpoint-url", &url])
                     .args(["--regions", &regions]);
             }
             FleetMode::All => unreachable!("expanded by run"),

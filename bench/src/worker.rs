@@ -1,4 +1,5 @@
-//! `tollgate bench-worker` (hidden): one process of `bench admission --processes`.
+//! `tollgate-bench worker` (hidden): one process of `bench admission --processes` and
+//! `bench takeover`.
 //!
 //! In admission mode it joins the shared admission directory (as coordinator or client,
 //! whichever the election makes it), takes one reservation and performs N admissions on
@@ -31,7 +32,7 @@ pub const BENCH_KEY: &str = "aws/123456789012/us-east-1/bench:Shared";
 /// Bytes per echo round trip.
 pub const ECHO_FRAME_BYTES: usize = 64;
 
-/// Arguments of `tollgate bench-worker`.
+/// Arguments of `tollgate-bench worker`.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     /// Shared admission directory (admission mode).
@@ -91,7 +92,10 @@ pub fn run(args: &WorkerArgs) -> anyhow::Result<ExitCode> {
     let report = match (&args.dir, &args.echo) {
         (Some(dir), None) => admission(args, dir, &rt)?,
         (None, Some(socket)) => rt.block_on(echo(args, socket))?,
-        _ => anyhow::bail!("bench-worker needs exactly one of --dir and --echo"),
+        _ => anyhow::bail!(
+            "`{}` needs exactly one of --dir and --echo",
+            crate::exe::WORKER
+        ),
     };
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", serde_json::to_string(&report)?)?;
@@ -196,7 +200,7 @@ async fn echo(args: &WorkerArgs, socket: &Path) -> anyhow::Result<WorkerReport> 
     })
 }
 
-/// `tollgate probe-socket PATH`: say hello as this process and print the answer. Exit 0
+/// `tollgate-bench probe-socket PATH`: say hello as this process and print the answer. Exit 0
 /// when welcomed, 2 when refused, 1 when the socket fails.
 pub fn probe_socket(socket: &Path) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()

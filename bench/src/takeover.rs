@@ -1,7 +1,7 @@
 //! `tollgate bench takeover`: how long clients wait after the coordinator is SIGKILLed,
 //! and whether the window bound holds across the takeover.
 //!
-//! Each repetition spawns P real `tollgate bench-worker` processes sharing a fresh
+//! Each repetition spawns P real `tollgate-bench worker` processes sharing a fresh
 //! admission directory and one key, each logging its grant instants. Once the window is
 //! saturated, the parent SIGKILLs whichever worker holds the coordinator lock, then
 //! measures the gap from just before the kill to the first grant any survivor logged
@@ -28,9 +28,9 @@ use tollgate_actors::clock::unix_now;
 use tollgate_quota::window::WindowShape;
 use tollgate_storage::{AdmissionDir, CoordinatorLock, QuotaStore, SledStore};
 
-use super::processes::max_in_window;
-use super::stats::{print_table, Row};
-use super::worker::{bench_policy, GrantLine};
+use crate::processes::max_in_window;
+use crate::stats::{print_table, Row};
+use crate::worker::{bench_policy, GrantLine};
 
 /// Time given to the workers to start and connect before they all begin.
 const START_DELAY: Duration = Duration::from_millis(600);
@@ -91,7 +91,7 @@ pub fn run(args: &TakeoverArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.rate > 0.0, "--rate must be a positive rate");
     let policy = bench_policy(args.rate, args.burst)?;
     let shape = WindowShape::for_rate(policy.rate_per_second());
-    let exe = std::env::current_exe().context("locating the tollgate binary")?;
+    let exe = crate::exe::bench()?;
     let mut repetitions = Vec::new();
     for i in 0..args.repetitions.max(1) {
         let rep = repetition(&exe, args, shape, i)?;
@@ -197,7 +197,7 @@ fn repetition(
     let mut workers = Workers(Vec::new());
     for i in 0..args.processes {
         let child = Command::new(exe)
-            .arg("bench-worker")
+            .arg(crate::exe::WORKER)
             .arg("--dir")
             .arg(&dir)
             .args(["--requests", &per_process.to_string()])

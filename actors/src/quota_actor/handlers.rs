@@ -1,0 +1,132 @@
+//! The messages a [`QuotaActor`] serves: each queues or applies its request, then polls.
+//!
+//! Waiting requests (`Reserve`, `Admit`) join the FIFO queues served by `poll`; the
+//! others apply at once. `Retire` is the registry's: eviction and shutdown.
+
+use std::time::Duration;
+
+use actix::{ActorContext, Context, Handler, Message};
+
+use super::QuotaActor;
+use crate::messages::{
+    Admit, Cancel, CancelScope, Feedback, Release, ReleaseOwner, Reserve, Status,
+};
+use crate::AdmissionError;
+
+impl Handler<Reserve> for QuotaActor {
+    type Result = ();
+    fn handle(&mut self, msg: Reserve, ctx: &mut Context<Self>) {
+        let id = self.waiter_id();
+        self.reserving.push(id, msg.deadline, msg);
+        self.poll(ctx);
+    }
+}
+
+impl Handler<Admit> for QuotaActor {
+    type Result = ();
+    fn handle(&mut self, msg: Admit, ctx: &mut Context<Self>) {
+        let id = self.waiter_id();
+        self.admitting.push(id, msg.deadline, msg);
+        self.poll(ctx);
+    }
+}
+
+impl Handler<Feedback> for QuotaActor {
+    type Result = ();
+    fn handle(&mut self, msg: Feedback, ctx: &mut Context<Self>) {
+        let now = self.deps.clock.now();
+        if self.state.feedback(msg.outcome, msg.admitted_at, now) {
+            // A new failure event: store the deeper penalty now (a renewal), not at the
+            // next periodic save, so a crash in between does not forget it.
+            self.save(1.0, ctx);
+        }
+        if msg.refund_retry {
+            self.state.refund_retry();
+        }
+        self.poll(ctx);
+    }
+}
+
+impl Handler<Release> for QuotaActor {
+    type Result = ();
+    fn handle(&mut self, msg: Release, ctx: &mut Context<Self>) {
+        let now = self.deps.clock.now();
+        if self.held_by(msg.reservation, msg.owner, now) {
+            self.state.release(msg.reservation, now);
+        }
+        self.poll(ctx);
+    }
+}
+
+impl Handler<ReleaseOwner> for QuotaActor {
+    type Result = usize;
+    fn handle(&mut self, msg: ReleaseOwner, ctx: &mut Context<Self>) -> usize {
+        let now = self.deps.clock.now();
+        let owner = msg.owner;
+        self.reserving.cancel_where(|r| r.owner == owner);
+        self.admitting.cancel_where(|a| a.tag.owner == owner);
+        let released = self.state.release_owner(owner, now);
+        self.poll(ctx);
+        released
+    }
+}
+
+impl Handler<Cancel> for QuotaActor {
+    type Result = usize;
+    fn handle(&mut self, msg: Cancel, ctx: &mut Context<Self>) -> usize {
+        let matches = |tag: &crate::messages::WaiterTag| match msg.0 {
+            CancelScope::Scope(scope) => tag.scope == scope,
+            CancelScope::Connection(connection) => tag.connection == connection,
+        };
+        let key = self.key.to_string();
+        let reserves = self.reserving.cancel_where(|r| matches(&r.tag));
+        let admits = self.admitting.cancel_where(|a| matches(&a.tag));
+        let n = reserves.len() + admits.len();
+        for r in reserves {
+            let _ = r
+                .reply
+                .send(Err(AdmissionError::Cancelled { key: key.clone() }));
+        }
+        for a in admits {
+            let _ = a
+                .reply
+                .send(Err(AdmissionError::Cancelled { key: key.clone() }));
+        }
+        self.poll(ctx);
+        n
+    }
+}
+
+impl Handler<Status> for QuotaActor {
+    type Result = actix::MessageResult<Status>;
+    fn handle(&mut self, _: Status, _: &mut Context<Self>) -> Self::Result {
+        actix::MessageResult(self.status())
+    }
+}
+
+/// Ask the actor to stop. Unless `force`, it stops only when idle for `idle_for`; a
+/// stopping actor saves its full state (a graceful record) first. Answers whether it stopped.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "bool")]
+pub struct Retire {
+    /// Stop even if busy (runtime shutdown): waiters are answered `Stopped`.
+    pub force: bool,
+    /// Minimum idle time before an unforced retirement.
+    pub idle_for: Duration,
+}
+
+impl Handler<Retire> for QuotaActor {
+    type Result = bool;
+    fn handle(&mut self, msg: Retire, ctx: &mut Context<Self>) -> bool {
+        let now = self.deps.clock.now();
+        let idle_long_enough =
+            self.is_idle() && now.saturating_since(self.last_touched) >= msg.idle_for;
+        if !(msg.force || idle_long_enough) {
+            return false;
+        }
+        self.fail_all(|| AdmissionError::Stopped);
+        self.save_graceful();
+        ctx.stop();
+        true
+    }
+}

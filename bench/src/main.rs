@@ -1,0 +1,115 @@
+//! `tollgate-bench`: tollgate's benchmarks, run as `tollgate bench ...` (the user binary
+//! forwards there) or directly as `tollgate-bench ...`. Separate from the tests, they
+//! print tables of percentiles and ratios against a reference floor measured in the same
+//! run.
+//!
+//! Why a crate of its own: the benchmarks are most of the command-line code, need
+//! `governor` for a floor, and spawn worker processes through hidden subcommands; in
+//! their own executable none of that reaches the user binary or its `--help`.
+//!
+//! Benchmarks read the wall clock by nature; that is allowed in this crate and nowhere
+//! else outside `tollgate_actors::clock`.
+//!
+//! # Layout
+//! - `admission` (`in_process`, `processes`, `pyrate`): `bench admission`.
+//! - `takeover`: `bench takeover`. `fleet`: `bench fleet`.
+//! - `worker`, `fleet_sdk`: the worker processes they spawn (hidden subcommands `worker`,
+//!   `fleet-worker`, and the diagnostic `probe-socket`).
+//! - `exe`: where this executable and the `tollgate` binary beside it are.
+//! - `stats`: percentiles and the printed table.
+#![forbid(unsafe_code)]
+
+mod admission;
+mod exe;
+mod fleet;
+mod fleet_sdk;
+mod in_process;
+mod processes;
+mod pyrate;
+mod stats;
+mod takeover;
+mod worker;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// tollgate's benchmarks (also run as `tollgate bench ...`): run one and print a table.
+#[derive(Debug, Parser)]
+#[command(name = "tollgate-bench", version, about, long_about = None)]
+struct Cli {
+    /// Log more (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which benchmark, or which worker process of one.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Admission latency and throughput on an unlimited policy.
+    Admission(admission::AdmissionArgs),
+    /// SIGKILL the coordinator of P real processes mid-run: the gap until a survivor is
+    /// granted again, and the window bound across the takeover.
+    Takeover(takeover::TakeoverArgs),
+    /// K real processes discover one simulated account through the fixture simulator:
+    /// tollgate (shared admission) against plain AWS SDK clients (standard / adaptive
+    /// retry); throttled responses, retries, completion against the ideal, completeness.
+    Fleet(fleet::FleetArgs),
+    /// One process of `admission --processes` and `takeover` (internal).
+    #[command(name = exe::WORKER, hide = true)]
+    Worker(worker::WorkerArgs),
+    /// One plain-SDK process of `fleet` (internal).
+    #[command(name = exe::FLEET_WORKER, hide = true)]
+    FleetWorker(fleet_sdk::FleetWorkerArgs),
+    /// Say hello on a coordinator socket and print the answer (diagnostics, internal).
+    #[command(hide = true)]
+    ProbeSocket {
+        /// The socket.
+        socket: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    // Usage errors exit 1 as in `tollgate` (help and version exit 0).
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 1 } else { 0 });
+        }
+    };
+    init_tracing(cli.verbose);
+    let result = match cli.command {
+        Command::Admission(args) => admission::run(&args),
+        Command::Takeover(args) => takeover::run(&args),
+        Command::Fleet(args) => fleet::run(&args),
+        Command::Worker(args) => worker::run(&args),
+        Command::FleetWorker(args) => fleet_sdk::run(args),
+        Command::ProbeSocket { socket } => worker::probe_socket(&socket),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tollgate-bench: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Logs go to stderr; `-v` raises the level, `RUST_LOG` wins when set.
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
