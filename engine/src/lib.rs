@@ -1,9 +1,7 @@
-//! tollgate's engine facade: configuration from the environment, and an [`Engine`] that
-//! owns the admission directory for this process and hands out admission handles.
-//!
-//! The AWS side (gated SDK transport, retry owner, collectors, telemetry) arrives with the
-//! discovery issue; this crate already fixes where configuration is validated (once, at
-//! the edge, before any AWS call) and how a process joins admission.
+//! tollgate's AWS side: configuration validated once at the edge, an [`Engine`] that owns
+//! the admission directory for this process, and discovery on top of it: the gated SDK
+//! call path and retry owner ([`aws`]), one collector per dataset, the supervisor that
+//! runs scans, and `tollgate replay`.
 //!
 //! # Layout
 //! - [`config`]: `EngineConfig` — admission directory and quota policies, validated.

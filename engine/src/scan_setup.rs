@@ -5,19 +5,47 @@
 //! GetCallerIdentity, with its own small budget). If that fails the scan still runs, on
 //! an isolated in-memory admission runtime scoped `unresolved:<scan-id>` that lives as
 //! long as the scan, and the report says so.
+//!
+//! [`SupervisorDeps`], what every scan shares, lives here rather than in the supervisor
+//! so that the dependency points one way: the supervisor runs setups, setup knows
+//! nothing of the supervisor.
 
 use std::sync::Arc;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tollgate_actors::AdmissionRuntime;
+use tollgate_actors::{AdmissionHandle, AdmissionRuntime};
 use tollgate_quota::key::{AccountScope, RunId};
+use tollgate_quota::PolicyTable;
 
 use crate::aws::{
     isolated_admission, resolve_identity, sdk_config_with_credentials, AwsGate, ScanId,
 };
 use crate::request::{DiscoveryRequest, FALLBACK_REGION};
-use crate::supervisor::SupervisorDeps;
+use crate::throttling::ScanTelemetry;
+
+/// What the supervisor shares with every scan.
+#[derive(Clone)]
+pub struct SupervisorDeps {
+    /// Admission (the engine's handle: embedded coordinator or client).
+    pub admission: AdmissionHandle,
+    /// Effective policies.
+    pub policies: PolicyTable,
+    /// Attempt telemetry: the user's sink plus per-scan throttling tallies.
+    pub telemetry: ScanTelemetry,
+    /// The inner HTTP client gated requests go out through
+    /// ([`default_http_client`](crate::aws::default_http_client); a fake transport in
+    /// simulation tests).
+    pub http: aws_smithy_runtime_api::client::http::SharedHttpClient,
+}
+
+impl std::fmt::Debug for SupervisorDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SupervisorDeps")
+            .field("admission", &self.admission)
+            .finish_non_exhaustive()
+    }
+}
 
 /// What every collector of one scan shares.
 pub struct ScanSetup {

@@ -10,16 +10,11 @@ use std::time::Duration;
 use aws_sdk_sts::config::retry::RetryConfig;
 use aws_sdk_sts::config::{BehaviorVersion, Credentials, Region};
 use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::http::{
-    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
-    SharedHttpConnector,
-};
+use aws_smithy_runtime_api::client::http::{HttpConnectorFuture, SharedHttpClient};
 use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_runtime_api::http::StatusCode;
-use aws_smithy_types::body::SdkBody;
 use aws_smithy_types::config_bag::ConfigBag;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -34,6 +29,7 @@ use tollgate_engine::aws::{
 };
 use tollgate_quota::key::{AccountId, RunId};
 use tollgate_quota::{Owner, Partition, PolicyTable, Timestamp};
+use tollgate_sim::transport::{response as http_response, FakeTransport};
 
 const START: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 const REGION: &str = "us-east-1";
@@ -93,7 +89,22 @@ impl FakeAws {
     }
 
     fn client(&self) -> SharedHttpClient {
-        SharedHttpClient::new(self.clone())
+        let this = self.clone();
+        FakeTransport::new(move |_request| this.answer()).http_client()
+    }
+
+    fn answer(&self) -> HttpConnectorFuture {
+        self.seen.lock().unwrap().push(Seen { at: Instant::now() });
+        let reply = self
+            .script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| self.otherwise.clone());
+        match reply {
+            Reply::Hang => HttpConnectorFuture::new(std::future::pending()),
+            reply => HttpConnectorFuture::ready(Ok(response(&reply))),
+        }
     }
 }
 
@@ -129,39 +140,11 @@ fn response(reply: &Reply) -> HttpResponse {
         Reply::Raw { status, body } => (*status, (*body).to_owned(), None),
         Reply::Hang => unreachable!(),
     };
-    let mut response =
-        HttpResponse::new(StatusCode::try_from(status).unwrap(), SdkBody::from(body));
-    response.headers_mut().insert("content-type", "text/xml");
+    let mut response = http_response(status, "text/xml", body);
     if let Some(value) = retry_after {
         response.headers_mut().insert("retry-after", value);
     }
     response
-}
-
-impl HttpClient for FakeAws {
-    fn http_connector(
-        &self,
-        _settings: &HttpConnectorSettings,
-        _components: &RuntimeComponents,
-    ) -> SharedHttpConnector {
-        SharedHttpConnector::new(self.clone())
-    }
-}
-
-impl HttpConnector for FakeAws {
-    fn call(&self, _request: HttpRequest) -> HttpConnectorFuture {
-        self.seen.lock().unwrap().push(Seen { at: Instant::now() });
-        let reply = self
-            .script
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or_else(|| self.otherwise.clone());
-        match reply {
-            Reply::Hang => HttpConnectorFuture::new(std::future::pending()),
-            reply => HttpConnectorFuture::ready(Ok(response(&reply))),
-        }
-    }
 }
 
 /// Records each preparation's signature, as the SDK hands the signed request over.

@@ -5,14 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_smithy_runtime_api::client::http::{
-    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
-    SharedHttpConnector,
-};
-use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_runtime_api::http::StatusCode;
-use aws_smithy_types::body::SdkBody;
+use aws_smithy_runtime_api::client::http::{HttpConnectorFuture, SharedHttpClient};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
 use tollgate_actors::{AdmissionRuntime, RuntimeConfig};
 use tollgate_engine::aws::telemetry::NoTelemetry;
 use tollgate_engine::output::DynamoDbTable;
@@ -20,6 +14,7 @@ use tollgate_engine::supervisor::SupervisorDeps;
 use tollgate_engine::throttling::ScanTelemetry;
 use tollgate_engine::{Dataset, DatasetStatus, Discovery, DiscoveryRequest, Item};
 use tollgate_quota::PolicyTable;
+use tollgate_sim::transport::{response as reply, FakeTransport};
 use tollgate_storage::MemoryStore;
 
 /// Answers STS GetCallerIdentity, DynamoDB ListTables (`orders`, `users`) and
@@ -29,29 +24,13 @@ struct ThrottlingDynamoDb {
     targets: Arc<Mutex<Vec<String>>>,
 }
 
-impl HttpClient for ThrottlingDynamoDb {
-    fn http_connector(
-        &self,
-        _settings: &HttpConnectorSettings,
-        _components: &RuntimeComponents,
-    ) -> SharedHttpConnector {
-        SharedHttpConnector::new(self.clone())
+impl ThrottlingDynamoDb {
+    fn http_client(&self) -> SharedHttpClient {
+        let this = self.clone();
+        FakeTransport::new(move |request| this.answer(&request)).http_client()
     }
-}
 
-fn reply(status: u16, content_type: &str, body: &str) -> HttpResponse {
-    let mut response = HttpResponse::new(
-        StatusCode::try_from(status).unwrap(),
-        SdkBody::from(body.to_owned()),
-    );
-    response
-        .headers_mut()
-        .insert("content-type", content_type.to_owned());
-    response
-}
-
-impl HttpConnector for ThrottlingDynamoDb {
-    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+    fn answer(&self, request: &HttpRequest) -> HttpConnectorFuture {
         let target = request
             .headers()
             .get("x-amz-target")
@@ -85,7 +64,7 @@ impl HttpConnector for ThrottlingDynamoDb {
             other => reply(
                 400,
                 JSON,
-                &format!(r#"{{"__type":"UnknownOperationException","message":"{other}"}}"#),
+                format!(r#"{{"__type":"UnknownOperationException","message":"{other}"}}"#),
             ),
         };
         HttpConnectorFuture::ready(Ok(response))
@@ -113,7 +92,7 @@ async fn a_throttled_dataset_is_partial_and_the_gap_is_reported() {
         admission: admission.handle(),
         policies,
         telemetry: ScanTelemetry::new(Arc::new(NoTelemetry)),
-        http: SharedHttpClient::new(fake.clone()),
+        http: fake.http_client(),
     });
     let report = discovery
         .discover(DiscoveryRequest {

@@ -30,67 +30,23 @@ use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tollgate_actors::AdmissionHandle;
 use tollgate_quota::{AccountScope, Partition, PolicyTable, QuotaKey};
 
 use crate::aws::backoff::RetrySettings;
+use crate::aws::context::GateInner;
+pub use crate::aws::context::{CallContext, ScanId};
 use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::gated::{GatedHttpClient, SIGNED_REQUEST_MAX_WAIT};
 use crate::aws::identity::CallerIdentity;
 use crate::aws::retry;
 use crate::aws::telemetry::{NoTelemetry, TelemetrySink};
 
-/// A scan's id: the admission cancellation scope of its calls and the `scanId` of its
-/// telemetry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ScanId(pub u64);
-
-impl ScanId {
-    /// The admission scope (`WaitOptions::scope`, `AdmissionHandle::cancel_scope`).
-    pub fn scope(self) -> u64 {
-        self.0
-    }
-}
-
-impl fmt::Display for ScanId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "scan-{:016x}", self.0)
-    }
-}
-
-/// Who a call is for and what bounds it. Cheap to clone; one per collector or batch.
-#[derive(Debug, Clone)]
-pub struct CallContext {
-    /// The scan that owns the call.
-    pub scan_id: ScanId,
-    /// The collector making it (`s3-buckets`).
-    pub collector: &'static str,
-    /// Datasets the call serves (telemetry sorts and deduplicates them).
-    pub datasets: Vec<String>,
-    /// The scan's deadline: admission waits, backoff and transport all end here.
-    pub deadline: Instant,
-    /// The scan's cancellation: queued attempts never dispatch, in-flight ones abort.
-    pub cancel: CancellationToken,
-}
-
 /// The gate: admission handle, policies, the caller's account, retry settings, telemetry
 /// and the one shared inner HTTP client. Cheap to clone.
 #[derive(Clone)]
 pub struct AwsGate {
     pub(crate) inner: Arc<GateInner>,
-}
-
-pub(crate) struct GateInner {
-    pub admission: AdmissionHandle,
-    pub policies: PolicyTable,
-    pub partition: Partition,
-    pub account: AccountScope,
-    pub retry: RetrySettings,
-    pub telemetry: Arc<dyn TelemetrySink>,
-    pub http: SharedHttpClient,
-    pub signed_request_max_wait: std::time::Duration,
 }
 
 impl fmt::Debug for AwsGate {

@@ -72,16 +72,10 @@ pub(crate) struct AttemptPlan {
 /// What happened in one preparation, as far as the connector saw it.
 #[derive(Debug, Default)]
 pub(crate) struct AttemptRecord {
-    /// The SDK handed a signed request to the connector.
-    pub reached_connector: bool,
     /// Final admission's grant.
     pub grant: Option<Grant>,
-    /// Final admission failed (refused, deadline, cancelled, storage...).
-    pub admission_error: Option<AdmissionError>,
-    /// The admission wait hit [`SIGNED_REQUEST_MAX_WAIT`].
-    pub needs_refresh: bool,
-    /// The connector saw the cancellation.
-    pub cancelled: bool,
+    /// Why the connector stopped the request short of an answer, if it did.
+    pub stop: Option<ConnectorStop>,
     /// When the request went out.
     pub dispatched_at: Option<Instant>,
     /// When the response head (or transport error) came back.
@@ -90,6 +84,17 @@ pub(crate) struct AttemptRecord {
     pub status: Option<u16>,
     /// The server's `Retry-After` / `x-amz-retry-after`.
     pub retry_after: Option<Duration>,
+}
+
+/// Why the connector stopped a request short of an answer.
+#[derive(Debug, Clone)]
+pub(crate) enum ConnectorStop {
+    /// The connector saw the call's cancellation (waiting, granted, or in flight).
+    Cancelled,
+    /// The admission wait hit [`SIGNED_REQUEST_MAX_WAIT`]: prepare the request again.
+    NeedsRefresh,
+    /// Final admission failed (refused, deadline, cancelled, storage...).
+    Admission(AdmissionError),
 }
 
 #[derive(Debug)]
@@ -179,9 +184,8 @@ async fn gate_and_send(
     request: HttpRequest,
 ) -> Result<aws_smithy_runtime_api::client::orchestrator::HttpResponse, ConnectorError> {
     let plan = &attempt.plan;
-    attempt.update(|r| r.reached_connector = true);
     let cancelled = || {
-        attempt.update(|r| r.cancelled = true);
+        attempt.update(|r| r.stop = Some(ConnectorStop::Cancelled));
         ConnectorError::user(Box::new(CancelledByCaller))
     };
     if plan.cancel.is_cancelled() {
@@ -201,11 +205,11 @@ async fn gate_and_send(
     let grant = match admitted {
         Ok(grant) => grant,
         Err(AdmissionError::DeadlineExceeded { .. }) if refresh_bound => {
-            attempt.update(|r| r.needs_refresh = true);
+            attempt.update(|r| r.stop = Some(ConnectorStop::NeedsRefresh));
             return Err(ConnectorError::other(Box::new(SignatureRefresh), None));
         }
         Err(e) => {
-            attempt.update(|r| r.admission_error = Some(e.clone()));
+            attempt.update(|r| r.stop = Some(ConnectorStop::Admission(e.clone())));
             return Err(ConnectorError::other(Box::new(e), None));
         }
     };

@@ -8,10 +8,13 @@
 //! server's `Retry-After`, each retry spending a unit of the key's shared allowance.
 //!
 //! # Layout
-//! - [`call`]: `AwsGate`, `CallContext`, `ScanId`: the API collectors use.
+//! - [`call`]: `AwsGate`, the API collectors use.
+//! - `context`: `CallContext`, `ScanId` (who a call is for, what bounds it) and the
+//!   gate's shared parts, read by both the gate and the retry owner.
 //! - [`gated`]: `GatedHttpClient`, the connector that awaits admission; the 4-minute
 //!   signed-request bound.
-//! - [`retry`]: the retry owner: one call's reservation, attempts and feedback.
+//! - [`retry`]: the retry owner: one call's reservation, attempts and feedback; its pure
+//!   `decide` says what follows each attempt.
 //! - `sdk_error`: what a failed SDK call says (code, message, status), classified.
 //! - [`backoff`]: `RetrySettings`, full-jitter backoff, `Retry-After` parsing.
 //! - [`taxonomy`]: throttled / transient / fatal, from code, then status, then kind.
@@ -24,6 +27,7 @@
 pub mod backoff;
 pub mod call;
 pub mod config;
+mod context;
 pub mod error;
 pub mod gated;
 pub mod identity;
@@ -33,11 +37,12 @@ pub mod taxonomy;
 pub mod telemetry;
 
 pub use backoff::{Jitter, RetrySettings, DEFAULT_MAX_ATTEMPTS};
-pub use call::{AwsGate, CallContext, ScanId};
+pub use call::AwsGate;
 pub use config::{
     default_http_client, gated_stalled_stream_protection, gated_timeouts, sdk_config,
     sdk_config_with, sdk_config_with_credentials, ClockTimeSource, UngatedRefusal,
 };
+pub use context::{CallContext, ScanId};
 pub use error::{CallError, CallErrorKind};
 pub use gated::{GatedHttpClient, SignatureRefresh, SIGNED_REQUEST_MAX_WAIT};
 pub use identity::{isolated_admission, resolve_identity, CallerIdentity};

@@ -7,14 +7,15 @@
 
 use futures_util::future::join_all;
 
-use crate::collectors::{CollectorRun, ReportBuilder};
+use crate::collectors::{CollectorRun, Operation, ReportBuilder, ServiceClient};
+use crate::operation;
 use crate::output::{DatasetReport, DynamoDbTable, Item};
 
 /// Tables described at once.
 pub const BATCH: usize = 10;
 
-const LIST_TABLES: &str = "dynamodb:ListTables";
-const DESCRIBE_TABLE: &str = "dynamodb:DescribeTable";
+const LIST_TABLES: Operation = operation!("dynamodb", "ListTables");
+const DESCRIBE_TABLE: Operation = operation!("dynamodb", "DescribeTable");
 
 /// The billing mode of tables that predate on-demand capacity.
 const DEFAULT_BILLING_MODE: &str = "PROVISIONED";
@@ -26,17 +27,17 @@ pub async fn collect(run: &CollectorRun) -> DatasetReport {
 
 async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let mut out = ReportBuilder::new();
-    let client = run.dynamodb(region);
+    let client = run.client::<aws_sdk_dynamodb::Client>(region);
     let mut tables = Vec::new();
     let mut start: Option<String> = None;
     loop {
         let page = run
-            .call("dynamodb", "ListTables", region, |http| {
+            .call(LIST_TABLES, region, |http| {
                 client
                     .list_tables()
                     .set_exclusive_start_table_name(start.clone())
                     .customize()
-                    .config_override(run.dynamodb_override(http))
+                    .config_override(aws_sdk_dynamodb::Client::gated(http))
                     .send()
             })
             .await;
@@ -63,12 +64,12 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
         let client = &client;
         let described = join_all(batch.iter().map(|name| async move {
             let answer = run
-                .call_item("dynamodb", "DescribeTable", region, |http| {
+                .call_item(DESCRIBE_TABLE, region, |http| {
                     client
                         .describe_table()
                         .table_name(name)
                         .customize()
-                        .config_override(run.dynamodb_override(http))
+                        .config_override(aws_sdk_dynamodb::Client::gated(http))
                         .send()
                 })
                 .await;

@@ -8,15 +8,16 @@
 
 use futures_util::future::join_all;
 
-use crate::collectors::{CollectorRun, ReportBuilder};
+use crate::collectors::{CollectorRun, Operation, ReportBuilder, ServiceClient};
+use crate::operation;
 use crate::output::{format_date_time, DatasetReport, Item, KmsKey};
 
 /// Keys described at once.
 pub const BATCH: usize = 10;
 
-const LIST_KEYS: &str = "kms:ListKeys";
-const DESCRIBE_KEY: &str = "kms:DescribeKey";
-const GET_KEY_LAST_USAGE: &str = "kms:GetKeyLastUsage";
+const LIST_KEYS: Operation = operation!("kms", "ListKeys");
+const DESCRIBE_KEY: Operation = operation!("kms", "DescribeKey");
+const GET_KEY_LAST_USAGE: Operation = operation!("kms", "GetKeyLastUsage");
 
 /// Collect the dataset over every region of the scan.
 pub async fn collect(run: &CollectorRun) -> DatasetReport {
@@ -25,17 +26,17 @@ pub async fn collect(run: &CollectorRun) -> DatasetReport {
 
 async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let mut out = ReportBuilder::new();
-    let client = run.kms(region);
+    let client = run.client::<aws_sdk_kms::Client>(region);
     let mut keys = Vec::new();
     let mut marker: Option<String> = None;
     loop {
         let page = run
-            .call("kms", "ListKeys", region, |http| {
+            .call(LIST_KEYS, region, |http| {
                 client
                     .list_keys()
                     .set_marker(marker.clone())
                     .customize()
-                    .config_override(run.kms_override(http))
+                    .config_override(aws_sdk_kms::Client::gated(http))
                     .send()
             })
             .await;
@@ -119,21 +120,21 @@ type Described = (
 
 /// DescribeKey and GetKeyLastUsage for one key, in parallel.
 async fn describe(run: &CollectorRun, region: &str, key_id: &str) -> Described {
-    let client = run.kms(region);
-    let metadata = run.call_item("kms", "DescribeKey", region, |http| {
+    let client = run.client::<aws_sdk_kms::Client>(region);
+    let metadata = run.call_item(DESCRIBE_KEY, region, |http| {
         client
             .describe_key()
             .key_id(key_id)
             .customize()
-            .config_override(run.kms_override(http))
+            .config_override(aws_sdk_kms::Client::gated(http))
             .send()
     });
-    let usage = run.call_item("kms", "GetKeyLastUsage", region, |http| {
+    let usage = run.call_item(GET_KEY_LAST_USAGE, region, |http| {
         client
             .get_key_last_usage()
             .key_id(key_id)
             .customize()
-            .config_override(run.kms_override(http))
+            .config_override(aws_sdk_kms::Client::gated(http))
             .send()
     });
     futures_util::future::join(metadata, usage).await

@@ -9,14 +9,15 @@
 use futures_util::future::join_all;
 
 use crate::aws::CallError;
-use crate::collectors::{CollectorRun, ReportBuilder};
+use crate::collectors::{CollectorRun, Operation, ReportBuilder, ServiceClient};
+use crate::operation;
 use crate::output::{DatasetReport, Item, LambdaFunction};
 
 /// Functions whose version listings run at once.
 pub const BATCH: usize = 10;
 
-const LIST_FUNCTIONS: &str = "lambda:ListFunctions";
-const LIST_VERSIONS: &str = "lambda:ListVersionsByFunction";
+const LIST_FUNCTIONS: Operation = operation!("lambda", "ListFunctions");
+const LIST_VERSIONS: Operation = operation!("lambda", "ListVersionsByFunction");
 
 /// The unpublished working copy.
 const LATEST: &str = "$LATEST";
@@ -28,17 +29,17 @@ pub async fn collect(run: &CollectorRun) -> DatasetReport {
 
 async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let mut out = ReportBuilder::new();
-    let client = run.lambda(region);
+    let client = run.client::<aws_sdk_lambda::Client>(region);
     let mut functions = Vec::new();
     let mut marker: Option<String> = None;
     loop {
         let page = run
-            .call("lambda", "ListFunctions", region, |http| {
+            .call(LIST_FUNCTIONS, region, |http| {
                 client
                     .list_functions()
                     .set_marker(marker.clone())
                     .customize()
-                    .config_override(run.lambda_override(http))
+                    .config_override(aws_sdk_lambda::Client::gated(http))
                     .send()
             })
             .await;
@@ -89,18 +90,18 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
 
 /// Published versions of one function (all pages).
 async fn versions(run: &CollectorRun, region: &str, function: &str) -> Result<u32, CallError> {
-    let client = run.lambda(region);
+    let client = run.client::<aws_sdk_lambda::Client>(region);
     let mut count = 0u32;
     let mut marker: Option<String> = None;
     let result = loop {
         let page = run
-            .call("lambda", "ListVersionsByFunction", region, |http| {
+            .call(LIST_VERSIONS, region, |http| {
                 client
                     .list_versions_by_function()
                     .function_name(function)
                     .set_marker(marker.clone())
                     .customize()
-                    .config_override(run.lambda_override(http))
+                    .config_override(aws_sdk_lambda::Client::gated(http))
                     .send()
             })
             .await;

@@ -9,34 +9,39 @@
 //!
 //! # Layout
 //! - [`actor`]: `CollectorActor` and the messages it sends the supervisor.
+//! - [`clients`]: the run's SDK clients, one generic builder and cache per service.
+//! - [`operation`]: `Operation`, an operation named once for calls and reports.
 //! - [`progress`]: `Progress`, counters a collector bumps and the supervisor publishes.
 //! - [`report_builder`]: `ReportBuilder`, the status and reasons rules.
 //! - [`s3_buckets`], [`lambda_functions`], [`dynamodb_tables`], [`kms_keys`]: one file per
 //!   dataset.
 
 pub mod actor;
+pub mod clients;
 pub mod dynamodb_tables;
 pub mod kms_keys;
 pub mod lambda_functions;
+pub mod operation;
 pub mod progress;
 pub mod report_builder;
 pub mod s3_buckets;
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
 
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 pub use actor::CollectorActor;
+pub use clients::ServiceClient;
+pub use operation::Operation;
 pub use progress::{DatasetProgress, Progress};
 pub use report_builder::ReportBuilder;
 
 use crate::aws::{AwsGate, CallContext, CallError, GatedHttpClient};
 use crate::dataset::Dataset;
 use crate::output::DatasetReport;
+use clients::{ClientSettings, Clients};
 
 /// Everything one collector needs for one scan.
 pub struct CollectorRun {
@@ -52,7 +57,7 @@ pub struct CollectorRun {
     pub force_path_style: bool,
     /// Counters the supervisor publishes.
     pub progress: Progress,
-    clients: Mutex<HashMap<(&'static str, String), Client>>,
+    clients: Clients,
 }
 
 impl std::fmt::Debug for CollectorRun {
@@ -62,14 +67,6 @@ impl std::fmt::Debug for CollectorRun {
             .field("regions", &self.regions)
             .finish_non_exhaustive()
     }
-}
-
-#[derive(Clone)]
-enum Client {
-    S3(aws_sdk_s3::Client),
-    Lambda(aws_sdk_lambda::Client),
-    DynamoDb(aws_sdk_dynamodb::Client),
-    Kms(aws_sdk_kms::Client),
 }
 
 impl CollectorRun {
@@ -108,7 +105,7 @@ impl CollectorRun {
             sdk,
             force_path_style,
             progress,
-            clients: Mutex::new(HashMap::new()),
+            clients: Clients::default(),
         }
     }
 
@@ -125,11 +122,10 @@ impl CollectorRun {
         self.ctx.cancel.is_cancelled()
     }
 
-    /// One gated call in `region` (see [`AwsGate::call`]).
+    /// One gated call of `operation` in `region` (see [`AwsGate::call`]).
     pub async fn call<T, E, F, Fut>(
         &self,
-        service: &str,
-        operation: &str,
+        operation: Operation,
         region: &str,
         send: F,
     ) -> Result<T, CallError>
@@ -139,7 +135,13 @@ impl CollectorRun {
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
         self.gate
-            .call(&self.ctx, service, operation, Some(region), send)
+            .call(
+                &self.ctx,
+                operation.service(),
+                operation.name(),
+                Some(region),
+                send,
+            )
             .await
     }
 
@@ -147,8 +149,7 @@ impl CollectorRun {
     /// its outcome.
     pub async fn call_item<T, E, F, Fut>(
         &self,
-        service: &str,
-        operation: &str,
+        operation: Operation,
         region: &str,
         send: F,
     ) -> Result<T, CallError>
@@ -157,99 +158,22 @@ impl CollectorRun {
         Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
-        let answer = self.call(service, operation, region, send).await;
+        let answer = self.call(operation, region, send).await;
         self.progress.done(1);
         answer
     }
 
-    fn client(
-        &self,
-        service: &'static str,
-        region: &str,
-        build: impl FnOnce() -> Client,
-    ) -> Client {
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        clients
-            .entry((service, region.to_string()))
-            .or_insert_with(build)
-            .clone()
-    }
-
-    /// The S3 client for `region`.
-    pub fn s3(&self, region: &str) -> aws_sdk_s3::Client {
-        let build = || {
-            let config = aws_sdk_s3::config::Builder::from(&self.sdk)
-                .region(aws_config::Region::new(region.to_string()))
-                .force_path_style(self.force_path_style)
-                .build();
-            Client::S3(aws_sdk_s3::Client::from_conf(config))
-        };
-        match self.client("s3", region, build) {
-            Client::S3(c) => c,
-            _ => unreachable!("clients are keyed by service"),
-        }
-    }
-
-    /// The per-attempt S3 override carrying the gated HTTP client.
-    pub fn s3_override(&self, http: GatedHttpClient) -> aws_sdk_s3::config::Builder {
-        aws_sdk_s3::Config::builder().http_client(http)
-    }
-
-    /// The Lambda client for `region`.
-    pub fn lambda(&self, region: &str) -> aws_sdk_lambda::Client {
-        let build = || {
-            let config = aws_sdk_lambda::config::Builder::from(&self.sdk)
-                .region(aws_config::Region::new(region.to_string()))
-                .build();
-            Client::Lambda(aws_sdk_lambda::Client::from_conf(config))
-        };
-        match self.client("lambda", region, build) {
-            Client::Lambda(c) => c,
-            _ => unreachable!("clients are keyed by service"),
-        }
-    }
-
-    /// The per-attempt Lambda override.
-    pub fn lambda_override(&self, http: GatedHttpClient) -> aws_sdk_lambda::config::Builder {
-        aws_sdk_lambda::Config::builder().http_client(http)
-    }
-
-    /// The DynamoDB client for `region`.
-    pub fn dynamodb(&self, region: &str) -> aws_sdk_dynamodb::Client {
-        let build = || {
-            let config = aws_sdk_dynamodb::config::Builder::from(&self.sdk)
-                .region(aws_config::Region::new(region.to_string()))
-                .build();
-            Client::DynamoDb(aws_sdk_dynamodb::Client::from_conf(config))
-        };
-        match self.client("dynamodb", region, build) {
-            Client::DynamoDb(c) => c,
-            _ => unreachable!("clients are keyed by service"),
-        }
-    }
-
-    /// The per-attempt DynamoDB override.
-    pub fn dynamodb_override(&self, http: GatedHttpClient) -> aws_sdk_dynamodb::config::Builder {
-        aws_sdk_dynamodb::Config::builder().http_client(http)
-    }
-
-    /// The KMS client for `region`.
-    pub fn kms(&self, region: &str) -> aws_sdk_kms::Client {
-        let build = || {
-            let config = aws_sdk_kms::config::Builder::from(&self.sdk)
-                .region(aws_config::Region::new(region.to_string()))
-                .build();
-            Client::Kms(aws_sdk_kms::Client::from_conf(config))
-        };
-        match self.client("kms", region, build) {
-            Client::Kms(c) => c,
-            _ => unreachable!("clients are keyed by service"),
-        }
-    }
-
-    /// The per-attempt KMS override.
-    pub fn kms_override(&self, http: GatedHttpClient) -> aws_sdk_kms::config::Builder {
-        aws_sdk_kms::Config::builder().http_client(http)
+    /// The `C` client for `region` (`let kms: aws_sdk_kms::Client = run.client(region)`),
+    /// built on first use and reused.
+    pub fn client<C: ServiceClient>(&self, region: &str) -> C {
+        C::cached(
+            &self.clients,
+            ClientSettings {
+                sdk: &self.sdk,
+                region,
+                force_path_style: self.force_path_style,
+            },
+        )
     }
 }
 

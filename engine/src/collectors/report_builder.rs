@@ -44,10 +44,11 @@ impl ReportBuilder {
         self.items.is_empty()
     }
 
-    /// A per-item read failed; the item keeps `field` as `null`.
-    pub fn value_missing(&mut self, operation: &str, field: &str, error: &CallError) {
+    /// A per-item read of `operation` (an [`Operation`](crate::collectors::Operation) or
+    /// its `service:Operation` name) failed; the item keeps `field` as `null`.
+    pub fn value_missing(&mut self, operation: impl AsRef<str>, field: &str, error: &CallError) {
         let kind = reason_kind(error.kind());
-        self.note(operation, Some(field), kind, error);
+        self.note(operation.as_ref(), Some(field), kind, error);
         match error.kind() {
             CallErrorKind::Fatal => {}
             CallErrorKind::Cancelled => self.worsen(DatasetStatus::Cancelled),
@@ -56,9 +57,9 @@ impl ReportBuilder {
     }
 
     /// A listing call failed: the inventory is not known.
-    pub fn listing_failed(&mut self, operation: &str, error: &CallError) {
+    pub fn listing_failed(&mut self, operation: impl AsRef<str>, error: &CallError) {
         let kind = reason_kind(error.kind());
-        self.note(operation, None, kind, error);
+        self.note(operation.as_ref(), None, kind, error);
         match error.kind() {
             CallErrorKind::Cancelled => self.worsen(DatasetStatus::Cancelled),
             _ => self.worsen(DatasetStatus::Failed),

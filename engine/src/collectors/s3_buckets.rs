@@ -15,16 +15,17 @@
 use futures_util::future::join_all;
 
 use crate::aws::{CallError, CallErrorKind};
-use crate::collectors::{CollectorRun, ReportBuilder};
+use crate::collectors::{CollectorRun, Operation, ReportBuilder, ServiceClient};
+use crate::operation;
 use crate::output::{DatasetReport, Item, S3Bucket};
 
 /// Buckets whose configuration reads run at once.
 pub const BATCH: usize = 10;
 
-const LIST_BUCKETS: &str = "s3:ListBuckets";
-const GET_LOCATION: &str = "s3:GetBucketLocation";
-const GET_LIFECYCLE: &str = "s3:GetBucketLifecycleConfiguration";
-const LIST_TIERING: &str = "s3:ListBucketIntelligentTieringConfigurations";
+const LIST_BUCKETS: Operation = operation!("s3", "ListBuckets");
+const GET_LOCATION: Operation = operation!("s3", "GetBucketLocation");
+const GET_LIFECYCLE: Operation = operation!("s3", "GetBucketLifecycleConfiguration");
+const LIST_TIERING: Operation = operation!("s3", "ListBucketIntelligentTieringConfigurations");
 
 /// The answer S3 gives a bucket without lifecycle rules.
 const NO_LIFECYCLE: &str = "NoSuchLifecycleConfiguration";
@@ -39,19 +40,19 @@ struct Listed {
 pub async fn collect(run: &CollectorRun) -> DatasetReport {
     let mut out = ReportBuilder::new();
     let home = run.home_region().to_string();
-    let client = run.s3(&home);
+    let client = run.client::<aws_sdk_s3::Client>(&home);
 
     // 1. The listing.
     let mut listed = Vec::new();
     let mut token: Option<String> = None;
     loop {
         let page = run
-            .call("s3", "ListBuckets", &home, |http| {
+            .call(LIST_BUCKETS, &home, |http| {
                 client
                     .list_buckets()
                     .set_continuation_token(token.clone())
                     .customize()
-                    .config_override(run.s3_override(http))
+                    .config_override(aws_sdk_s3::Client::gated(http))
                     .send()
             })
             .await;
@@ -107,7 +108,7 @@ pub async fn collect(run: &CollectorRun) -> DatasetReport {
 /// One bucket's item and the reads that failed.
 struct Described {
     item: Option<S3Bucket>,
-    failures: Vec<(&'static str, &'static str, CallError)>,
+    failures: Vec<(Operation, &'static str, CallError)>,
 }
 
 /// Region, then both configuration reads in parallel. `None` when the bucket is outside
@@ -168,14 +169,14 @@ async fn describe(run: &CollectorRun, home: &str, bucket: &Listed) -> Option<Des
 
 /// GetBucketLocation: an empty constraint is us-east-1, the legacy `EU` is eu-west-1.
 async fn location(run: &CollectorRun, home: &str, bucket: &str) -> Result<String, CallError> {
-    let client = run.s3(home);
+    let client = run.client::<aws_sdk_s3::Client>(home);
     let answer = run
-        .call_item("s3", "GetBucketLocation", home, |http| {
+        .call_item(GET_LOCATION, home, |http| {
             client
                 .get_bucket_location()
                 .bucket(bucket)
                 .customize()
-                .config_override(run.s3_override(http))
+                .config_override(aws_sdk_s3::Client::gated(http))
                 .send()
         })
         .await;
@@ -191,14 +192,14 @@ async fn location(run: &CollectorRun, home: &str, bucket: &str) -> Result<String
 }
 
 async fn lifecycle_rules(run: &CollectorRun, region: &str, bucket: &str) -> Result<u32, CallError> {
-    let client = run.s3(region);
+    let client = run.client::<aws_sdk_s3::Client>(region);
     let answer = run
-        .call_item("s3", "GetBucketLifecycleConfiguration", region, |http| {
+        .call_item(GET_LIFECYCLE, region, |http| {
             client
                 .get_bucket_lifecycle_configuration()
                 .bucket(bucket)
                 .customize()
-                .config_override(run.s3_override(http))
+                .config_override(aws_sdk_s3::Client::gated(http))
                 .send()
         })
         .await;
@@ -214,25 +215,20 @@ async fn tiering_configurations(
     region: &str,
     bucket: &str,
 ) -> Result<u32, CallError> {
-    let client = run.s3(region);
+    let client = run.client::<aws_sdk_s3::Client>(region);
     let mut count = 0u32;
     let mut token: Option<String> = None;
     loop {
         let page = run
-            .call(
-                "s3",
-                "ListBucketIntelligentTieringConfigurations",
-                region,
-                |http| {
-                    client
-                        .list_bucket_intelligent_tiering_configurations()
-                        .bucket(bucket)
-                        .set_continuation_token(token.clone())
-                        .customize()
-                        .config_override(run.s3_override(http))
-                        .send()
-                },
-            )
+            .call(LIST_TIERING, region, |http| {
+                client
+                    .list_bucket_intelligent_tiering_configurations()
+                    .bucket(bucket)
+                    .set_continuation_token(token.clone())
+                    .customize()
+                    .config_override(aws_sdk_s3::Client::gated(http))
+                    .send()
+            })
             .await;
         let page = match page {
             Ok(page) => page,

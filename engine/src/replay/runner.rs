@@ -37,7 +37,6 @@ use std::time::Duration;
 
 use aws_sdk_kms::config::retry::RetryConfig;
 use aws_sdk_kms::config::{BehaviorVersion, Credentials, Region};
-use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::{start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock};
@@ -146,7 +145,7 @@ async fn simulate(script: Script) -> Result<Report, ReplayError> {
                 handle,
                 script.policies.clone(),
                 &CallerIdentity::resolved(Partition::aws(), request.account.clone(), None),
-                SharedHttpClient::new(transport.clone()),
+                transport.http_client(),
             )
             .with_retry(script.retry);
             let ctx = CallContext {

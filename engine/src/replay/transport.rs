@@ -17,21 +17,18 @@
 //! The SDK parses these answers and the production taxonomy classifies them, so the retry
 //! owner, the shared retry allowance, the penalty and the backoff see what they would see
 //! from AWS. Every call is logged with its dispatch instant and, once answered, its
-//! answer instant; an attempt still unanswered when its call ended was aborted.
+//! answer instant; an attempt still unanswered when its call ended was aborted. The SDK
+//! plumbing is the shared [`FakeTransport`]; this file only scripts its answers.
 //!
 //! [`GatedHttpClient`]: crate::aws::GatedHttpClient
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use aws_smithy_runtime_api::client::http::{
-    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
-};
-use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_runtime_api::http::StatusCode;
-use aws_smithy_types::body::SdkBody;
+use aws_smithy_runtime_api::client::http::{HttpConnectorFuture, SharedHttpClient};
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use tokio::time::Instant;
+use tollgate_sim::transport::{response, FakeTransport};
 
 use crate::replay::script::{ScriptedOutcome, ScriptedResponse};
 
@@ -72,20 +69,15 @@ impl ScriptedTransport {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
-}
 
-impl HttpClient for ScriptedTransport {
-    fn http_connector(
-        &self,
-        _settings: &HttpConnectorSettings,
-        _components: &RuntimeComponents,
-    ) -> SharedHttpConnector {
-        SharedHttpConnector::new(self.clone())
+    /// The transport as a gate's inner HTTP client; clones share the log.
+    pub fn http_client(&self) -> SharedHttpClient {
+        let this = self.clone();
+        FakeTransport::new(move |_request| this.answer()).http_client()
     }
-}
 
-impl HttpConnector for ScriptedTransport {
-    fn call(&self, _request: HttpRequest) -> HttpConnectorFuture {
+    /// Log the attempt and answer it with the script's next response.
+    fn answer(&self) -> HttpConnectorFuture {
         let now = Instant::now();
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         let index = log.len();
@@ -113,8 +105,8 @@ impl HttpConnector for ScriptedTransport {
 }
 
 /// The awsJson 1.1 answer for a scripted response (module docs).
-fn wire_response(response: &ScriptedResponse) -> HttpResponse {
-    let (status, body) = match response.outcome {
+fn wire_response(scripted: &ScriptedResponse) -> HttpResponse {
+    let (status, body) = match scripted.outcome {
         ScriptedOutcome::Success => (200, r#"{"Keys":[],"Truncated":false}"#),
         ScriptedOutcome::Throttle => (
             400,
@@ -130,15 +122,10 @@ fn wire_response(response: &ScriptedResponse) -> HttpResponse {
         ),
         ScriptedOutcome::Hold => unreachable!("a hold never answers"),
     };
-    let mut http = HttpResponse::new(
-        StatusCode::try_from(status).expect("a valid status"),
-        SdkBody::from(body),
-    );
-    http.headers_mut()
-        .insert("content-type", "application/x-amz-json-1.1");
+    let mut http = response(status, "application/x-amz-json-1.1", body);
     http.headers_mut()
         .insert("x-amzn-requestid", "00000000-0000-0000-0000-000000000000");
-    if let Some(after) = response.retry_after {
+    if let Some(after) = scripted.retry_after {
         http.headers_mut()
             .insert("x-amz-retry-after", after.as_millis().to_string());
     }

@@ -31,8 +31,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::clock::unix_now;
-use tollgate_actors::AdmissionHandle;
-use tollgate_quota::{PolicyTable, Timestamp};
+use tollgate_quota::Timestamp;
 
 pub use messages::{
     AwaitReport, CancelScan, DatasetFinished, ForgetScan, GetProgress, ScanStarted, StartScan,
@@ -44,34 +43,11 @@ use crate::collectors::{CollectorActor, CollectorRun, Progress};
 use crate::dataset::Dataset;
 use crate::output::{rfc3339, DatasetReport, DatasetStatus, DiscoveryReport, Reason};
 use crate::request::{DiscoveryRequest, RequestError};
+pub use crate::scan_setup::SupervisorDeps;
 use crate::scan_setup::{self, ScanSetup, SetupError};
-use crate::throttling::ScanTelemetry;
 
 /// How long collectors get to stop after a cancellation or the deadline.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
-
-/// What the supervisor shares with every scan.
-#[derive(Clone)]
-pub struct SupervisorDeps {
-    /// Admission (the engine's handle: embedded coordinator or client).
-    pub admission: AdmissionHandle,
-    /// Effective policies.
-    pub policies: PolicyTable,
-    /// Attempt telemetry: the user's sink plus per-scan throttling tallies.
-    pub telemetry: ScanTelemetry,
-    /// The inner HTTP client gated requests go out through
-    /// ([`default_http_client`](crate::aws::default_http_client); a fake transport in
-    /// simulation tests).
-    pub http: aws_smithy_runtime_api::client::http::SharedHttpClient,
-}
-
-impl std::fmt::Debug for SupervisorDeps {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SupervisorDeps")
-            .field("admission", &self.admission)
-            .finish_non_exhaustive()
-    }
-}
 
 /// The supervisor actor.
 pub struct Supervisor {

@@ -1,0 +1,104 @@
+//! One call's telemetry: the `aws: attempt` event of each preparation, built from what
+//! the connector recorded and how the preparation ended.
+//!
+//! Split from the retry loop so that the loop reads as the decisions it applies; this
+//! file only measures (queue and transport durations) and names outcomes.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tollgate_quota::Outcome;
+
+use crate::aws::context::GateInner;
+use crate::aws::gated::AttemptRecord;
+use crate::aws::retry::decide::{AdmissionStop, Ending};
+use crate::aws::taxonomy::ErrorClass;
+use crate::aws::telemetry::{emit, AttemptEvent, AttemptOutcome, Attribution, RetryOutcome};
+
+/// Builds one call's telemetry events.
+pub(super) struct Events<'a> {
+    pub gate: &'a GateInner,
+    pub service: &'a str,
+    pub operation: &'a str,
+    pub quota: Option<String>,
+    pub attribution: Attribution,
+}
+
+/// Per-preparation measurements.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Prep {
+    pub attempt: u32,
+    pub preparation: u32,
+    pub started_at_ms: u64,
+    pub started: Instant,
+}
+
+impl Events<'_> {
+    pub fn event(
+        &self,
+        prep: Prep,
+        record: &AttemptRecord,
+        outcome: AttemptOutcome,
+        retry: RetryOutcome,
+        code: Option<&str>,
+    ) -> AttemptEvent {
+        let end = record.dispatched_at.unwrap_or_else(Instant::now);
+        let transport = match (record.dispatched_at, record.finished_at) {
+            (Some(a), Some(b)) => b.saturating_duration_since(a),
+            (Some(a), None) => Instant::now().saturating_duration_since(a),
+            _ => Duration::ZERO,
+        };
+        AttemptEvent {
+            service: self.service.to_owned(),
+            operation: self.operation.to_owned(),
+            quota: self.quota.clone(),
+            attempt: prep.attempt,
+            retry_count: prep.attempt.saturating_sub(1),
+            started_at_ms: prep.started_at_ms,
+            preparation_count: prep.preparation,
+            queue_duration_ms: end.saturating_duration_since(prep.started).as_millis() as u64,
+            transport_duration_ms: transport.as_millis() as u64,
+            dispatched: record.dispatched_at.is_some(),
+            status_code: record.status,
+            outcome,
+            retry_outcome: retry,
+            error_code: code.map(str::to_owned),
+            attribution: self.attribution.clone(),
+            cleanup_outcome: None,
+        }
+    }
+
+    pub fn emit(&self, event: &AttemptEvent) {
+        emit(&*self.gate.telemetry, event);
+    }
+}
+
+/// The telemetry outcome of an attempt that did not succeed.
+pub(super) fn attempt_outcome(ending: Ending) -> AttemptOutcome {
+    match ending {
+        Ending::NeedsRefresh => AttemptOutcome::Reprepare,
+        Ending::Cancelled => AttemptOutcome::Cancelled,
+        Ending::DeadlinePassed => AttemptOutcome::DeadlineExceeded,
+        Ending::Admission(stop) => admission_outcome(stop),
+        Ending::Failed(class) => feedback_of(class).1,
+    }
+}
+
+/// The attempt outcome of an admission that did not grant.
+pub(super) fn admission_outcome(stop: AdmissionStop) -> AttemptOutcome {
+    match stop {
+        AdmissionStop::AllowanceExhausted => AttemptOutcome::Exhausted,
+        AdmissionStop::Cancelled => AttemptOutcome::Cancelled,
+        AdmissionStop::DeadlineExceeded => AttemptOutcome::DeadlineExceeded,
+        AdmissionStop::Failed => AttemptOutcome::AdmissionFailed,
+    }
+}
+
+/// What a failure of `class` tells the key, and its telemetry outcome.
+pub(super) fn feedback_of(class: ErrorClass) -> (Outcome, AttemptOutcome) {
+    match class {
+        ErrorClass::Throttled => (Outcome::Throttled, AttemptOutcome::Throttle),
+        ErrorClass::Transient => (Outcome::Transient, AttemptOutcome::Transient),
+        ErrorClass::Fatal => (Outcome::Fatal, AttemptOutcome::Fatal),
+    }
+}
