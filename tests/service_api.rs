@@ -79,7 +79,7 @@ fn write_config(dir: &Path, text: &str) -> String {
 }
 
 #[test]
-fn requests_without_the_token_are_refused_and_health_needs_none() {
+fn requests_without_the_token_are_refused_and_the_cli_client_uses_the_token_file() {
     let tmp = tempfile::tempdir().unwrap();
     let serve = Serve::start(&Dirs::new(tmp.path()), &[], &[]);
     let (code, body) = http(&serve.addr, "GET", "/v1/scans", None, None);
@@ -107,6 +107,29 @@ fn requests_without_the_token_are_refused_and_health_needs_none() {
     assert!(
         body["error"].as_str().unwrap().starts_with("regions:"),
         "{body}"
+    );
+    // The CLI client reads the token from the state directory.
+    let scans = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
+        cmd.arg("scans")
+            .args(args)
+            .args(["--url", &format!("http://{}", serve.addr)]);
+        child_env(&mut cmd, &Dirs::new(tmp.path()));
+        cmd.output().unwrap()
+    };
+    let out = scans(&["list", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list["scans"], serde_json::json!([]));
+    let out = scans(&["show", "scan-0000000000000001"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("404"),
+        "{out:?}"
     );
     let mode = std::os::unix::fs::MetadataExt::mode(
         &std::fs::metadata(tmp.path().join("state/api-token")).unwrap(),

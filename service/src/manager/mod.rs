@@ -20,6 +20,7 @@
 //! (the one the API and the history know it by).
 
 mod finish;
+mod views;
 
 use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroUsize;
@@ -37,7 +38,7 @@ use tollgate_quota::Clock;
 use crate::config::Retention;
 use crate::history::{History, HistoryError};
 use crate::metrics::ServiceMetrics;
-use crate::record::{ProgressView, ScanDetail, ScanRecord, ScanStatus, ScanSummary};
+use crate::record::{ScanRecord, ScanStatus, ScanSummary};
 use crate::scan_request::JoinKey;
 
 /// How long [`ScanManager::shutdown`] waits for cancelled scans to store their reports.
@@ -251,74 +252,6 @@ impl ScanManager {
                 .runtime
                 .spawn(async move { manager.drive(scan_id, request).await });
         }
-    }
-
-    /// Every scan, newest first: the active ones as they are now, the rest as stored.
-    pub fn list(&self) -> Result<Vec<ScanSummary>, ManagerError> {
-        let mut records = self.shared.deps.history.records()?;
-        let state = self.state();
-        for record in &mut records {
-            if let Some(active) = state.active.get(&record.scan_id) {
-                *record = active.record.clone();
-            }
-        }
-        Ok(records.iter().map(ScanRecord::summary).collect())
-    }
-
-    /// One scan with per-dataset progress.
-    pub fn show(&self, scan_id: &str) -> Result<ScanDetail, ManagerError> {
-        {
-            let state = self.state();
-            if let Some(active) = state.active.get(scan_id) {
-                let progress = match &active.engine {
-                    Some((_, progress)) => progress
-                        .iter()
-                        .map(|p| ProgressView::from(&p.snapshot()))
-                        .collect(),
-                    None => active.record.stored_progress(),
-                };
-                return Ok(ScanDetail {
-                    summary: active.record.summary(),
-                    progress,
-                });
-            }
-        }
-        let record = self.stored(scan_id)?;
-        Ok(ScanDetail {
-            summary: record.summary(),
-            progress: record.stored_progress(),
-        })
-    }
-
-    fn stored(&self, scan_id: &str) -> Result<ScanRecord, ManagerError> {
-        self.shared
-            .deps
-            .history
-            .record(scan_id)?
-            .ok_or_else(|| ManagerError::UnknownScan(scan_id.to_string()))
-    }
-
-    /// A finished scan's report, as the JSON `tollgate discover` writes.
-    pub fn report_json(&self, scan_id: &str) -> Result<Vec<u8>, ManagerError> {
-        if let Some(active) = self.state().active.get(scan_id) {
-            return Err(ManagerError::NotFinished(
-                scan_id.to_string(),
-                active.record.status.as_str(),
-            ));
-        }
-        let record = self.stored(scan_id)?;
-        if record.status.is_active() {
-            // Stored active but not in the table: another instance's, or a stop in progress.
-            return Err(ManagerError::NotFinished(
-                scan_id.to_string(),
-                record.status.as_str(),
-            ));
-        }
-        self.shared
-            .deps
-            .history
-            .report_json(scan_id)?
-            .ok_or_else(|| ManagerError::NoReport(scan_id.to_string()))
     }
 
     /// Cancel a queued or running scan. Returns its summary as it is now.
