@@ -160,6 +160,7 @@ fn a_misspelt_region_and_a_huge_timeout_are_usage_errors_before_any_call() {
     }
 }
 
+#[test]
 fn help_lists_bench_and_no_bench_worker_is_a_tollgate_command() {
     let out = tollgate(&["--help"], &[]);
     assert!(out.status.success());
@@ -198,4 +199,53 @@ fn bench_without_the_bench_executable_names_the_build_command() {
         stderr.contains("cargo build -p tollgate-bench --profile bench-fast"),
         "{stderr}"
     );
+}
+
+#[test]
+fn policies_at_resolves_schedules_and_allowance_periods_at_the_instant() {
+    let overrides = r#"{"kms:ListKeys": {"ratePerSecond": 50, "burst": 10,
+        "schedule": [{"cron": "* 9-16 * * MON-FRI", "timezone": "Europe/Berlin",
+                      "ratePerSecond": 1, "burst": 1}]},
+      "ce:GetCostAndUsage": {"allowance": {"amount": 20000, "resets": "0 0 * * *",
+                                           "timezone": "America/New_York"}}}"#;
+    let at = |instant: &str| {
+        let out = tollgate(
+            &["policies", "--at", instant, "--json"],
+            &[("TOLLGATE_QUOTA_OVERRIDES", overrides)],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let find = |service: &str, group: &str| {
+            report["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["service"] == service && r["group"] == group)
+                .cloned()
+                .unwrap()
+        };
+        (find("kms", "ListKeys"), find("ce", "GetCostAndUsage"))
+    };
+    // Monday 08:59 in Berlin: the base, until 09:00 (08:00Z).
+    let (kms, ce) = at("2026-01-05T08:59:00+01:00");
+    assert_eq!(kms["policy"]["ratePerSecond"], 50.0);
+    assert_eq!(kms["entry"], serde_json::Value::Null);
+    assert_eq!(kms["validUntil"], "2026-01-05T08:00:00.000Z");
+    assert_eq!(ce["allowance"]["amount"], 20000);
+    assert_eq!(ce["allowance"]["periodStart"], "2026-01-05T05:00:00.000Z");
+    assert_eq!(ce["allowance"]["resetsAt"], "2026-01-06T05:00:00.000Z");
+    // 09:00: the business-hours entry until 17:00 (16:00Z).
+    let (kms, _) = at("2026-01-05T09:00:00+01:00");
+    assert_eq!(kms["policy"]["ratePerSecond"], 1.0);
+    assert_eq!(kms["entry"], 0);
+    assert_eq!(kms["validUntil"], "2026-01-05T16:00:00.000Z");
+    // A bad instant is a usage error that does not echo the text.
+    let out = tollgate(&["policies", "--at", "tuesday-SECRET"], &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--at") && !err.contains("SECRET"), "{err}");
 }

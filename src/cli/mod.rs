@@ -4,6 +4,7 @@ mod bench;
 mod demo;
 mod discover;
 mod policies;
+mod policies_at;
 mod replay;
 mod scans;
 mod serve;
@@ -49,6 +50,10 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Resolve schedules and allowances at this instant (RFC 3339), showing each
+        /// key's policy in force, until when it holds, and allowance periods.
+        #[arg(long, value_name = "RFC3339")]
+        at: Option<String>,
     },
     /// Dry-run policies: replay a script of requests and scripted answers through the real
     /// quota actors and retry owner in simulated time, and print when each attempt would
@@ -92,7 +97,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Discover(args) => discover::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Policies { json } => policies::run(json),
+        Command::Policies { json, at: None } => policies::run(json),
+        Command::Policies { json, at: Some(at) } => policies_at::run(&at, json),
         Command::Replay { script, json, seed } => replay::run(&script, json, seed),
         Command::Status { dir, json } => status::run(dir, json),
         Command::Serve(args) => serve::run(args),

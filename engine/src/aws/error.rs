@@ -28,6 +28,9 @@ pub enum CallErrorKind {
     /// A retry was needed but the key's shared retry allowance is empty; `code`,
     /// `status` and `message` describe the last failure.
     RetryAllowanceExhausted,
+    /// The key's calendar allowance is spent until a reset after the call's deadline;
+    /// `message` names the reset instant. Nothing was sent.
+    AllowanceExhausted,
     /// Admission itself failed: quota state could not be stored, the coordinator is
     /// unreachable, the runtime stopped, or the quota key is invalid. Nothing was sent.
     Admission,
@@ -55,6 +58,7 @@ impl fmt::Display for CallErrorKind {
             CallErrorKind::Cancelled => "cancelled",
             CallErrorKind::DeadlineExceeded => "deadline exceeded",
             CallErrorKind::RetryAllowanceExhausted => "retry allowance exhausted",
+            CallErrorKind::AllowanceExhausted => "calendar allowance exhausted",
             CallErrorKind::Admission => "admission failed",
         })
     }

@@ -138,6 +138,7 @@ fn reason_kind(kind: CallErrorKind) -> &'static str {
         CallErrorKind::RetryAllowanceExhausted => "retries_exhausted",
         CallErrorKind::DeadlineExceeded => "deadline_exceeded",
         CallErrorKind::Cancelled => "cancelled",
+        CallErrorKind::AllowanceExhausted => "allowance_exhausted",
         CallErrorKind::Admission => "admission",
         #[allow(unreachable_patterns)] // the error taxonomy is non_exhaustive
         _ => "failed",
@@ -181,6 +182,7 @@ mod tests {
             ("value", RetryAllowanceExhausted, DatasetStatus::Partial),
             ("value", DeadlineExceeded, DatasetStatus::Partial),
             ("value", Admission, DatasetStatus::Partial),
+            ("value", AllowanceExhausted, DatasetStatus::Partial),
             ("value", Cancelled, DatasetStatus::Cancelled),
             ("listing", Fatal, DatasetStatus::Failed),
             ("listing", Throttled, DatasetStatus::Failed),

@@ -39,6 +39,8 @@ pub(crate) enum Ending {
 pub(crate) enum AdmissionStop {
     /// The key's shared retry allowance is empty: the retry is not sent.
     AllowanceExhausted,
+    /// The key's calendar allowance is spent until after the deadline.
+    CalendarAllowance,
     /// The call was cancelled while waiting.
     Cancelled,
     /// The deadline passed while waiting.
@@ -54,6 +56,10 @@ impl From<&AdmissionError> for AdmissionStop {
                 refusal: Refusal::RetryAllowanceExhausted,
                 ..
             } => AdmissionStop::AllowanceExhausted,
+            AdmissionError::Refused {
+                refusal: Refusal::AllowanceExhausted { .. },
+                ..
+            } => AdmissionStop::CalendarAllowance,
             AdmissionError::Cancelled { .. } => AdmissionStop::Cancelled,
             AdmissionError::DeadlineExceeded { .. } => AdmissionStop::DeadlineExceeded,
             _ => AdmissionStop::Failed,
@@ -127,6 +133,10 @@ pub(crate) fn admission_give_up(stop: AdmissionStop) -> (RetryOutcome, CallError
         AdmissionStop::AllowanceExhausted => (
             RetryOutcome::AllowanceExhausted,
             CallErrorKind::RetryAllowanceExhausted,
+        ),
+        AdmissionStop::CalendarAllowance => (
+            RetryOutcome::NotRetryable,
+            CallErrorKind::AllowanceExhausted,
         ),
         AdmissionStop::Cancelled => (RetryOutcome::Cancelled, CallErrorKind::Cancelled),
         AdmissionStop::DeadlineExceeded => {
@@ -362,6 +372,15 @@ mod tests {
                     refusal: Refusal::RetryAllowanceExhausted,
                 },
                 AdmissionStop::AllowanceExhausted,
+            ),
+            (
+                AdmissionError::Refused {
+                    key: key(),
+                    refusal: Refusal::AllowanceExhausted {
+                        resets_at: tollgate_quota::WallClock::UNIX_EPOCH,
+                    },
+                },
+                AdmissionStop::CalendarAllowance,
             ),
             (
                 AdmissionError::Refused {

@@ -88,6 +88,7 @@ pub(super) fn attempt_outcome(ending: Ending) -> AttemptOutcome {
 pub(super) fn admission_outcome(stop: AdmissionStop) -> AttemptOutcome {
     match stop {
         AdmissionStop::AllowanceExhausted => AttemptOutcome::Exhausted,
+        AdmissionStop::CalendarAllowance => AttemptOutcome::AdmissionFailed,
         AdmissionStop::Cancelled => AttemptOutcome::Cancelled,
         AdmissionStop::DeadlineExceeded => AttemptOutcome::DeadlineExceeded,
         AdmissionStop::Failed => AttemptOutcome::AdmissionFailed,
