@@ -100,6 +100,13 @@ async fn serve(setup: Setup) -> anyhow::Result<ExitCode> {
         }
     };
     let generation = lock.generation();
+    // The coordinator enforces the configuration's scheduled policies and allowances, as
+    // any coordinator an engine starts does; the actors' clock counts Unix time.
+    tollgate_actors::Schedules::new(
+        Arc::new(policies.clone()),
+        tollgate_quota::WallClock::UNIX_EPOCH,
+    )
+    .install_for_this_process();
     let coordinator = Coordinator::start(&dir, lock)?;
     let admission = coordinator
         .handle()
