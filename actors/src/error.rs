@@ -1,6 +1,6 @@
 //! Errors an admission caller can see.
 
-use tollgate_quota::Refusal;
+use tollgate_quota::{Refusal, Timestamp};
 
 /// Why an admission call did not produce a grant or reservation.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -21,6 +21,13 @@ pub enum AdmissionError {
     /// This process could not reach or become the admission coordinator, or was refused.
     #[error("{0}")]
     Coordination(String),
+    /// The scope's circuit breaker is open (or its probe is out) past the caller's
+    /// deadline: the call is not sent.
+    #[error("circuit open for {scope} after repeated transient failures; nothing is sent to it before {reopens_at} (raise the timeout to wait for its probe)")]
+    BreakerOpen {
+        scope: String,
+        reopens_at: Timestamp,
+    },
     /// The admission runtime has shut down.
     #[error("the admission runtime has stopped; start a new engine")]
     Stopped,

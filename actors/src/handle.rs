@@ -14,12 +14,13 @@ use std::time::Duration;
 use actix::Addr;
 use tollgate_quota::key::QuotaKey;
 use tollgate_quota::{
-    AdmitRequest, Grant, Outcome, Owner, Policy, Refusal, ReservationId, Timestamp,
+    AdmitRequest, BreakerScope, Grant, Outcome, Owner, Passage, Policy, ProbeId, Refusal,
+    ReservationId, Timestamp,
 };
 
 use crate::key::{AdmitCall, CanonicalKey};
 use crate::local::LocalAdmission;
-use crate::messages::{CancelScope, Feedback, KeyStatus, Release};
+use crate::messages::{CancelScope, Feedback, KeyStatus, Pause, Release};
 use crate::quota_actor::QuotaActor;
 use crate::remote::{CoordinationStatus, RemoteClient};
 use crate::AdmissionError;
@@ -165,6 +166,32 @@ impl AdmissionHandle {
         })
     }
 
+    /// Passage through the circuit breaker of `key`'s scope (service + region + account,
+    /// one breaker for every process): [`Passage::Go`], or [`Passage::Probe`] when this
+    /// call is the scope's one probe (report its answer with the lease's id). Waits for
+    /// the opening to end or the probe's answer if that comes within `timeout`; otherwise
+    /// [`AdmissionError::BreakerOpen`] at once (never [`Passage::Wait`]).
+    pub async fn breaker_pass(
+        &self,
+        key: &QuotaKey,
+        timeout: Duration,
+    ) -> Result<Passage, AdmissionError> {
+        match &self.backend {
+            Backend::Local(l) => l.breaker_pass(BreakerScope::of(key), timeout).await,
+            Backend::Remote(r) => r.breaker_pass(&CanonicalKey::new(key), timeout).await,
+        }
+    }
+
+    /// Report what the service of `key`'s scope answered a call that passed its breaker
+    /// (`probe`: the lease, if the call was the probe). `None`: the call was never sent,
+    /// which gives a probe lease up so the next waiter probes at once.
+    pub fn breaker_report(&self, key: &QuotaKey, outcome: Option<Outcome>, probe: Option<ProbeId>) {
+        match &self.backend {
+            Backend::Local(l) => l.breaker_report(BreakerScope::of(key), outcome, probe),
+            Backend::Remote(r) => r.breaker_report(&CanonicalKey::new(key), outcome, probe),
+        }
+    }
+
     /// Cancel every queued waiter of `scope` on every key; they never start. Returns how
     /// many were removed.
     pub async fn cancel_scope(&self, scope: u64) -> usize {
@@ -186,6 +213,7 @@ impl AdmissionHandle {
                 coordinator_pid: l.owner().pid,
                 clients: l.clients().map(|c| c.list()).unwrap_or_default(),
                 keys: l.status().await?,
+                breakers: l.breakers().await?,
             }),
             Backend::Remote(r) => r.status().await,
         }
@@ -275,6 +303,16 @@ impl ReservationGuard {
     /// Report an admitted attempt's outcome.
     pub fn feedback(&self, outcome: Outcome, grant: &Grant) {
         self.send_feedback(outcome, grant.admitted_at, false);
+    }
+
+    /// A server's Retry-After hint on a throttle or 503: pause the whole key, for every
+    /// process, for `hint` (capped at [`tollgate_quota::MAX_PAUSE`] by the coordinator).
+    pub fn pause(&self, hint: Duration) {
+        match (&self.handle.backend, &self.addr) {
+            (Backend::Local(_), Some(addr)) => addr.do_send(Pause { hint }),
+            (Backend::Remote(r), _) => r.pause(&self.key, self.policy, hint),
+            (Backend::Local(_), None) => {}
+        }
     }
 
     /// Return a retry unit spent on an attempt that never dispatched.

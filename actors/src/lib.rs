@@ -5,8 +5,11 @@
 //! # Layout
 //! - [`quota_actor`]: `QuotaActor`, FIFO reservation and admission queues over a
 //!   `QuotaState`, self-waking at the next grant instant.
-//! - [`messages`]: one message per file (`Reserve`, `Admit`, `Feedback`, `Release`,
-//!   `Cancel`, `Status`).
+//! - [`messages`]: one message per file (`Reserve`, `Admit`, `Feedback`, `Pause`,
+//!   `Release`, `Cancel`, `Status`; the breaker board's `BreakerPass`, `BreakerReport`,
+//!   `Breakers`).
+//! - [`breaker_board`]: `BreakerBoard`, the circuit breaker of every scope (service +
+//!   region + account), shared by every process through the coordinator.
 //! - [`registry`]: creates actors on first use (restoring stored state), evicts idle ones,
 //!   broadcasts cancellation and status.
 //! - [`persist`]: the writer thread between actors and the store; fail-closed health.
@@ -25,6 +28,7 @@
 //! - [`closable_store`]: lets a coordinator close sled before handing over.
 #![forbid(unsafe_code)]
 
+pub mod breaker_board;
 pub mod clock;
 pub mod closable_store;
 pub mod coordinator;
@@ -47,7 +51,7 @@ pub use error::AdmissionError;
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
 pub use key::CanonicalKey;
-pub use messages::KeyStatus;
+pub use messages::{BreakerStatus, KeyStatus};
 pub use remote::{ClientInfo, CoordinationStatus};
 pub use runtime::{paused_system, start_in_current_system, AdmissionRuntime, RuntimeConfig};
 pub use schedules::Schedules;

@@ -11,11 +11,15 @@ use std::time::Duration;
 
 use actix::Addr;
 use tokio::sync::oneshot;
-use tollgate_quota::{Clock, Grant, Outcome, Owner, Policy, ReservationId, Timestamp};
+use tollgate_quota::{
+    BreakerScope, Clock, Grant, Outcome, Owner, Passage, Policy, ProbeId, ReservationId, Timestamp,
+};
 
+use crate::breaker_board::BreakerBoard;
 use crate::key::{AdmitCall, CanonicalKey};
 use crate::messages::{
-    Admit, CancelScope, Feedback, KeyStatus, Release, Reserve, WaiterTag, IN_PROCESS,
+    Admit, BreakerPass, BreakerReport, BreakerStatus, Breakers, CancelScope, Feedback, KeyStatus,
+    Pause, Release, Reserve, WaiterTag, IN_PROCESS,
 };
 use crate::persist::Persister;
 use crate::quota_actor::QuotaActor;
@@ -31,6 +35,7 @@ pub const DEFAULT_RESERVATION_TTL: Duration = Duration::from_secs(300);
 /// The quota actors of this process, reachable from any thread.
 pub(crate) struct LocalAdmission {
     registry: Addr<Registry>,
+    breakers: Addr<BreakerBoard>,
     actors: Mutex<HashMap<CanonicalKey, Addr<QuotaActor>>>,
     clock: Arc<dyn Clock>,
     owner: Owner,
@@ -42,12 +47,14 @@ pub(crate) struct LocalAdmission {
 impl LocalAdmission {
     pub(crate) fn new(
         registry: Addr<Registry>,
+        breakers: Addr<BreakerBoard>,
         clock: Arc<dyn Clock>,
         owner: Owner,
         persister: Persister,
     ) -> Self {
         LocalAdmission {
             registry,
+            breakers,
             actors: Mutex::new(HashMap::new()),
             clock,
             owner,
@@ -65,6 +72,7 @@ impl LocalAdmission {
     pub(crate) fn for_owner(&self, owner: Owner) -> Self {
         LocalAdmission::new(
             self.registry.clone(),
+            self.breakers.clone(),
             self.clock.clone(),
             owner,
             self.persister.clone(),
@@ -197,6 +205,56 @@ impl LocalAdmission {
             refund_retry,
         });
         Ok(())
+    }
+
+    /// Pause the key for a server's Retry-After hint (every process's waiters honour it).
+    pub(crate) async fn pause(
+        &self,
+        key: &CanonicalKey,
+        policy: Policy,
+        hint: Duration,
+    ) -> Result<(), AdmissionError> {
+        self.actor(key, policy, false)
+            .await?
+            .do_send(Pause { hint });
+        Ok(())
+    }
+
+    /// Passage through the scope's breaker, waiting at most `timeout` for it.
+    pub(crate) async fn breaker_pass(
+        &self,
+        scope: BreakerScope,
+        timeout: Duration,
+    ) -> Result<Passage, AdmissionError> {
+        let (reply, rx) = oneshot::channel();
+        self.breakers.do_send(BreakerPass {
+            scope,
+            deadline: self.now() + timeout,
+            reply,
+        });
+        rx.await.map_err(|_| AdmissionError::Stopped)?
+    }
+
+    /// Report what the scope's service answered (`None`: the call was never sent).
+    pub(crate) fn breaker_report(
+        &self,
+        scope: BreakerScope,
+        outcome: Option<Outcome>,
+        probe: Option<ProbeId>,
+    ) {
+        self.breakers.do_send(BreakerReport {
+            scope,
+            outcome,
+            probe,
+        });
+    }
+
+    /// Every breaker's state.
+    pub(crate) async fn breakers(&self) -> Result<Vec<BreakerStatus>, AdmissionError> {
+        self.breakers
+            .send(Breakers)
+            .await
+            .map_err(|_| AdmissionError::Stopped)
     }
 
     /// Give `owner`'s slot back.

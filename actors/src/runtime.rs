@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use tollgate_quota::{Clock, Owner};
 use tollgate_storage::{MemoryStore, QuotaStore};
 
+use crate::breaker_board::BreakerBoard;
 use crate::clock::{unix_now, TokioClock};
 use crate::handle::AdmissionHandle;
 use crate::local::LocalAdmission;
@@ -116,8 +117,10 @@ fn start_local(
         schedules: config.schedules.clone(),
     };
     let registry = Registry::new(deps, config.evict_after).start();
+    let breakers = BreakerBoard::new(clock.clone()).start();
     AdmissionHandle::local(Arc::new(LocalAdmission::new(
         registry,
+        breakers,
         clock,
         config.owner,
         persister,

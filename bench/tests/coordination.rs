@@ -427,3 +427,46 @@ fn a_stopped_coordinator_is_given_up_with_an_actionable_error() {
     );
     drop(serve);
 }
+
+/// `status --json` lists the running coordinator's circuit breakers: a client process
+/// reported five transient answers for one scope, so its breaker is open until an instant.
+#[test]
+fn status_lists_an_open_breaker_with_its_reopen_instant() {
+    use tollgate_quota::{Outcome, Passage, QuotaKey};
+    let (_tmp, dir, _logs) = setup();
+    let (serve, _) = start_serve(&dir);
+    let admission =
+        tollgate_actors::connect(&tollgate_storage::AdmissionDir::at(&dir).unwrap()).unwrap();
+    assert!(!admission.is_coordinator());
+    let key: QuotaKey = "aws/123456789012/eu-west-1/ec2:describe".parse().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let handle = admission.handle();
+        for _ in 0..5 {
+            let pass = handle.breaker_pass(&key, Duration::ZERO).await.unwrap();
+            assert_eq!(pass, Passage::Go);
+            handle.breaker_report(&key, Some(Outcome::Transient), None);
+        }
+        // Reports are not answered: a status round trip after them sees them applied.
+        handle.coordination().await.unwrap();
+    });
+    let out = run(Command::new(tollgate_exe())
+        .args(["status", "--json", "--dir"])
+        .arg(&dir));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let breakers = status["breakers"].as_array().expect("a breakers list");
+    assert_eq!(breakers.len(), 1, "{status}");
+    assert_eq!(breakers[0]["scope"], "aws/123456789012/eu-west-1/ec2");
+    assert_eq!(breakers[0]["state"]["state"], "open", "{status}");
+    assert_eq!(breakers[0]["reopens_at"], breakers[0]["state"]["until"]);
+    rt.block_on(admission.shutdown()).unwrap();
+    drop(serve); // killed
+}

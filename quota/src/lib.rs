@@ -18,6 +18,8 @@
 //!   persisted `QuotaRecord`.
 //! - [`lease`]: write-ahead admission leases: what a record allows after its snapshot, and
 //!   the crash restore that charges it (why a SIGKILLed coordinator never over-admits).
+//! - [`breaker`]: the circuit breaker of one scope (service + region + account): closed,
+//!   open for 60 s doubling to 600 s, half-open with one probe lease.
 //! - [`queue`]: a FIFO of waiters with deadlines and cancellation.
 //! - [`overlay`]: a partial policy laid over a base (overrides and schedule entries).
 //! - [`schedule`]: cron + IANA zone schedules on [`WallClock`] instants; scheduled
@@ -25,6 +27,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
+pub mod breaker;
 pub mod bucket;
 pub mod defaults;
 pub mod key;
@@ -41,6 +44,7 @@ pub mod state;
 pub mod time;
 pub mod window;
 
+pub use breaker::{Breaker, BreakerScope, BreakerState, BreakerWait, Passage, ProbeId, ProbeLease};
 pub use defaults::default_policy;
 pub use key::{operation_group, AccountScope, KeyError, Partition, QuotaKey, ServiceGroup};
 pub use lease::{Lease, LeaseLedger, RenewalTicket};
@@ -56,6 +60,6 @@ pub use schedule::{
 };
 pub use state::{
     Admission, AdmitRequest, Grant, Handover, QuotaRecord, QuotaSnapshot, QuotaState, Recovery,
-    Refusal, Restored, WaitReason,
+    Refusal, Restored, WaitReason, MAX_PAUSE,
 };
 pub use time::{Clock, Timestamp};

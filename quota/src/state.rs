@@ -9,6 +9,11 @@
 //! reservation, cost above burst, retry with an empty allowance) is refused outright; then
 //! the cooldown, the window and the bucket each may defer it; only when all pass is
 //! anything charged, so a deferred request costs nothing.
+//!
+//! A server's Retry-After hint pauses the whole key ([`QuotaState::pause`], seed 001/002:
+//! capped at [`MAX_PAUSE`] to survive bogus headers): every waiter of every process is
+//! told "not until the pause ends" ([`WaitReason::Paused`]), checked right after the
+//! outright refusals, so a paused key charges nothing.
 
 use std::time::Duration;
 
@@ -26,6 +31,10 @@ use crate::window::{RollingWindow, WindowShape};
 /// How long a quota must go without reservations before a looser policy may replace the
 /// stricter one in force.
 pub const POLICY_RELAX_IDLE: Duration = Duration::from_secs(60);
+
+/// The longest pause a server's Retry-After hint can put on a key (seed 001:
+/// MAX_PAUSE_SECONDS); a longer or bogus hint is cut to this.
+pub const MAX_PAUSE: Duration = Duration::from_secs(300);
 
 /// One request for final admission (just before the bytes go out).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +67,8 @@ pub struct Grant {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitReason {
+    /// The server asked, with Retry-After, that nothing is sent before the instant.
+    Paused,
     /// A failure cooldown is running.
     Cooldown,
     /// The rolling window is full.
@@ -107,6 +118,7 @@ pub struct QuotaState {
     retry: RetryAllowance,
     reservations: Reservations,
     last_active_at: Timestamp,
+    paused_until: Option<Timestamp>,
 }
 
 impl QuotaState {
@@ -120,7 +132,23 @@ impl QuotaState {
             retry: RetryAllowance::full(policy.retry_capacity()),
             reservations: Reservations::default(),
             last_active_at: now,
+            paused_until: None,
         }
+    }
+
+    /// Pause the key for a server's Retry-After `hint` seen at `now`: nothing on the key
+    /// is admitted before `now + hint` (at most [`MAX_PAUSE`]). A shorter hint never
+    /// shortens a longer pause in force. Returns the end of the pause in force.
+    pub fn pause(&mut self, hint: Duration, now: Timestamp) -> Timestamp {
+        let until = now + hint.min(MAX_PAUSE);
+        let until = self.paused_until(now).map_or(until, |u| u.max(until));
+        self.paused_until = Some(until);
+        until
+    }
+
+    /// The end of the pause, if one is running at `now`.
+    pub fn paused_until(&self, now: Timestamp) -> Option<Timestamp> {
+        self.paused_until.filter(|until| *until > now)
     }
 
     /// The policy in force.
@@ -223,6 +251,12 @@ impl QuotaState {
         if request.retry && self.retry.units() == 0 {
             return Admission::Refused(Refusal::RetryAllowanceExhausted);
         }
+        if let Some(at) = self.paused_until(now) {
+            return Admission::NotUntil {
+                at,
+                reason: WaitReason::Paused,
+            };
+        }
         if let Some(at) = self.penalty.cooldown_until(now) {
             return Admission::NotUntil {
                 at,
@@ -290,6 +324,7 @@ impl QuotaState {
                 w.count(self.shape(), now)
             },
             window_limit: self.shape().limit,
+            paused_until: self.paused_until(now),
         }
     }
 
@@ -305,6 +340,7 @@ impl QuotaState {
                 penalty: self.penalty,
                 retry: self.retry,
                 reservations: self.reservations.clone(),
+                paused_until: self.paused_until(now),
             },
             live: Some(Live {
                 bucket,
@@ -339,6 +375,7 @@ impl QuotaState {
             penalty,
             mut retry,
             mut reservations,
+            paused_until,
         } = record.durable;
         retry.clamp(policy.retry_capacity());
         let reaped = reservations.reap(now, pid_alive);
@@ -376,6 +413,7 @@ impl QuotaState {
             retry,
             reservations,
             last_active_at,
+            paused_until: paused_until.filter(|until| *until > now),
         };
         (
             state,
@@ -467,6 +505,9 @@ pub struct Durable {
     pub penalty: Penalty,
     pub retry: RetryAllowance,
     pub reservations: Reservations,
+    /// A Retry-After pause in force when the record was written (absent in older records).
+    #[serde(default)]
+    pub paused_until: Option<Timestamp>,
 }
 
 /// Bucket and window: exact after a graceful hand-over, a snapshot under a lease otherwise.
@@ -489,4 +530,7 @@ pub struct QuotaSnapshot {
     pub reservations: usize,
     pub window_starts: u64,
     pub window_limit: u64,
+    /// End of a Retry-After pause in force.
+    #[serde(default)]
+    pub paused_until: Option<Timestamp>,
 }

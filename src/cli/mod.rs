@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod discover;
+mod logging;
 mod policies;
 mod policies_at;
 mod replay;
@@ -24,7 +25,8 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "tollgate", version, about, long_about = None)]
 pub struct Cli {
-    /// Log more (-v debug, -vv trace); RUST_LOG overrides.
+    /// Log more (-v debug, including the AWS libraries' warnings; -vv trace); RUST_LOG
+    /// overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     #[command(subcommand)]
@@ -107,17 +109,4 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Logs go to stderr; `-v` raises the level, `RUST_LOG` wins when set.
-pub fn init_tracing(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
+pub use logging::init_tracing;

@@ -3,7 +3,8 @@
 //! If no process holds the directory, status takes the lock briefly, reads the stored
 //! records and releases it (marking the state cleanly shut down: reading changes
 //! nothing). If a coordinator holds it, status asks it over the socket for its pid, its
-//! connected clients and every key's live state.
+//! connected clients, every key's live state and every circuit breaker it knows
+//! (breakers live in the coordinator's memory: with none running, the list is empty).
 //!
 //! A key with a schedule or a calendar allowance also shows its calendar: the schedule
 //! entry in force and until when, or the allowance's use in its period and its reset
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 use tollgate_actors::clock::unix_now;
 use tollgate_actors::messages::{AllowanceStatus, CalendarStatus};
-use tollgate_actors::ClientInfo;
+use tollgate_actors::{BreakerStatus, ClientInfo};
 use tollgate_quota::schedule::DEFAULT_SCAN_CAP;
 use tollgate_quota::{
     AllowanceCounter, PolicyTable, QuotaKey, QuotaRecord, QuotaSnapshot, QuotaState, ReadTime,
@@ -33,6 +34,8 @@ struct Report {
     /// Processes connected to the running coordinator (empty when none runs).
     clients: Vec<ClientInfo>,
     keys: Vec<KeyReport>,
+    /// Circuit breakers of the running coordinator: scope, state, reopen instant.
+    breakers: Vec<BreakerStatus>,
 }
 
 #[derive(Debug, Serialize)]
@@ -109,6 +112,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         coordinator_pid: None,
         clients: Vec::new(),
         keys: Vec::new(),
+        breakers: Vec::new(),
     };
     match CoordinatorLock::try_acquire(&dir)? {
         Some(lock) => {
@@ -136,6 +140,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
             let live = super::status_live::fetch(&dir)?;
             report.coordinator_pid = Some(live.coordinator_pid);
             report.clients = live.clients;
+            report.breakers = live.breakers;
             report.keys = live
                 .keys
                 .into_iter()
@@ -170,6 +175,13 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
             )?;
         }
         None => writeln!(out, "coordinator: none running")?,
+    }
+    for b in &report.breakers {
+        let reopens = b
+            .reopens_at
+            .map(|at| format!(", nothing sent before {at} (Unix time)"))
+            .unwrap_or_default();
+        writeln!(out, "breaker {}: {:?}{reopens}", b.scope, b.state)?;
     }
     if report.keys.is_empty() {
         writeln!(out, "no quota state stored yet")?;

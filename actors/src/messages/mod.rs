@@ -1,4 +1,5 @@
-//! The messages a quota actor serves, one concern per file.
+//! The messages a quota actor serves (and the breaker board's: `BreakerPass`,
+//! `BreakerReport`, `Breakers`), one concern per file.
 //!
 //! Waiting requests (`Reserve`, `Admit`) carry a oneshot reply sender instead of an actix
 //! response: the actor keeps the sender in its FIFO and answers when the request is
@@ -6,15 +7,23 @@
 //! was dropped) is treated as cancelled and never starts.
 
 mod admit;
+mod breaker_pass;
+mod breaker_report;
+mod breakers;
 mod cancel;
 mod feedback;
+mod pause;
 mod release;
 mod reserve;
 mod status;
 
 pub use admit::Admit;
+pub use breaker_pass::BreakerPass;
+pub use breaker_report::BreakerReport;
+pub use breakers::{BreakerStatus, Breakers};
 pub use cancel::{Cancel, CancelScope};
 pub use feedback::Feedback;
+pub use pause::Pause;
 pub use release::{Release, ReleaseOwner};
 pub use reserve::Reserve;
 pub use status::{AllowanceStatus, CalendarStatus, KeyStatus, Status};

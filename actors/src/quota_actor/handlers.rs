@@ -9,7 +9,7 @@ use actix::{ActorContext, Context, Handler, Message};
 
 use super::QuotaActor;
 use crate::messages::{
-    Admit, Cancel, CancelScope, Feedback, Release, ReleaseOwner, Reserve, Status,
+    Admit, Cancel, CancelScope, Feedback, Pause, Release, ReleaseOwner, Reserve, Status,
 };
 use crate::AdmissionError;
 
@@ -43,6 +43,18 @@ impl Handler<Feedback> for QuotaActor {
         if msg.refund_retry {
             self.state.refund_retry();
         }
+        self.poll(ctx);
+    }
+}
+
+impl Handler<Pause> for QuotaActor {
+    type Result = ();
+    fn handle(&mut self, msg: Pause, ctx: &mut Context<Self>) {
+        let now = self.deps.clock.now();
+        let until = self.state.pause(msg.hint, now);
+        tracing::debug!(key = %self.key, %until, "the server's Retry-After pauses the key");
+        // Stored at once like a deeper penalty: a successor must not forget the pause.
+        self.save(1.0, ctx);
         self.poll(ctx);
     }
 }

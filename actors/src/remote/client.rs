@@ -24,7 +24,9 @@ use std::time::Duration;
 use tokio::net::UnixStream;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
-use tollgate_quota::{Clock, Grant, Outcome, Owner, Policy, ReservationId, Timestamp};
+use tollgate_quota::{
+    Clock, Grant, Outcome, Owner, Passage, Policy, ProbeId, ReservationId, Timestamp,
+};
 use tollgate_storage::{AdmissionDir, CoordinatorLock};
 
 use super::frame::{self, PROTOCOL_VERSION};
@@ -205,6 +207,42 @@ impl RemoteClient {
             outcome,
             admitted_at,
             refund_retry,
+        });
+    }
+
+    pub(crate) fn pause(&self, key: &CanonicalKey, policy: Policy, hint: Duration) {
+        self.fire(RequestBody::Pause {
+            key: key.as_str().to_owned(),
+            policy,
+            hint_ms: millis(hint),
+        });
+    }
+
+    pub(crate) async fn breaker_pass(
+        &self,
+        key: &CanonicalKey,
+        timeout: Duration,
+    ) -> Result<Passage, AdmissionError> {
+        let body = RequestBody::BreakerPass {
+            key: key.as_str().to_owned(),
+            timeout_ms: millis(timeout),
+        };
+        match self.call(body).await? {
+            (ResponseBody::Passage(p), _) => Ok(p),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    pub(crate) fn breaker_report(
+        &self,
+        key: &CanonicalKey,
+        outcome: Option<Outcome>,
+        probe: Option<ProbeId>,
+    ) {
+        self.fire(RequestBody::BreakerReport {
+            key: key.as_str().to_owned(),
+            outcome,
+            probe,
         });
     }
 

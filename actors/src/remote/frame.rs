@@ -13,9 +13,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// The protocol version this build speaks. Version 2 tags messages externally
+/// The protocol version this build speaks. Version 3 adds the key-wide Retry-After pause
+/// and the circuit breakers (`pause`, `breaker_pass`, `breaker_report`; a version 2
+/// coordinator could not decode them). Version 2 tags messages externally
 /// (`{"admit": {...}}`); version 1 had `{"op": "admit", ...}`.
-pub const PROTOCOL_VERSION: u8 = 2;
+pub const PROTOCOL_VERSION: u8 = 3;
 
 /// The largest frame either side accepts (length field excluded).
 pub const MAX_FRAME_BYTES: usize = 64 * 1024;

@@ -11,9 +11,9 @@
 //! parse is answered with an error, and the connection stays up).
 
 use serde::{Deserialize, Serialize};
-use tollgate_quota::{Outcome, Policy, Refusal, ReservationId, Timestamp};
+use tollgate_quota::{Outcome, Passage, Policy, ProbeId, Refusal, ReservationId, Timestamp};
 
-use crate::messages::KeyStatus;
+use crate::messages::{BreakerStatus, KeyStatus};
 use crate::AdmissionError;
 
 /// A request and the id its response will quote.
@@ -88,6 +88,33 @@ pub enum RequestBody {
         /// Refund the retry unit of an attempt that never dispatched.
         refund_retry: bool,
     },
+    /// A server's Retry-After hint: pause the key for every process (protocol 3).
+    Pause {
+        /// Canonical key.
+        key: String,
+        /// The caller's policy for the key.
+        policy: Policy,
+        /// How long the server asked for, in milliseconds (capped by the coordinator).
+        hint_ms: u64,
+    },
+    /// Passage through the breaker of the key's scope, waiting at most `timeout_ms`
+    /// (protocol 3).
+    BreakerPass {
+        /// Canonical key (the coordinator derives its scope).
+        key: String,
+        /// Give up waiting after this long.
+        timeout_ms: u64,
+    },
+    /// What the service of the key's scope answered a call sent through its breaker
+    /// (protocol 3).
+    BreakerReport {
+        /// Canonical key.
+        key: String,
+        /// The answer; `None` when the call was never sent.
+        outcome: Option<Outcome>,
+        /// The probe lease the call went under, if it was the probe.
+        probe: Option<ProbeId>,
+    },
     /// Give a slot back.
     Release {
         /// Canonical key.
@@ -143,6 +170,8 @@ pub enum ResponseBody {
     },
     /// Feedback or release applied.
     Done,
+    /// The answer to `BreakerPass`: go, or go as the probe.
+    Passage(Passage),
     /// Waiters removed by a cancel.
     Cancelled {
         /// How many.
@@ -165,6 +194,10 @@ pub struct CoordinationStatus {
     pub clients: Vec<ClientInfo>,
     /// Every key's state.
     pub keys: Vec<KeyStatus>,
+    /// Every circuit breaker the coordinator knows (closed ones nobody waits for are
+    /// forgotten).
+    #[serde(default)]
+    pub breakers: Vec<BreakerStatus>,
 }
 
 /// One connected client.
@@ -206,6 +239,13 @@ pub enum WireError {
     },
     /// The coordinator is stopping; ask its successor.
     Stopped,
+    /// See [`AdmissionError::BreakerOpen`].
+    BreakerOpen {
+        /// The breaker's scope.
+        scope: String,
+        /// When it may let a call through again.
+        reopens_at: Timestamp,
+    },
     /// The request was refused as a whole (bad hello, wrong user, bad key).
     Rejected {
         /// Why.
@@ -221,6 +261,9 @@ impl From<AdmissionError> for WireError {
             AdmissionError::Cancelled { key } => WireError::Cancelled { key },
             AdmissionError::Storage(reason) => WireError::Storage { reason },
             AdmissionError::Stopped => WireError::Stopped,
+            AdmissionError::BreakerOpen { scope, reopens_at } => {
+                WireError::BreakerOpen { scope, reopens_at }
+            }
             AdmissionError::Coordination(reason) => WireError::Rejected { reason },
         }
     }
@@ -234,6 +277,9 @@ impl From<WireError> for AdmissionError {
             WireError::Cancelled { key } => AdmissionError::Cancelled { key },
             WireError::Storage { reason } => AdmissionError::Storage(reason),
             WireError::Stopped => AdmissionError::Stopped,
+            WireError::BreakerOpen { scope, reopens_at } => {
+                AdmissionError::BreakerOpen { scope, reopens_at }
+            }
             WireError::Rejected { reason } => AdmissionError::Coordination(reason),
         }
     }

@@ -20,7 +20,8 @@ use futures_util::FutureExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
-use tollgate_quota::{AdmitRequest, Owner};
+use tollgate_quota::key::QuotaKey;
+use tollgate_quota::{AdmitRequest, BreakerScope, Owner};
 
 use super::frame::{self, FrameReader, PROTOCOL_VERSION};
 use super::keys::KeyCache;
@@ -29,7 +30,7 @@ use super::protocol::{
 };
 use super::socket::Socket;
 use crate::handle::WaitOptions;
-use crate::key::AdmitCall;
+use crate::key::{AdmitCall, CanonicalKey};
 use crate::local::{LocalAdmission, DEFAULT_RESERVATION_TTL};
 use crate::messages::{CancelScope, WaiterTag};
 
@@ -252,7 +253,9 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
                     let refused = requests.len() >= MAX_IN_FLIGHT
                         && matches!(
                             req.body,
-                            RequestBody::Reserve { .. } | RequestBody::Admit { .. }
+                            RequestBody::Reserve { .. }
+                                | RequestBody::Admit { .. }
+                                | RequestBody::BreakerPass { .. }
                         );
                     requests.push(async move {
                         let body = if refused {
@@ -344,6 +347,14 @@ async fn departed(owner: Owner, connection: u64, ctx: Ctx) {
     }
 }
 
+/// The breaker scope of a parsed key.
+fn scope_of(key: &CanonicalKey) -> Result<BreakerScope, WireError> {
+    let parsed: QuotaKey = key.as_str().parse().map_err(|e| WireError::Rejected {
+        reason: format!("{e}"),
+    })?;
+    Ok(BreakerScope::of(&parsed))
+}
+
 fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
@@ -420,6 +431,28 @@ async fn answer(
                     .await?;
                 ResponseBody::Done
             }
+            RequestBody::Pause {
+                key,
+                policy,
+                hint_ms,
+            } => {
+                let key = checked(&key)?;
+                l.pause(&key, policy, ms(hint_ms)).await?;
+                ResponseBody::Done
+            }
+            RequestBody::BreakerPass { key, timeout_ms } => {
+                let scope = scope_of(&checked(&key)?)?;
+                ResponseBody::Passage(l.breaker_pass(scope, ms(timeout_ms)).await?)
+            }
+            RequestBody::BreakerReport {
+                key,
+                outcome,
+                probe,
+            } => {
+                let scope = scope_of(&checked(&key)?)?;
+                l.breaker_report(scope, outcome, probe);
+                ResponseBody::Done
+            }
             RequestBody::Release {
                 key,
                 policy,
@@ -437,6 +470,7 @@ async fn answer(
                 coordinator_pid: l.owner().pid,
                 clients: ctx.clients.list(),
                 keys: l.status().await?,
+                breakers: l.breakers().await?,
             }),
         })
     }

@@ -34,6 +34,10 @@ pub enum CallErrorKind {
     /// Admission itself failed: quota state could not be stored, the coordinator is
     /// unreachable, the runtime stopped, or the quota key is invalid. Nothing was sent.
     Admission,
+    /// The caller's credentials could not be loaded (nothing was sent), or the service
+    /// refused them as expired or unknown. Not retried; `message` says why, without any
+    /// `credential_process` output.
+    Credentials,
 }
 
 impl CallErrorKind {
@@ -60,6 +64,7 @@ impl fmt::Display for CallErrorKind {
             CallErrorKind::RetryAllowanceExhausted => "retry allowance exhausted",
             CallErrorKind::AllowanceExhausted => "calendar allowance exhausted",
             CallErrorKind::Admission => "admission failed",
+            CallErrorKind::Credentials => "credentials failed",
         })
     }
 }

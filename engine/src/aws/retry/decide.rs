@@ -151,6 +151,7 @@ fn kind_of(class: ErrorClass) -> CallErrorKind {
         ErrorClass::Throttled => CallErrorKind::Throttled,
         ErrorClass::Transient => CallErrorKind::Transient,
         ErrorClass::Fatal => CallErrorKind::Fatal,
+        ErrorClass::Credentials => CallErrorKind::Credentials,
     }
 }
 
@@ -265,6 +266,12 @@ mod tests {
                 give_up(R::NotRetryable, K::Fatal),
             ),
             (
+                "credentials failures are not retried",
+                Failed(ErrorClass::Credentials),
+                standing(1, None, hour),
+                give_up(R::NotRetryable, K::Credentials),
+            ),
+            (
                 "the sixth attempt is the last",
                 Failed(Throttled),
                 standing(6, None, hour),
@@ -349,6 +356,10 @@ mod tests {
             (
                 Ending::Failed(ErrorClass::Throttled),
                 standing(6, None, secs(60)),
+            ),
+            (
+                Ending::Failed(ErrorClass::Credentials),
+                standing(1, None, secs(60)),
             ),
         ];
         for (ending, standing) in cases {

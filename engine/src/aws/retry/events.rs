@@ -100,6 +100,7 @@ pub(super) fn feedback_of(class: ErrorClass) -> (Outcome, AttemptOutcome) {
     match class {
         ErrorClass::Throttled => (Outcome::Throttled, AttemptOutcome::Throttle),
         ErrorClass::Transient => (Outcome::Transient, AttemptOutcome::Transient),
-        ErrorClass::Fatal => (Outcome::Fatal, AttemptOutcome::Fatal),
+        // Expired or missing credentials say nothing about capacity either.
+        ErrorClass::Fatal | ErrorClass::Credentials => (Outcome::Fatal, AttemptOutcome::Fatal),
     }
 }

@@ -1,0 +1,216 @@
+//! `BreakerBoard`: the circuit breakers of every scope, in the coordinator.
+//!
+//! One actor per coordinator holds one [`Breaker`] per [`BreakerScope`] (service, region
+//! and account) and is reached by every process: in process through `LocalAdmission`,
+//! from clients through the socket (`breaker_pass`, `breaker_report`). That is what makes
+//! the probe lease exactly one for the whole scope: there is one breaker to take it from.
+//!
+//! Callers that may not pass yet wait in a FIFO per scope ([`WaitQueue`]): for the
+//! opening to end, or for the probe's report, which polls the scope at once (so waiters
+//! go as soon as the probe succeeds, not at its lease's end). A caller whose deadline
+//! falls before the opening ends is answered [`AdmissionError::BreakerOpen`] at once; one
+//! whose deadline passes while the probe is out, at its deadline.
+//!
+//! Breakers live in the coordinator's memory only (not persisted): a new coordinator
+//! starts every breaker closed, which costs at most [`FAILURE_THRESHOLD`] transient
+//! answers per failing scope to re-learn; storing them would add a record write to every
+//! opening for a state that a minute-long outage re-creates anyway.
+//!
+//! [`FAILURE_THRESHOLD`]: tollgate_quota::breaker::FAILURE_THRESHOLD
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix::{Actor, AsyncContext, Context, Handler, MessageResult, SpawnHandle};
+use tollgate_quota::{
+    Breaker, BreakerScope, BreakerWait, Clock, Exit, Passage, Step, Timestamp, WaitQueue,
+};
+
+use crate::messages::{BreakerPass, BreakerReport, BreakerStatus, Breakers};
+use crate::AdmissionError;
+
+/// One scope: its breaker and who waits for it.
+#[derive(Default)]
+struct Scope {
+    breaker: Breaker,
+    waiting: WaitQueue<BreakerPass>,
+}
+
+/// The breakers of every scope this coordinator has seen.
+pub struct BreakerBoard {
+    clock: Arc<dyn Clock>,
+    scopes: HashMap<BreakerScope, Scope>,
+    next_waiter: u64,
+    wake: Option<(Timestamp, SpawnHandle)>,
+}
+
+impl std::fmt::Debug for BreakerBoard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BreakerBoard")
+            .field("scopes", &self.scopes.len())
+            .finish()
+    }
+}
+
+impl BreakerBoard {
+    /// An empty board reading `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        BreakerBoard {
+            clock,
+            scopes: HashMap::new(),
+            next_waiter: 0,
+            wake: None,
+        }
+    }
+
+    /// Serve every scope's waiters; wake again at the earliest instant worth it.
+    fn poll(&mut self, ctx: &mut Context<Self>) {
+        let now = self.clock.now();
+        let mut next: Option<Timestamp> = None;
+        for (scope, entry) in &mut self.scopes {
+            let wake = serve(scope, entry, now);
+            next = match (next, wake) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        // A closed breaker nobody waits for is the default: forget it.
+        self.scopes
+            .retain(|_, e| !e.waiting.is_empty() || e.breaker != Breaker::default());
+        match (next, self.wake) {
+            (Some(at), Some((scheduled, _))) if scheduled <= at && scheduled > now => {}
+            (next, current) => {
+                if let Some((_, handle)) = current {
+                    ctx.cancel_future(handle);
+                }
+                self.wake = next.map(|at| {
+                    let handle = ctx.run_later(at.saturating_since(now), |act, ctx| {
+                        act.wake = None;
+                        act.poll(ctx);
+                    });
+                    (at, handle)
+                });
+            }
+        }
+    }
+}
+
+/// Let through whoever may pass in one scope; returns the next instant worth waking at.
+fn serve(scope: &BreakerScope, entry: &mut Scope, now: Timestamp) -> Option<Timestamp> {
+    let breaker = &mut entry.breaker;
+    let refused = |at| AdmissionError::BreakerOpen {
+        scope: scope.to_string(),
+        reopens_at: at,
+    };
+    let mut exits = Vec::new();
+    let next = entry.waiting.poll(
+        now,
+        |w| {
+            if w.reply.is_closed() {
+                return Step::Drop;
+            }
+            match breaker.pass(now) {
+                Passage::Wait {
+                    at,
+                    reason: BreakerWait::Open,
+                } if at > w.deadline => Step::Refuse(at),
+                Passage::Wait { at, .. } => Step::Wait(at),
+                pass => Step::Grant(pass),
+            }
+        },
+        |w, exit| exits.push((w, exit)),
+    );
+    let mut abandoned = false;
+    for (w, exit) in exits {
+        let answer = match exit {
+            Exit::Granted(pass) => Ok(pass),
+            Exit::Refused(at) => Err(refused(at)),
+            Exit::DeadlineExceeded => Err(refused(breaker.reopens_at(now).unwrap_or(now))),
+            Exit::Dropped => continue,
+        };
+        if let Err(Ok(Passage::Probe(lease))) = w.reply.send(answer) {
+            // The caller left before it could probe: the next waiter probes instead.
+            abandoned |= breaker.abandon(lease.id, now);
+        }
+    }
+    if abandoned {
+        Some(now)
+    } else {
+        next
+    }
+}
+
+impl Actor for BreakerBoard {
+    type Context = Context<Self>;
+}
+
+impl Handler<BreakerPass> for BreakerBoard {
+    type Result = ();
+    fn handle(&mut self, msg: BreakerPass, ctx: &mut Context<Self>) {
+        let now = self.clock.now();
+        let entry = self.scopes.entry(msg.scope.clone()).or_default();
+        // Nobody ahead: answer at once when the breaker can (a closed breaker always
+        // can, whatever the deadline, even one that is already due).
+        if entry.waiting.is_empty() {
+            let answer = match entry.breaker.pass(now) {
+                Passage::Wait {
+                    at,
+                    reason: BreakerWait::Open,
+                } if at > msg.deadline => Some(Err(AdmissionError::BreakerOpen {
+                    scope: msg.scope.to_string(),
+                    reopens_at: at,
+                })),
+                Passage::Wait { .. } => None,
+                pass => Some(Ok(pass)),
+            };
+            if let Some(answer) = answer {
+                if let Err(Ok(Passage::Probe(lease))) = msg.reply.send(answer) {
+                    entry.breaker.abandon(lease.id, now);
+                }
+                return;
+            }
+        }
+        let id = self.next_waiter;
+        self.next_waiter += 1;
+        let deadline = msg.deadline;
+        entry.waiting.push(id, deadline, msg);
+        self.poll(ctx);
+    }
+}
+
+impl Handler<BreakerReport> for BreakerBoard {
+    type Result = ();
+    fn handle(&mut self, msg: BreakerReport, ctx: &mut Context<Self>) {
+        let now = self.clock.now();
+        let entry = self.scopes.entry(msg.scope.clone()).or_default();
+        let changed = match (msg.outcome, msg.probe) {
+            (Some(outcome), probe) => entry.breaker.record(outcome, probe, now),
+            (None, Some(probe)) => entry.breaker.abandon(probe, now),
+            (None, None) => false,
+        };
+        if changed {
+            tracing::info!(scope = %msg.scope, state = ?entry.breaker.state(now), "circuit breaker changed");
+            self.poll(ctx);
+        }
+    }
+}
+
+impl Handler<Breakers> for BreakerBoard {
+    type Result = MessageResult<Breakers>;
+    fn handle(&mut self, _: Breakers, _: &mut Context<Self>) -> Self::Result {
+        let now = self.clock.now();
+        let mut list: Vec<BreakerStatus> = self
+            .scopes
+            .iter()
+            .map(|(scope, e)| BreakerStatus {
+                scope: scope.to_string(),
+                state: e.breaker.state(now),
+                reopens_at: e.breaker.reopens_at(now),
+                next_open_secs: e.breaker.open_for().as_secs(),
+                waiting: e.waiting.len(),
+            })
+            .collect();
+        list.sort_by(|a, b| a.scope.cmp(&b.scope));
+        MessageResult(list)
+    }
+}

@@ -1,0 +1,197 @@
+//! Circuit breakers and the key-wide Retry-After pause through the actors, in paused
+//! time: several "processes" are handles on one coordinator's actors (`for_owner`), as the
+//! socket server serves each client process.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tollgate_actors::{
+    paused_system, start_in_current_system, AdmissionError, AdmissionHandle, RuntimeConfig,
+    TokioClock, WaitOptions,
+};
+use tollgate_quota::{BreakerState, Clock, Outcome, Owner, Passage, Policy, QuotaKey, Timestamp};
+use tollgate_storage::MemoryStore;
+
+const START: Timestamp = Timestamp::from_millis(1_000_000);
+const LONG: Duration = Duration::from_secs(3_600);
+const SCOPE: &str = "aws/123456789012/eu-west-1/ec2";
+
+fn config(pid: u32) -> RuntimeConfig {
+    RuntimeConfig {
+        store: Arc::new(MemoryStore::new()),
+        owner: Owner { pid, generation: 1 },
+        pid_alive: Arc::new(|_| true),
+        evict_after: Duration::from_secs(3_600),
+        schedules: tollgate_actors::Schedules::none(),
+    }
+}
+
+fn key() -> QuotaKey {
+    "aws/123456789012/eu-west-1/ec2:describe".parse().unwrap()
+}
+
+fn other_group() -> QuotaKey {
+    "aws/123456789012/eu-west-1/ec2:mutating".parse().unwrap()
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+/// Five transient answers on the scope, as five calls that passed the breaker.
+async fn fail_five(handle: &AdmissionHandle) {
+    for _ in 0..5 {
+        assert_eq!(
+            handle.breaker_pass(&key(), LONG).await.unwrap(),
+            Passage::Go
+        );
+        handle.breaker_report(&key(), Some(Outcome::Transient), None);
+    }
+    tokio::task::yield_now().await;
+}
+
+fn start() -> (AdmissionHandle, Arc<TokioClock>) {
+    let clock = Arc::new(TokioClock::starting_at(START));
+    (start_in_current_system(config(1), clock.clone()), clock)
+}
+
+#[test]
+fn five_transient_answers_open_the_scope_and_a_short_deadline_fails_at_once_naming_it() {
+    paused_system().block_on(async {
+        let (handle, clock) = start();
+        fail_five(&handle).await;
+        let before = clock.now();
+        // Another operation group of the same service meets the same breaker.
+        let err = handle
+            .breaker_pass(&other_group(), secs(10))
+            .await
+            .unwrap_err();
+        assert_eq!(clock.now(), before, "it failed at once, without waiting");
+        match err {
+            AdmissionError::BreakerOpen { scope, reopens_at } => {
+                assert_eq!(scope, SCOPE);
+                assert_eq!(reopens_at, before + secs(60));
+            }
+            other => panic!("expected breaker_open, got {other:?}"),
+        }
+        let status = handle.coordination().await.unwrap();
+        assert_eq!(status.breakers.len(), 1);
+        assert_eq!(status.breakers[0].scope, SCOPE);
+        assert!(matches!(
+            status.breakers[0].state,
+            BreakerState::Open { .. }
+        ));
+        assert_eq!(status.breakers[0].reopens_at, Some(before + secs(60)));
+    });
+}
+
+#[test]
+fn fatal_answers_never_open_the_scope() {
+    paused_system().block_on(async {
+        let (handle, _) = start();
+        for _ in 0..50 {
+            assert_eq!(
+                handle.breaker_pass(&key(), LONG).await.unwrap(),
+                Passage::Go
+            );
+            handle.breaker_report(&key(), Some(Outcome::Fatal), None);
+        }
+        tokio::task::yield_now().await;
+        assert_eq!(
+            handle.breaker_pass(&key(), Duration::ZERO).await.unwrap(),
+            Passage::Go,
+            "and a closed breaker lets even a caller with no time to wait through"
+        );
+    });
+}
+
+#[test]
+fn callers_whose_deadline_allows_wait_for_the_one_probe_and_go_when_it_succeeds() {
+    paused_system().block_on(async {
+        let (handle, clock) = start();
+        fail_five(&handle).await;
+        let opened = clock.now();
+        let callers: Vec<_> = (0..6u32)
+            .map(|i| {
+                let h = handle
+                    .for_owner(Owner {
+                        pid: 100 + i,
+                        generation: 1,
+                    })
+                    .unwrap();
+                actix::spawn(async move {
+                    let pass = h.breaker_pass(&key(), LONG).await.unwrap();
+                    if let Passage::Probe(lease) = pass {
+                        // The probe's call takes 2 s and succeeds.
+                        tokio::time::sleep(secs(2)).await;
+                        h.breaker_report(&key(), Some(Outcome::Success), Some(lease.id));
+                    }
+                    (pass, h.now())
+                })
+            })
+            .collect();
+        let mut probes = 0;
+        for c in callers {
+            let (pass, at) = c.await.unwrap();
+            match pass {
+                Passage::Probe(_) => {
+                    probes += 1;
+                    assert_eq!(at, opened + secs(62));
+                }
+                Passage::Go => assert_eq!(at, opened + secs(62), "released by the probe's answer"),
+                Passage::Wait { .. } => panic!("a pass never answers wait"),
+            }
+        }
+        assert_eq!(probes, 1, "exactly one probe for the scope");
+    });
+}
+
+#[test]
+fn each_failed_probe_doubles_the_opening_up_to_six_hundred_seconds() {
+    paused_system().block_on(async {
+        let (handle, clock) = start();
+        fail_five(&handle).await;
+        let mut openings = Vec::new();
+        let mut opened = clock.now();
+        for _ in 0..6 {
+            let Passage::Probe(lease) = handle.breaker_pass(&key(), secs(700)).await.unwrap()
+            else {
+                panic!("the first caller after the opening probes");
+            };
+            openings.push((clock.now() - opened).as_secs());
+            opened = clock.now();
+            handle.breaker_report(&key(), Some(Outcome::Transient), Some(lease.id));
+        }
+        assert_eq!(openings, [60, 120, 240, 480, 600, 600]);
+    });
+}
+
+#[test]
+fn a_retry_after_pause_holds_back_another_process_waiter_until_it_ends() {
+    paused_system().block_on(async {
+        let (handle, clock) = start();
+        let other = handle
+            .for_owner(Owner {
+                pid: 2,
+                generation: 1,
+            })
+            .unwrap();
+        let policy = Policy::new(100.0, 100.0, 10, 10).unwrap();
+        let wait = WaitOptions {
+            timeout: LONG,
+            scope: 0,
+        };
+        let mine = handle.reserve(&key(), policy, wait).await.unwrap();
+        let theirs = other.reserve(&key(), policy, wait).await.unwrap();
+        mine.admit(1, false, wait).await.unwrap();
+        let paused_at = clock.now();
+        // The server answered 503 with Retry-After: 30 (and a bogus 1-day hint is capped).
+        mine.pause(secs(30));
+        let grant = theirs.admit(1, false, wait).await.unwrap();
+        assert_eq!(grant.admitted_at, paused_at + secs(30));
+        mine.pause(secs(86_400));
+        let t = clock.now();
+        let grant = theirs.admit(1, false, wait).await.unwrap();
+        assert_eq!(grant.admitted_at, t + secs(300));
+    });
+}

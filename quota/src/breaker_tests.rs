@@ -1,0 +1,239 @@
+//! Table and property tests of the breaker state machine, on simulated time.
+
+use super::*;
+use proptest::prelude::*;
+
+fn at(secs: u64) -> Timestamp {
+    Timestamp::from_millis(secs * 1_000)
+}
+
+fn fail_n(b: &mut Breaker, n: u32, now: Timestamp) {
+    for _ in 0..n {
+        b.record(Outcome::Transient, None, now);
+    }
+}
+
+fn probe(b: &mut Breaker, now: Timestamp) -> ProbeLease {
+    match b.pass(now) {
+        Passage::Probe(lease) => lease,
+        other => panic!("expected a probe lease at {now}, got {other:?}"),
+    }
+}
+
+#[test]
+fn five_consecutive_transient_answers_open_the_breaker_for_sixty_seconds() {
+    let mut b = Breaker::default();
+    fail_n(&mut b, FAILURE_THRESHOLD - 1, at(1));
+    assert_eq!(b.pass(at(1)), Passage::Go, "four failures keep it closed");
+    fail_n(&mut b, 1, at(2));
+    assert_eq!(
+        b.pass(at(3)),
+        Passage::Wait {
+            at: at(62),
+            reason: BreakerWait::Open
+        }
+    );
+    assert_eq!(b.reopens_at(at(3)), Some(at(62)));
+}
+
+#[test]
+fn a_success_between_failures_resets_the_count() {
+    let mut b = Breaker::default();
+    fail_n(&mut b, 4, at(1));
+    b.record(Outcome::Success, None, at(1));
+    fail_n(&mut b, 4, at(2));
+    assert_eq!(b.pass(at(2)), Passage::Go);
+}
+
+#[test]
+fn fatal_answers_never_open_the_breaker_and_reset_the_count() {
+    let mut b = Breaker::default();
+    for _ in 0..100 {
+        b.record(Outcome::Fatal, None, at(1));
+    }
+    assert_eq!(b.pass(at(1)), Passage::Go);
+    fail_n(&mut b, 4, at(2));
+    b.record(Outcome::Fatal, None, at(2));
+    fail_n(&mut b, 4, at(3));
+    assert_eq!(b.state(at(3)), BreakerState::Closed { failures: 4 });
+}
+
+#[test]
+fn throttles_neither_count_nor_reset_while_closed() {
+    let mut b = Breaker::default();
+    for _ in 0..100 {
+        b.record(Outcome::Throttled, None, at(1));
+    }
+    assert_eq!(b.state(at(1)), BreakerState::Closed { failures: 0 });
+    fail_n(&mut b, 3, at(2));
+    b.record(Outcome::Throttled, None, at(2));
+    fail_n(&mut b, 2, at(2));
+    assert!(matches!(b.state(at(2)), BreakerState::Open { .. }));
+}
+
+#[test]
+fn after_the_opening_exactly_one_caller_probes_and_the_others_wait_for_its_lease() {
+    let mut b = Breaker::default();
+    fail_n(&mut b, 5, at(0));
+    let lease = probe(&mut b, at(60));
+    assert_eq!(lease.expires_at, at(60) + PROBE_LEASE);
+    for _ in 0..10 {
+        assert_eq!(
+            b.pass(at(61)),
+            Passage::Wait {
+                at: lease.expires_at,
+                reason: BreakerWait::ProbeInFlight
+            }
+        );
+    }
+}
+
+#[test]
+fn a_successful_probe_closes_the_breaker_and_restores_the_base_opening() {
+    let mut b = Breaker::default();
+    fail_n(&mut b, 5, at(0));
+    let lease = probe(&mut b, at(60));
+    b.record(Outcome::Transient, Some(lease.id), at(61));
+    let lease = probe(&mut b, at(181));
+    assert!(b.record(Outcome::Success, Some(lease.id), at(182)));
+    assert_eq!(b.pass(at(182)), Passage::Go);
+    assert_eq!(b.open_for(), BASE_OPEN);
+    fail_n(&mut b, 5, at(200));
+    assert_eq!(b.reopens_at(at(200)), Some(at(260)));
+}
+
+#[test]
+fn each_failed_probe_doubles_the_opening_up_to_six_hundred_seconds() {
+    let mut b = Breaker::default();
+    let mut now = at(0);
+    fail_n(&mut b, 5, now);
+    let mut openings = vec![b.reopens_at(now).unwrap() - now];
+    for _ in 0..6 {
+        now = b.reopens_at(now).unwrap();
+        let lease = probe(&mut b, now);
+        b.record(Outcome::Transient, Some(lease.id), now);
+        openings.push(b.reopens_at(now).unwrap() - now);
+    }
+    let secs: Vec<u64> = openings.iter().map(Duration::as_secs).collect();
+    assert_eq!(secs, [60, 120, 240, 480, 600, 600, 600]);
+}
+
+#[test]
+fn a_throttled_or_fatal_probe_answer_closes_the_breaker() {
+    for outcome in [Outcome::Throttled, Outcome::Fatal] {
+        let mut b = Breaker::default();
+        fail_n(&mut b, 5, at(0));
+        let lease = probe(&mut b, at(60));
+        b.record(outcome, Some(lease.id), at(61));
+        assert_eq!(b.pass(at(61)), Passage::Go, "{outcome:?}");
+    }
+}
+
+#[test]
+fn answers_of_calls_sent_before_the_opening_do_not_move_an_open_or_half_open_breaker() {
+    let mut b = Breaker::default();
+    fail_n(&mut b, 5, at(0));
+    assert!(!b.record(Outcome::Success, None, at(10)));
+    assert!(matches!(b.state(at(10)), BreakerState::Open { .. }));
+    let lease = probe(&mut b, at(60));
+    assert!(!b.record(Outcome::Success, None, at(61)));
+    assert!(!b.record(Outcome::Transient, Some(ProbeId(lease.id.0 + 7)), at(61)));
+    assert_eq!(
+        b.state(at(61)),
+        BreakerState::HalfOpen { probe: Some(lease) }
+    );
+}
+
+#[test]
+fn a_probe_that_never_reports_loses_its_lease_and_the_next_caller_probes() {
+    let mut b = Breaker::default();
+    fail_n(&mut b, 5, at(0));
+    let first = probe(&mut b, at(60));
+    let second = probe(&mut b, first.expires_at);
+    assert_ne!(first.id, second.id);
+    assert!(
+        !b.record(Outcome::Success, Some(first.id), first.expires_at),
+        "the expired lease's late answer is ignored"
+    );
+}
+
+#[test]
+fn an_abandoned_probe_hands_the_lease_to_the_next_caller_at_once() {
+    let mut b = Breaker::default();
+    fail_n(&mut b, 5, at(0));
+    let first = probe(&mut b, at(60));
+    assert!(b.abandon(first.id, at(61)));
+    let second = probe(&mut b, at(61));
+    assert_ne!(first.id, second.id);
+    assert!(
+        !b.abandon(first.id, at(61)),
+        "only the live lease can be abandoned"
+    );
+}
+
+#[test]
+fn the_scope_is_the_key_without_its_operation_group() {
+    let key: QuotaKey = "aws/123456789012/eu-west-1/ec2:describe".parse().unwrap();
+    let other: QuotaKey = "aws/123456789012/eu-west-1/ec2:mutating".parse().unwrap();
+    assert_eq!(
+        BreakerScope::of(&key).as_str(),
+        "aws/123456789012/eu-west-1/ec2"
+    );
+    assert_eq!(BreakerScope::of(&key), BreakerScope::of(&other));
+}
+
+#[test]
+fn a_breaker_round_trips_through_its_stored_form() {
+    let mut b = Breaker::default();
+    fail_n(&mut b, 5, at(0));
+    let json = serde_json::to_string(&b).unwrap();
+    assert_eq!(serde_json::from_str::<Breaker>(&json).unwrap(), b);
+}
+
+fn outcome() -> impl Strategy<Value = Outcome> {
+    prop_oneof![
+        Just(Outcome::Success),
+        Just(Outcome::Throttled),
+        Just(Outcome::Transient),
+        Just(Outcome::Fatal),
+    ]
+}
+
+proptest! {
+    /// Bounds that hold after any sequence of answers, passes and abandons: the opening
+    /// stays within [60 s, 600 s], at most one live probe lease exists, and an open
+    /// breaker never lets a caller through before its instant.
+    #[test]
+    fn openings_stay_between_sixty_and_six_hundred_seconds_and_only_one_probe_is_live(
+        steps in proptest::collection::vec((outcome(), 0u64..200, any::<bool>()), 1..200)
+    ) {
+        let mut b = Breaker::default();
+        let mut now = at(0);
+        let mut lease: Option<ProbeLease> = None;
+        for (outcome, advance, as_probe) in steps {
+            now = now + Duration::from_secs(advance);
+            let before = b.state(now);
+            match b.pass(now) {
+                Passage::Probe(l) => {
+                    let was_free = matches!(before, BreakerState::HalfOpen { probe: None });
+                    prop_assert!(was_free);
+                    lease = Some(l);
+                    // A second caller at the same instant must wait.
+                    let is_wait = matches!(b.pass(now), Passage::Wait { .. });
+                    prop_assert!(is_wait);
+                }
+                Passage::Wait { at, .. } => prop_assert!(at > now),
+                Passage::Go => {
+                    let was_closed = matches!(before, BreakerState::Closed { .. });
+                    prop_assert!(was_closed);
+                }
+            }
+            let id = if as_probe { lease.map(|l| l.id) } else { None };
+            b.record(outcome, id, now);
+            prop_assert!(b.open_for() >= BASE_OPEN && b.open_for() <= MAX_OPEN);
+            if let BreakerState::Open { until } = b.state(now) {
+                prop_assert!(until - now <= MAX_OPEN);
+            }
+        }
+    }
+}
