@@ -108,6 +108,22 @@ fn requests_without_the_token_are_refused_and_the_cli_client_uses_the_token_file
         body["error"].as_str().unwrap().starts_with("regions:"),
         "{body}"
     );
+    // A profile that does not exist is refused before any scan, naming it.
+    let (code, body) = serve.json(
+        "POST",
+        "/v1/scans",
+        Some(r#"{"regions":["us-east-1"],"datasets":["kms-keys"],"profile":"nope-tollgate-test"}"#),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("nope-tollgate-test"),
+        "{body}"
+    );
+    let (_, list) = serve.json("GET", "/v1/scans", None);
+    assert_eq!(list["scans"], serde_json::json!([]), "no scan was queued");
     // The CLI client reads the token from the state directory.
     let scans = |args: &[&str]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));

@@ -44,6 +44,11 @@ async fn metrics(state: Data) -> HttpResponse {
 async fn submit(req: HttpRequest, state: Data, body: web::Bytes) -> Result<HttpResponse, ApiError> {
     require(&req, &state.token)?;
     let (target, request) = parse_submission(&body, &state.targets)?;
+    // A scan whose credentials cannot be had is refused up front, with the same message
+    // `tollgate discover` prints (what was tried, how to fix it).
+    if let Err(e) = tollgate_engine::aws::check_credentials(&request).await {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, e.to_string()));
+    }
     let submitted = state.manager.submit(target, request)?;
     Ok(HttpResponse::Accepted().json(submitted))
 }
