@@ -250,6 +250,10 @@ impl DedicatedCoordinator {
             .arg("serve")
             .arg("--dir")
             .arg(dir)
+            // serve also runs the discovery service: its API on a free loopback port and
+            // its state beside the run's admission directory, not the user's.
+            .args(["--listen", "127.0.0.1:0"])
+            .env("TOLLGATE_STATE_DIR", dir.with_file_name("service-state"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -258,6 +258,10 @@ fn start_serve(dir: &Path) -> (Workers, u32) {
     let serve = Workers(vec![Command::new(tollgate_exe())
         .args(["serve", "--dir"])
         .arg(dir)
+        // The service's API on a free port and its state beside the admission directory.
+        .args(["--listen", "127.0.0.1:0"])
+        .env("TOLLGATE_STATE_DIR", dir.with_file_name("service-state"))
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()]);

@@ -7,6 +7,7 @@ mod logging;
 mod policies;
 mod policies_at;
 mod replay;
+mod scans;
 mod serve;
 mod simulate;
 mod status;
@@ -78,13 +79,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Hold the coordinator role for the admission directory until SIGTERM or Ctrl-C,
+    /// Run the discovery service (HTTP API, scheduled and on-demand scans, history) and
+    /// hold the coordinator role for the admission directory until SIGTERM or Ctrl-C,
     /// then hand it over gracefully.
-    Serve {
-        /// Admission directory (default: TOLLGATE_ADMISSION_DIR, else the user cache).
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-    },
+    Serve(serve::ServeArgs),
+    /// Talk to the local discovery service (`tollgate serve`): submit, list, show,
+    /// cancel scans and fetch reports.
+    Scans(scans::ScansArgs),
     /// Run a benchmark and print a table (`tollgate bench --help` lists them).
     ///
     /// The benchmarks are a separate executable, tollgate-bench, found beside this one or
@@ -102,7 +103,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Policies { json, at: Some(at) } => policies_at::run(&at, json),
         Command::Replay { script, json, seed } => replay::run(&script, json, seed),
         Command::Status { dir, json } => status::run(dir, json),
-        Command::Serve { dir } => serve::run(dir),
+        Command::Serve(args) => serve::run(args),
+        Command::Scans(args) => scans::run(args),
         Command::Bench(args) => bench::run(args, cli.verbose),
     }
 }

@@ -47,6 +47,7 @@ pub mod store;
 pub use dir::{AdmissionDir, DirEnv, DirSource, ADMISSION_DIR_ENV};
 pub use error::{StorageError, StorageErrorKind};
 pub use lock::{read_holder, CoordinatorLock, LockHolder};
+pub use private_dir::secure_private_dir;
 pub use process::{current_pid, current_uid, pid_alive};
 pub use sled_store::{OpenedStore, PreviousShutdown, SledStore};
 pub use store::{load_json, save_json, MemoryStore, QuotaStore};

@@ -192,6 +192,25 @@ pub(crate) fn restrict_mode(path: &Path, meta: &fs::Metadata, mode: u32) -> io::
     fs::set_permissions(path, fs::Permissions::from_mode(mode))
 }
 
+/// Creates `path` (and missing parents) with mode 0700 if absent, then applies the
+/// admission directory's rules to it: a directory owned by this user, mode 0700,
+/// writable. For other per-user state that must be as private (the service's state
+/// directory holds its API token).
+pub fn secure_private_dir(path: &Path) -> Result<(), StorageError> {
+    if inspect(path)? == Presence::Absent {
+        create(path, true).map_err(|err| {
+            StorageError::io(
+                "create",
+                path,
+                err,
+                "create it yourself with mode 0700, or choose another directory",
+            )
+        })?;
+    }
+    ensure_private(path, crate::process::current_uid(), Symlinks::Follow)?;
+    probe_writable(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,253 @@
+//! The service's configuration file (TOML), read in two stages like the rest of
+//! tollgate: [`raw`] is the file's shape (unknown keys refused), then [`validate`] turns
+//! it into one [`ServiceConfig`] of checked values. Every refusal is a [`ConfigError`]
+//! naming the file, line and key; nothing starts on a bad file.
+//!
+//! ```toml
+//! [service]
+//! max_concurrent_scans = 2          # default 2
+//! catch_up = true                   # default true
+//! retention = { reports_per_target = 50, days = 30 }
+//!
+//! [[target]]
+//! name = "prod"
+//! regions = ["us-east-1", "eu-west-1"]
+//! datasets = ["s3-buckets", "kms-keys"]   # default: all
+//! profile = "prod"                  # optional
+//! endpoint_url = "http://127.0.0.1:5000"  # optional (emulators)
+//! timeout = "5m"                    # optional
+//!
+//! [[schedule]]
+//! target = "prod"
+//! cron = "30 2 * * *"               # 5 fields, croner syntax
+//! timezone = "Europe/Berlin"        # IANA name
+//! ```
+
+mod error;
+mod raw;
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::path::Path;
+use std::time::Duration;
+
+pub use error::ConfigError;
+use error::Locator;
+use tollgate_engine::DiscoveryRequest;
+
+use crate::duration::parse_duration;
+use crate::scan_request::ScanFields;
+use crate::scheduler::{CronNext, ScheduleEntry};
+use std::sync::Arc;
+use tollgate_quota::schedule::CronSchedule;
+
+/// Default `max_concurrent_scans`.
+pub const DEFAULT_MAX_CONCURRENT_SCANS: usize = 2;
+/// Default reports kept per target.
+pub const DEFAULT_REPORTS_PER_TARGET: usize = 50;
+/// Default age after which reports are dropped.
+pub const DEFAULT_RETENTION_DAYS: u64 = 30;
+
+/// The validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceConfig {
+    /// Scans running at once; more wait `queued`.
+    pub max_concurrent_scans: NonZeroUsize,
+    /// What the history keeps.
+    pub retention: Retention,
+    /// Run a schedule missed while the service was down once at start-up.
+    pub catch_up: bool,
+    /// Named targets.
+    pub targets: BTreeMap<String, DiscoveryRequest>,
+    /// `[[schedule]]` entries, each naming a target.
+    pub schedules: Vec<ScheduleEntry>,
+}
+
+/// How much history is kept: the newest `reports_per_target` finished scans per target
+/// (ad-hoc scans count as one target), none older than `max_age`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Finished scans kept per target.
+    pub reports_per_target: NonZeroUsize,
+    /// Finished scans older than this are dropped.
+    pub max_age: Duration,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            reports_per_target: NonZeroUsize::new(DEFAULT_REPORTS_PER_TARGET).expect("nonzero"),
+            max_age: Duration::from_secs(DEFAULT_RETENTION_DAYS * 86_400),
+        }
+    }
+}
+
+impl Default for ServiceConfig {
+    /// On-demand scans only (no `--config`).
+    fn default() -> Self {
+        ServiceConfig {
+            max_concurrent_scans: NonZeroUsize::new(DEFAULT_MAX_CONCURRENT_SCANS).expect("nonzero"),
+            retention: Retention::default(),
+            catch_up: true,
+            targets: BTreeMap::new(),
+            schedules: Vec::new(),
+        }
+    }
+}
+
+impl ServiceConfig {
+    /// Read and validate `path`.
+    pub fn load(path: &Path) -> Result<ServiceConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            line: None,
+            key: None,
+            message: format!("cannot read it: {e}"),
+        })?;
+        ServiceConfig::parse(path, &text)
+    }
+
+    /// Validate `text`, read from `file` (named in errors).
+    pub fn parse(file: &Path, text: &str) -> Result<ServiceConfig, ConfigError> {
+        let at = Locator { file, text };
+        let raw: raw::RawConfig = toml::from_str(text).map_err(|e| at.parse(&e))?;
+        validate(&at, raw)
+    }
+}
+
+fn positive(
+    at: &Locator<'_>,
+    key: &str,
+    value: Option<toml::Spanned<i64>>,
+    default: usize,
+) -> Result<usize, ConfigError> {
+    match value {
+        None => Ok(default),
+        Some(v) if *v.get_ref() >= 1 => {
+            usize::try_from(*v.get_ref()).map_err(|_| at.at(Some(v.span()), key, "too large"))
+        }
+        Some(v) => Err(at.at(
+            Some(v.span()),
+            key,
+            format!("must be at least 1, not {}", v.get_ref()),
+        )),
+    }
+}
+
+/// Stage two: check every value.
+fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, ConfigError> {
+    let service = raw.service;
+    let max = positive(
+        at,
+        "service.max_concurrent_scans",
+        service.max_concurrent_scans,
+        DEFAULT_MAX_CONCURRENT_SCANS,
+    )?;
+    let retention = service.retention.unwrap_or_default();
+    let keep = positive(
+        at,
+        "service.retention.reports_per_target",
+        retention.reports_per_target,
+        DEFAULT_REPORTS_PER_TARGET,
+    )?;
+    let days = positive(
+        at,
+        "service.retention.days",
+        retention.days,
+        DEFAULT_RETENTION_DAYS as usize,
+    )?;
+    let mut targets = BTreeMap::new();
+    for (i, target) in raw.target.into_iter().enumerate() {
+        let name = target.name.get_ref().trim().to_string();
+        let key = |field: &str| format!("target[{i}].{field}");
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(at.at(
+                Some(target.name.span()),
+                key("name"),
+                "use letters, digits, '-', '_' or '.'",
+            ));
+        }
+        if targets.contains_key(&name) {
+            return Err(at.at(
+                Some(target.name.span()),
+                key("name"),
+                format!("a target named {name:?} is already defined"),
+            ));
+        }
+        let timeout = match &target.timeout {
+            None => None,
+            Some(t) => Some(
+                parse_duration(t.get_ref())
+                    .map_err(|e| at.at(Some(t.span()), key("timeout"), e))?,
+            ),
+        };
+        let span_of = |field: &str| match field {
+            "regions" => target.regions.as_ref().map(|r| r.span()),
+            "datasets" => target.datasets.as_ref().map(|d| d.span()),
+            "endpoint_url" => target.endpoint_url.as_ref().map(|e| e.span()),
+            "timeout" => target.timeout.as_ref().map(|t| t.span()),
+            _ => Some(target.name.span()),
+        };
+        let fields = ScanFields {
+            regions: target
+                .regions
+                .as_ref()
+                .map(|r| r.get_ref().clone())
+                .unwrap_or_default(),
+            datasets: target
+                .datasets
+                .as_ref()
+                .map(|d| d.get_ref().clone())
+                .unwrap_or_default(),
+            endpoint_url: target.endpoint_url.as_ref().map(|e| e.get_ref().clone()),
+            profile: target.profile.clone(),
+            timeout,
+        };
+        let request = fields
+            .into_request()
+            .map_err(|e| at.at(span_of(e.field), key(e.field), e.message))?;
+        targets.insert(name, request);
+    }
+    let mut schedules = Vec::new();
+    for (i, schedule) in raw.schedule.into_iter().enumerate() {
+        let key = |field: &str| format!("schedule[{i}].{field}");
+        let target = schedule.target.get_ref().trim().to_string();
+        if !targets.contains_key(&target) {
+            return Err(at.at(
+                Some(schedule.target.span()),
+                key("target"),
+                format!("no [[target]] is named {target:?}"),
+            ));
+        }
+        let cron = CronSchedule::parse(schedule.cron.get_ref(), schedule.timezone.get_ref().trim())
+            .map_err(|e| {
+                let (field, span) = match e.subject() {
+                    "timezone" => ("timezone", schedule.timezone.span()),
+                    _ => ("cron", schedule.cron.span()),
+                };
+                at.at(Some(span), key(field), e.to_string())
+            })?;
+        schedules.push(ScheduleEntry {
+            id: format!("{target} {} {}", cron.pattern(), cron.timezone()),
+            target,
+            next: Arc::new(CronNext(cron)),
+        });
+    }
+    Ok(ServiceConfig {
+        max_concurrent_scans: NonZeroUsize::new(max).expect("checked positive"),
+        retention: Retention {
+            reports_per_target: NonZeroUsize::new(keep).expect("checked positive"),
+            max_age: Duration::from_secs(days as u64 * 86_400),
+        },
+        catch_up: service.catch_up.unwrap_or(true),
+        targets,
+        schedules,
+    })
+}
+
+#[cfg(test)]
+mod tests;

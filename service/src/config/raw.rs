@@ -1,0 +1,59 @@
+//! Stage one of the configuration: the file's shape, as serde reads it. Unknown keys are
+//! refused here; every value that needs checking keeps its span so stage two
+//! ([`super::validate`]) can name its line.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// `[service]`.
+    #[serde(default)]
+    pub service: RawService,
+    /// `[[target]]`.
+    #[serde(default)]
+    pub target: Vec<RawTarget>,
+    /// `[[schedule]]`.
+    #[serde(default)]
+    pub schedule: Vec<RawSchedule>,
+}
+
+/// `[service]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawService {
+    pub max_concurrent_scans: Option<Spanned<i64>>,
+    pub retention: Option<RawRetention>,
+    pub catch_up: Option<bool>,
+}
+
+/// `[service.retention]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetention {
+    pub reports_per_target: Option<Spanned<i64>>,
+    pub days: Option<Spanned<i64>>,
+}
+
+/// One `[[target]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTarget {
+    pub name: Spanned<String>,
+    pub regions: Option<Spanned<Vec<String>>>,
+    pub datasets: Option<Spanned<Vec<String>>>,
+    pub profile: Option<String>,
+    pub endpoint_url: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<String>>,
+}
+
+/// One `[[schedule]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSchedule {
+    pub target: Spanned<String>,
+    pub cron: Spanned<String>,
+    pub timezone: Spanned<String>,
+}

@@ -1,0 +1,130 @@
+use super::*;
+
+fn parse(text: &str) -> Result<ServiceConfig, ConfigError> {
+    ServiceConfig::parse(Path::new("/etc/tollgate.toml"), text)
+}
+
+#[test]
+fn a_full_file_is_read_into_typed_values() {
+    let config = parse(
+        r#"
+[service]
+max_concurrent_scans = 3
+catch_up = false
+retention = { reports_per_target = 5, days = 7 }
+
+[[target]]
+name = "prod"
+regions = ["us-west-2", "us-east-1"]
+datasets = ["kms-keys"]
+profile = "prod"
+timeout = "90s"
+"#,
+    )
+    .unwrap();
+    assert_eq!(config.max_concurrent_scans.get(), 3);
+    assert!(!config.catch_up);
+    assert_eq!(config.retention.reports_per_target.get(), 5);
+    assert_eq!(config.retention.max_age, Duration::from_secs(7 * 86_400));
+    let prod = &config.targets["prod"];
+    assert_eq!(prod.regions, ["us-east-1", "us-west-2"]);
+    assert_eq!(prod.datasets, [tollgate_engine::Dataset::KmsKeys]);
+    assert_eq!(prod.profile.as_deref(), Some("prod"));
+    assert_eq!(prod.timeout, Duration::from_secs(90));
+}
+
+#[test]
+fn an_empty_file_gives_the_defaults() {
+    assert_eq!(parse("").unwrap(), ServiceConfig::default());
+}
+
+#[test]
+fn an_unknown_key_names_file_line_and_key() {
+    let err = parse("[service]\nmax_concurrent_scans = 2\nmax_scans = 4\n").unwrap_err();
+    assert_eq!(err.line, Some(3), "{err}");
+    assert_eq!(err.key.as_deref(), Some("max_scans"), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("/etc/tollgate.toml:3: `max_scans`: unknown field"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_values_name_their_line_and_key() {
+    let cases = [
+        (
+            "[service]\n\nmax_concurrent_scans = 0\n",
+            3,
+            "service.max_concurrent_scans",
+        ),
+        (
+            "[[target]]\nname = \"a\"\nregions = [\"Mars\"]\n",
+            3,
+            "target[0].regions",
+        ),
+        (
+            "[[target]]\nname = \"a\"\ndatasets = [\"ec2\"]\n",
+            3,
+            "target[0].datasets",
+        ),
+        (
+            "[[target]]\nname = \"a\"\ntimeout = \"soon\"\n",
+            3,
+            "target[0].timeout",
+        ),
+        (
+            "[[target]]\nname = \"a\"\nendpoint_url = \"ftp://x\"\n",
+            3,
+            "target[0].endpoint_url",
+        ),
+        (
+            "[[target]]\nname = \"a\"\n[[target]]\nname = \"a\"\n",
+            4,
+            "target[1].name",
+        ),
+        (
+            "[service]\nretention = { days = -1 }\n",
+            2,
+            "service.retention.days",
+        ),
+    ];
+    for (text, line, key) in cases {
+        let err = parse(text).unwrap_err();
+        assert_eq!(
+            (err.line, err.key.as_deref()),
+            (Some(line), Some(key)),
+            "{text:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_type_names_the_key_on_its_line() {
+    let err = parse("[service]\ncatch_up = \"yes\"\n").unwrap_err();
+    assert_eq!(err.line, Some(2), "{err}");
+    assert_eq!(err.key.as_deref(), Some("catch_up"), "{err}");
+}
+
+#[test]
+fn schedules_name_a_target_a_cron_pattern_and_a_zone() {
+    let config = parse(
+        "[[target]]\nname = \"prod\"\n[[schedule]]\ntarget = \"prod\"\ncron = \"30 2 * * *\"\ntimezone = \"Europe/Berlin\"\n",
+    )
+    .unwrap();
+    assert_eq!(config.schedules.len(), 1);
+    assert_eq!(config.schedules[0].target, "prod");
+    let cases = [
+        ("[[target]]\nname = \"p\"\n[[schedule]]\ntarget = \"q\"\ncron = \"* * * * *\"\ntimezone = \"UTC\"\n", 4, "schedule[0].target"),
+        ("[[target]]\nname = \"p\"\n[[schedule]]\ntarget = \"p\"\ncron = \"* * *\"\ntimezone = \"UTC\"\n", 5, "schedule[0].cron"),
+        ("[[target]]\nname = \"p\"\n[[schedule]]\ntarget = \"p\"\ncron = \"* * * * *\"\ntimezone = \"Mars/Olympus\"\n", 6, "schedule[0].timezone"),
+    ];
+    for (text, line, key) in cases {
+        let err = parse(text).unwrap_err();
+        assert_eq!(
+            (err.line, err.key.as_deref()),
+            (Some(line), Some(key)),
+            "{text:?}: {err}"
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! `POST /v1/scans` bodies: `{"target": NAME}` or the scan's own fields, checked field
+//! by field so a refusal names the field (serde's messages name a line and column).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use tollgate_engine::DiscoveryRequest;
+
+use super::error::ApiError;
+use crate::duration::parse_duration;
+use crate::scan_request::ScanFields;
+
+const FIELDS: [&str; 6] = [
+    "target",
+    "regions",
+    "datasets",
+    "endpoint_url",
+    "profile",
+    "timeout",
+];
+
+fn strings(field: &str, value: &Value) -> Result<Vec<String>, ApiError> {
+    let Value::Array(items) = value else {
+        return Err(ApiError::bad_field(field, "must be an array of strings"));
+    };
+    items
+        .iter()
+        .map(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| ApiError::bad_field(field, "must be an array of strings"))
+        })
+        .collect()
+}
+
+fn string(field: &str, value: &Value) -> Result<String, ApiError> {
+    value
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| ApiError::bad_field(field, "must be a string"))
+}
+
+/// Parse a submission into (target name, validated request).
+pub fn parse_submission(
+    body: &[u8],
+    targets: &BTreeMap<String, DiscoveryRequest>,
+) -> Result<(Option<String>, DiscoveryRequest), ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_field("body", format!("not JSON ({e})")))?;
+    let Value::Object(map) = value else {
+        return Err(ApiError::bad_field("body", "must be a JSON object"));
+    };
+    if let Some(unknown) = map.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::bad_field(
+            unknown,
+            format!("unknown field; expected one of {}", FIELDS.join(", ")),
+        ));
+    }
+    if let Some(target) = map.get("target") {
+        let name = string("target", target)?;
+        if let Some(other) = map.keys().find(|k| *k != "target") {
+            return Err(ApiError::bad_field(
+                other,
+                "not allowed with `target` (the target's configuration says it)",
+            ));
+        }
+        let request = targets.get(&name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = targets.keys().map(String::as_str).collect();
+            ApiError::bad_field(
+                "target",
+                format!(
+                    "no target {name:?} in the service's configuration (known: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            )
+        })?;
+        return Ok((Some(name), request));
+    }
+    let mut fields = ScanFields::default();
+    if let Some(v) = map.get("regions") {
+        fields.regions = strings("regions", v)?;
+    }
+    if let Some(v) = map.get("datasets") {
+        fields.datasets = strings("datasets", v)?;
+    }
+    if let Some(v) = map.get("endpoint_url") {
+        fields.endpoint_url = Some(string("endpoint_url", v)?);
+    }
+    if let Some(v) = map.get("profile") {
+        fields.profile = Some(string("profile", v)?);
+    }
+    if let Some(v) = map.get("timeout") {
+        let timeout = match v {
+            Value::String(text) => {
+                parse_duration(text).map_err(|e| ApiError::bad_field("timeout", e))?
+            }
+            Value::Number(n) => n
+                .as_f64()
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(std::time::Duration::from_secs_f64)
+                .ok_or_else(|| {
+                    ApiError::bad_field("timeout", "must be a positive number of seconds")
+                })?,
+            _ => {
+                return Err(ApiError::bad_field(
+                    "timeout",
+                    "must be a duration like \"90s\" or seconds",
+                ))
+            }
+        };
+        fields.timeout = Some(timeout);
+    }
+    let request = fields
+        .into_request()
+        .map_err(|e| ApiError::bad_field(e.field, e.message))?;
+    Ok((None, request))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(body: &str) -> Result<(Option<String>, DiscoveryRequest), String> {
+        let mut targets = BTreeMap::new();
+        targets.insert(
+            "prod".to_string(),
+            DiscoveryRequest::default().validate().unwrap(),
+        );
+        parse_submission(body.as_bytes(), &targets).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_target_or_fields_are_accepted() {
+        assert_eq!(
+            parse(r#"{"target":"prod"}"#).unwrap().0.as_deref(),
+            Some("prod")
+        );
+        let (target, request) =
+            parse(r#"{"regions":["us-east-1"],"datasets":["kms-keys"],"timeout":"30s"}"#).unwrap();
+        assert_eq!(target, None);
+        assert_eq!(request.regions, ["us-east-1"]);
+        assert_eq!(request.timeout, std::time::Duration::from_secs(30));
+    }
+
+    #[test]
+    fn refusals_name_the_field() {
+        let cases = [
+            (r#"{"regions":"us-east-1"}"#, "regions:"),
+            (r#"{"datasets":["ec2"]}"#, "datasets:"),
+            (r#"{"timeout":"soon"}"#, "timeout:"),
+            (r#"{"color":"red"}"#, "color:"),
+            (r#"{"target":"dev"}"#, "target:"),
+            (r#"{"target":"prod","regions":[]}"#, "regions:"),
+            (r#"[1]"#, "body:"),
+            (r#"{"#, "body:"),
+        ];
+        for (body, field) in cases {
+            let err = parse(body).unwrap_err();
+            assert!(err.starts_with(field), "{body}: {err}");
+        }
+    }
+}

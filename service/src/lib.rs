@@ -1,0 +1,47 @@
+//! tollgate's long-running discovery service: `tollgate serve` runs it beside the
+//! coordinator role. It takes scan requests over an HTTP API (or from its configuration),
+//! runs them through the engine's [`Discovery`](tollgate_engine::Discovery) — so every
+//! AWS call passes the same admission gate as every `tollgate discover` of the user —
+//! and keeps their records and reports in a history that survives restarts.
+//!
+//! # Layout
+//! - [`client`]: [`ServiceClient`], what `tollgate scans` talks to the API with.
+//! - [`config`]: the TOML file, read in two stages into a [`ServiceConfig`].
+//! - [`scan_request`]: request fields → the engine's validated request; [`JoinKey`].
+//! - [`manager`]: [`ScanManager`] — submit (join identical running scans), queue past
+//!   `max_concurrent_scans`, cancel, store results, forget them in the supervisor.
+//! - [`http`]: the actix-web API, its token check and the live page.
+//! - [`metrics`]: [`ServiceMetrics`], the Prometheus exposition.
+//! - [`history`]: [`History`], sled under the state directory; retention.
+//! - [`record`]: [`ScanRecord`] and its API views.
+//! - [`scheduler`]: fires `[[schedule]]` targets; the pure [`scheduler::decide`].
+//! - [`state_dir`]: [`StateDir`] resolution and checks; [`token`]: [`ApiToken`].
+//! - `run`: [`RunningService`], everything wired, started and stopped in order.
+//! - `duration`: `90s`, `5m`, `30d` parsing.
+#![forbid(unsafe_code)]
+
+pub mod client;
+pub mod config;
+mod duration;
+pub mod history;
+pub mod http;
+pub mod manager;
+pub mod metrics;
+pub mod record;
+mod run;
+pub mod scan_request;
+pub mod scheduler;
+pub mod state_dir;
+pub mod token;
+
+pub use client::{ClientError, ServiceClient};
+pub use config::{ConfigError, Retention, ServiceConfig};
+pub use duration::parse_duration;
+pub use history::{History, HistoryError};
+pub use manager::{ManagerDeps, ManagerError, ScanManager, Submitted};
+pub use metrics::ServiceMetrics;
+pub use record::{ScanRecord, ScanStatus};
+pub use run::{RunningService, ServiceError, ServiceOptions};
+pub use scan_request::{JoinKey, ScanFields};
+pub use state_dir::{StateDir, StateDirEnv, STATE_DIR_ENV};
+pub use token::ApiToken;

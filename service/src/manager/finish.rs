@@ -1,0 +1,201 @@
+//! How a scan leaves the active table: its record and report stored (and flushed), the
+//! supervisor told to forget it, retention applied, the next queued scan started.
+
+use actix::Addr;
+use tokio::sync::oneshot;
+use tollgate_engine::aws::ScanId;
+use tollgate_engine::output::{rfc3339, DatasetReport, Reason};
+use tollgate_engine::supervisor::{AwaitReport, ForgetScan, Supervisor};
+use tollgate_engine::{DatasetStatus, DiscoveryReport};
+use tollgate_quota::Timestamp;
+
+use super::{Active, ManagerError, ScanManager};
+use crate::record::{ProgressView, ScanRecord, ScanStatus};
+
+/// Wait for an engine scan's report; `None` if the discovery runtime went away.
+pub(super) async fn await_report(
+    supervisor: &Addr<Supervisor>,
+    scan_id: ScanId,
+) -> Option<DiscoveryReport> {
+    let (reply, answer) = oneshot::channel();
+    supervisor.send(AwaitReport { scan_id, reply }).await.ok()?;
+    answer.await.ok()?.ok()
+}
+
+/// A report for a scan that never reached the engine: every dataset `status`, one reason.
+fn unstarted_report(
+    record: &ScanRecord,
+    status: DatasetStatus,
+    why: &str,
+    at: u64,
+) -> DiscoveryReport {
+    let at = rfc3339(Timestamp::from_micros(at));
+    DiscoveryReport {
+        scan_id: record.scan_id.clone(),
+        partition: "aws".to_string(),
+        account: None,
+        identity_note: None,
+        regions: record.regions.clone(),
+        started_at: at.clone(),
+        finished_at: at,
+        datasets: record
+            .datasets
+            .iter()
+            .map(|d| {
+                let report = DatasetReport {
+                    status,
+                    reasons: vec![Reason {
+                        operation: "scan".to_string(),
+                        field: None,
+                        kind: status.as_str().to_string(),
+                        code: None,
+                        message: why.to_string(),
+                        count: 1,
+                    }],
+                    items: Vec::new(),
+                };
+                (d.clone(), report)
+            })
+            .collect(),
+        throttling: Default::default(),
+    }
+}
+
+impl ScanManager {
+    /// A queued scan cancelled or interrupted before it started.
+    pub(super) async fn finish_unstarted(
+        &self,
+        active: Active,
+        status: ScanStatus,
+    ) -> Result<ScanRecord, ManagerError> {
+        let now = self.now();
+        let mut record = active.record;
+        record.status = status;
+        record.finished_at = Some(now);
+        let report = match status {
+            ScanStatus::Cancelled => Some(unstarted_report(
+                &record,
+                DatasetStatus::Cancelled,
+                "cancelled while queued",
+                now,
+            )),
+            // Nothing was collected: the record says `interrupted`, there is no report.
+            _ => None,
+        };
+        self.shared
+            .deps
+            .history
+            .finish(&record, report.as_ref())
+            .await?;
+        self.shared.deps.metrics.scan_finished(status, None);
+        Ok(record)
+    }
+
+    /// The engine refused the scan (or is gone): stored `failed` with a report saying why.
+    pub(super) async fn finish_failed(&self, scan_id: &str, why: String) {
+        let Some(mut record) = self.state().active.get(scan_id).map(|a| a.record.clone()) else {
+            return;
+        };
+        let now = self.now();
+        record.status = ScanStatus::Failed;
+        record.finished_at = Some(now);
+        let report = unstarted_report(&record, DatasetStatus::Failed, &why, now);
+        if let Err(e) = self
+            .shared
+            .deps
+            .history
+            .finish(&record, Some(&report))
+            .await
+        {
+            tracing::error!(%scan_id, error = %e, "could not store a failed scan");
+        }
+        self.shared
+            .deps
+            .metrics
+            .scan_finished(ScanStatus::Failed, None);
+        self.leave(scan_id, None);
+    }
+
+    /// A started scan's report arrived (or the runtime went away).
+    pub(super) async fn finish_started(
+        &self,
+        scan_id: &str,
+        engine_id: ScanId,
+        report: Option<DiscoveryReport>,
+    ) {
+        let (mut record, cancel_requested, interrupted, progress) = {
+            let state = self.state();
+            let Some(active) = state.active.get(scan_id) else {
+                return;
+            };
+            let progress: Vec<ProgressView> = active
+                .engine
+                .iter()
+                .flat_map(|(_, p)| p.iter().map(|p| ProgressView::from(&p.snapshot())))
+                .collect();
+            (
+                active.record.clone(),
+                active.cancel_requested,
+                active.interrupted,
+                progress,
+            )
+        };
+        let now = self.now();
+        let report = report.map(|mut r| {
+            r.scan_id = scan_id.to_string();
+            r
+        });
+        record.status = match &report {
+            _ if interrupted => ScanStatus::Interrupted,
+            None => ScanStatus::Failed,
+            Some(r) => match ScanStatus::of_report(r) {
+                ScanStatus::Complete => ScanStatus::Complete,
+                _ if cancel_requested => ScanStatus::Cancelled,
+                other => other,
+            },
+        };
+        record.finished_at = Some(now);
+        record.account = report.as_ref().and_then(|r| r.account.clone());
+        record.final_progress = progress;
+        if let Err(e) = self
+            .shared
+            .deps
+            .history
+            .finish(&record, report.as_ref())
+            .await
+        {
+            tracing::error!(%scan_id, error = %e, "could not store a finished scan");
+        }
+        let seconds = record
+            .started_at
+            .map(|s| now.saturating_sub(s) as f64 / 1e6);
+        self.shared
+            .deps
+            .metrics
+            .scan_finished(record.status, seconds);
+        self.leave(scan_id, Some(engine_id));
+    }
+
+    /// The scan is stored: drop it from the table and the supervisor, start the next.
+    fn leave(&self, scan_id: &str, engine_id: Option<ScanId>) {
+        {
+            let mut state = self.state();
+            if state.active.remove(scan_id).is_some() {
+                state.running = state.running.saturating_sub(1);
+            }
+            self.pump(&mut state);
+        }
+        if let Some(engine_id) = engine_id {
+            self.shared.deps.supervisor.do_send(ForgetScan(engine_id));
+        }
+        if let Err(e) = self
+            .shared
+            .deps
+            .history
+            .apply_retention(self.shared.deps.retention, self.now())
+        {
+            tracing::warn!(error = %e, "could not apply history retention");
+        }
+        self.shared.left.notify_waiters();
+    }
+}

@@ -1,0 +1,75 @@
+//! The manager's read side: what `GET /v1/scans`, `GET /v1/scans/{id}` and the report
+//! route see — active scans as they are now (live progress), the rest as stored.
+
+use super::{ManagerError, ScanManager};
+use crate::record::{ProgressView, ScanDetail, ScanRecord, ScanSummary};
+
+impl ScanManager {
+    /// Every scan, newest first: the active ones as they are now, the rest as stored.
+    pub fn list(&self) -> Result<Vec<ScanSummary>, ManagerError> {
+        let mut records = self.shared.deps.history.records()?;
+        let state = self.state();
+        for record in &mut records {
+            if let Some(active) = state.active.get(&record.scan_id) {
+                *record = active.record.clone();
+            }
+        }
+        Ok(records.iter().map(ScanRecord::summary).collect())
+    }
+
+    /// One scan with per-dataset progress.
+    pub fn show(&self, scan_id: &str) -> Result<ScanDetail, ManagerError> {
+        {
+            let state = self.state();
+            if let Some(active) = state.active.get(scan_id) {
+                let progress = match &active.engine {
+                    Some((_, progress)) => progress
+                        .iter()
+                        .map(|p| ProgressView::from(&p.snapshot()))
+                        .collect(),
+                    None => active.record.stored_progress(),
+                };
+                return Ok(ScanDetail {
+                    summary: active.record.summary(),
+                    progress,
+                });
+            }
+        }
+        let record = self.stored(scan_id)?;
+        Ok(ScanDetail {
+            summary: record.summary(),
+            progress: record.stored_progress(),
+        })
+    }
+
+    pub(super) fn stored(&self, scan_id: &str) -> Result<ScanRecord, ManagerError> {
+        self.shared
+            .deps
+            .history
+            .record(scan_id)?
+            .ok_or_else(|| ManagerError::UnknownScan(scan_id.to_string()))
+    }
+
+    /// A finished scan's report, as the JSON `tollgate discover` writes.
+    pub fn report_json(&self, scan_id: &str) -> Result<Vec<u8>, ManagerError> {
+        if let Some(active) = self.state().active.get(scan_id) {
+            return Err(ManagerError::NotFinished(
+                scan_id.to_string(),
+                active.record.status.as_str(),
+            ));
+        }
+        let record = self.stored(scan_id)?;
+        if record.status.is_active() {
+            // Stored active but not in the table: another instance's, or a stop in progress.
+            return Err(ManagerError::NotFinished(
+                scan_id.to_string(),
+                record.status.as_str(),
+            ));
+        }
+        self.shared
+            .deps
+            .history
+            .report_json(scan_id)?
+            .ok_or_else(|| ManagerError::NoReport(scan_id.to_string()))
+    }
+}

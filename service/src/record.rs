@@ -1,0 +1,199 @@
+//! `ScanRecord`: what the service remembers of one scan — when it was queued, started and
+//! finished, its status, and (once finished) each dataset's last progress. Records are
+//! stored in the history; the API shows them as they are.
+
+use serde::{Deserialize, Serialize};
+use tollgate_engine::collectors::DatasetProgress;
+use tollgate_engine::{DatasetStatus, DiscoveryReport};
+
+/// A scan's status in the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScanStatus {
+    /// Waiting for a free slot (`max_concurrent_scans`).
+    Queued,
+    /// Collecting.
+    Running,
+    /// Every dataset complete.
+    Complete,
+    /// Some dataset partial.
+    Partial,
+    /// Some dataset failed.
+    Failed,
+    /// Cancelled by a user.
+    Cancelled,
+    /// The service stopped while it was queued or running.
+    Interrupted,
+}
+
+impl ScanStatus {
+    /// Every status, for metrics.
+    pub const ALL: [ScanStatus; 7] = [
+        ScanStatus::Queued,
+        ScanStatus::Running,
+        ScanStatus::Complete,
+        ScanStatus::Partial,
+        ScanStatus::Failed,
+        ScanStatus::Cancelled,
+        ScanStatus::Interrupted,
+    ];
+
+    /// The name in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScanStatus::Queued => "queued",
+            ScanStatus::Running => "running",
+            ScanStatus::Complete => "complete",
+            ScanStatus::Partial => "partial",
+            ScanStatus::Failed => "failed",
+            ScanStatus::Cancelled => "cancelled",
+            ScanStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// Queued or running.
+    pub fn is_active(self) -> bool {
+        matches!(self, ScanStatus::Queued | ScanStatus::Running)
+    }
+
+    /// The status a finished report earns.
+    pub fn of_report(report: &DiscoveryReport) -> ScanStatus {
+        match report.overall_status() {
+            DatasetStatus::Complete => ScanStatus::Complete,
+            DatasetStatus::Partial => ScanStatus::Partial,
+            DatasetStatus::Failed => ScanStatus::Failed,
+            _ => ScanStatus::Cancelled,
+        }
+    }
+}
+
+/// One dataset's progress as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgressView {
+    /// Dataset name.
+    pub dataset: String,
+    /// `running`, or the dataset's final status.
+    pub status: String,
+    /// Resources found by listing.
+    pub listed: u64,
+    /// Per-resource calls finished.
+    pub done: u64,
+    /// Per-resource calls planned.
+    pub planned: u64,
+    /// Items collected.
+    pub items: u64,
+}
+
+impl From<&DatasetProgress> for ProgressView {
+    fn from(p: &DatasetProgress) -> Self {
+        ProgressView {
+            dataset: p.dataset.name().to_string(),
+            status: p
+                .finished
+                .map_or("running", DatasetStatus::as_str)
+                .to_string(),
+            listed: p.listed,
+            done: p.done,
+            planned: p.planned,
+            items: p.items,
+        }
+    }
+}
+
+/// One scan, as stored in the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanRecord {
+    /// `scan-<16 hex>`.
+    pub scan_id: String,
+    /// The config target it scans, `None` for an ad-hoc request.
+    pub target: Option<String>,
+    /// Where it is.
+    pub status: ScanStatus,
+    /// Microseconds since the epoch at queueing.
+    pub queued_at: u64,
+    /// Microseconds since the epoch at start.
+    pub started_at: Option<u64>,
+    /// Microseconds since the epoch at the end.
+    pub finished_at: Option<u64>,
+    /// The scanned account, once known.
+    pub account: Option<String>,
+    /// Regions asked for (empty: the AWS configuration's region).
+    pub regions: Vec<String>,
+    /// Datasets asked for.
+    pub datasets: Vec<String>,
+    /// Each dataset's last progress, kept when the scan finishes.
+    pub final_progress: Vec<ProgressView>,
+}
+
+/// A scan as `GET /v1/scans` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanSummary {
+    /// `scan-<16 hex>`.
+    pub scan_id: String,
+    /// The config target, `null` for an ad-hoc request.
+    pub target: Option<String>,
+    /// Where it is.
+    pub status: ScanStatus,
+    /// RFC 3339 UTC.
+    pub queued_at: String,
+    /// RFC 3339 UTC, once started.
+    pub started_at: Option<String>,
+    /// RFC 3339 UTC, once finished.
+    pub finished_at: Option<String>,
+    /// The scanned account, once known.
+    pub account: Option<String>,
+    /// Regions asked for.
+    pub regions: Vec<String>,
+    /// Datasets asked for.
+    pub datasets: Vec<String>,
+}
+
+/// A scan as `GET /v1/scans/{id}` shows it: the summary and per-dataset progress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanDetail {
+    /// The summary fields.
+    #[serde(flatten)]
+    pub summary: ScanSummary,
+    /// One entry per dataset.
+    pub progress: Vec<ProgressView>,
+}
+
+fn rfc3339(micros: u64) -> String {
+    tollgate_engine::output::rfc3339(tollgate_quota::Timestamp::from_micros(micros))
+}
+
+impl ScanRecord {
+    /// The listed form.
+    pub fn summary(&self) -> ScanSummary {
+        ScanSummary {
+            scan_id: self.scan_id.clone(),
+            target: self.target.clone(),
+            status: self.status,
+            queued_at: rfc3339(self.queued_at),
+            started_at: self.started_at.map(rfc3339),
+            finished_at: self.finished_at.map(rfc3339),
+            account: self.account.clone(),
+            regions: self.regions.clone(),
+            datasets: self.datasets.clone(),
+        }
+    }
+
+    /// Progress of a scan that is not running: its final snapshot, or (queued, or
+    /// interrupted before any) zeros with the scan's status.
+    pub fn stored_progress(&self) -> Vec<ProgressView> {
+        if !self.final_progress.is_empty() {
+            return self.final_progress.clone();
+        }
+        self.datasets
+            .iter()
+            .map(|d| ProgressView {
+                dataset: d.clone(),
+                status: self.status.as_str().to_string(),
+                listed: 0,
+                done: 0,
+                planned: 0,
+                items: 0,
+            })
+            .collect()
+    }
+}

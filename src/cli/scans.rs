@@ -1,0 +1,250 @@
+//! `tollgate scans submit|list|show|cancel|report`: the local service's client. The
+//! token comes from the service's state directory (`TOLLGATE_STATE_DIR`, else
+//! `$XDG_STATE_HOME/tollgate`, else `~/.local/state/tollgate`), the address from `--url`
+//! (default `http://127.0.0.1:7878`). Every command prints a table, or with `--json`
+//! the API's JSON.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use tollgate_engine::Dataset;
+use tollgate_service::client::DEFAULT_URL;
+use tollgate_service::{ApiToken, ServiceClient, StateDir, StateDirEnv};
+
+/// `tollgate scans` flags shared by every subcommand.
+#[derive(Debug, clap::Args)]
+pub struct ScansArgs {
+    /// The service's URL.
+    #[arg(long, global = true, value_name = "URL", env = "TOLLGATE_SERVICE_URL", default_value = DEFAULT_URL)]
+    pub url: String,
+    /// Print the API's JSON instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: ScansCommand,
+}
+
+/// One `tollgate scans` subcommand.
+#[derive(Debug, clap::Subcommand)]
+pub enum ScansCommand {
+    /// Submit a scan of a configured target, or of regions and datasets; an identical
+    /// running scan is joined instead.
+    Submit {
+        /// A target from the service's configuration.
+        #[arg(long, conflicts_with_all = ["regions", "datasets", "endpoint_url", "profile", "timeout"])]
+        target: Option<String>,
+        /// Regions, comma-separated.
+        #[arg(long, value_delimiter = ',', value_name = "REGION")]
+        regions: Vec<String>,
+        /// Datasets, comma-separated (default: all).
+        #[arg(long, value_delimiter = ',', value_name = "DATASET")]
+        datasets: Vec<Dataset>,
+        /// Send every AWS request to this endpoint (an emulator).
+        #[arg(long, value_name = "URL")]
+        endpoint_url: Option<String>,
+        /// AWS profile.
+        #[arg(long)]
+        profile: Option<String>,
+        /// Deadline of the whole scan (90s, 5m, 1h).
+        #[arg(long, value_name = "DURATION")]
+        timeout: Option<String>,
+        /// Wait until the scan finishes and print its status.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// List scans, newest first.
+    List,
+    /// One scan with per-dataset progress.
+    Show {
+        /// The scan id.
+        scan_id: String,
+    },
+    /// Cancel a queued or running scan (its partial report is kept).
+    Cancel {
+        /// The scan id.
+        scan_id: String,
+    },
+    /// A finished scan's report (the JSON `tollgate discover` writes, with `--json`).
+    Report {
+        /// The scan id.
+        scan_id: String,
+    },
+}
+
+/// How often `submit --wait` polls.
+const POLL: Duration = Duration::from_millis(500);
+
+pub fn run(args: ScansArgs) -> anyhow::Result<ExitCode> {
+    let state_dir = StateDir::resolve(&StateDirEnv::from_process_env())?;
+    let token = ApiToken::read(&state_dir.token_path())?;
+    let client = ServiceClient::new(&args.url, token)?;
+    let mut out = std::io::stdout().lock();
+    match args.command {
+        ScansCommand::Submit {
+            target,
+            regions,
+            datasets,
+            endpoint_url,
+            profile,
+            timeout,
+            wait,
+        } => {
+            let body = match target {
+                Some(target) => serde_json::json!({ "target": target }),
+                None => {
+                    let mut body = serde_json::json!({
+                        "regions": regions,
+                        "datasets": datasets.iter().map(|d| d.name()).collect::<Vec<_>>(),
+                    });
+                    for (key, value) in [
+                        ("endpoint_url", endpoint_url),
+                        ("profile", profile),
+                        ("timeout", timeout),
+                    ] {
+                        if let Some(value) = value {
+                            body[key] = value.into();
+                        }
+                    }
+                    body
+                }
+            };
+            let answer = client.json("POST", "/v1/scans", Some(&body.to_string()))?;
+            let scan_id = answer["scan_id"]
+                .as_str()
+                .context("no scan_id in the answer")?
+                .to_string();
+            if !wait {
+                if args.json {
+                    writeln!(out, "{answer}")?;
+                } else {
+                    let how = if answer["joined"].as_bool() == Some(true) {
+                        "joined"
+                    } else {
+                        "submitted"
+                    };
+                    writeln!(out, "{how} {scan_id}")?;
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            loop {
+                let scan = client.json("GET", &format!("/v1/scans/{scan_id}"), None)?;
+                let status = scan["status"].as_str().unwrap_or("?");
+                if status != "queued" && status != "running" {
+                    print_scan(&mut out, &scan, args.json)?;
+                    return Ok(ExitCode::from(if status == "complete" { 0 } else { 1 }));
+                }
+                std::thread::sleep(POLL);
+            }
+        }
+        ScansCommand::List => {
+            let answer = client.json("GET", "/v1/scans", None)?;
+            if args.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&answer)?)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            writeln!(
+                out,
+                "{:<22} {:<12} {:<12} {:<24} datasets",
+                "scan", "status", "target", "queued"
+            )?;
+            for scan in answer["scans"].as_array().into_iter().flatten() {
+                writeln!(
+                    out,
+                    "{:<22} {:<12} {:<12} {:<24} {}",
+                    scan["scan_id"].as_str().unwrap_or("?"),
+                    scan["status"].as_str().unwrap_or("?"),
+                    scan["target"].as_str().unwrap_or("-"),
+                    scan["queued_at"].as_str().unwrap_or("?"),
+                    join(&scan["datasets"]),
+                )?;
+            }
+        }
+        ScansCommand::Show { scan_id } => {
+            let scan = client.json("GET", &format!("/v1/scans/{scan_id}"), None)?;
+            print_scan(&mut out, &scan, args.json)?;
+        }
+        ScansCommand::Cancel { scan_id } => {
+            let scan = client.json("DELETE", &format!("/v1/scans/{scan_id}"), None)?;
+            if args.json {
+                writeln!(out, "{scan}")?;
+            } else {
+                writeln!(
+                    out,
+                    "cancelling {scan_id} (was {})",
+                    scan["status"].as_str().unwrap_or("?")
+                )?;
+            }
+        }
+        ScansCommand::Report { scan_id } => {
+            let bytes = client.request("GET", &format!("/v1/scans/{scan_id}/report"), None)?;
+            if args.json {
+                out.write_all(&bytes)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let report: serde_json::Value =
+                serde_json::from_slice(&bytes).context("decoding the report")?;
+            writeln!(
+                out,
+                "scan {} · account {} · {}",
+                report["scan_id"].as_str().unwrap_or("?"),
+                report["account"].as_str().unwrap_or("unresolved"),
+                join(&report["regions"])
+            )?;
+            writeln!(out, "{:<18} {:<10} {:>7}", "dataset", "status", "items")?;
+            for (name, dataset) in report["datasets"].as_object().into_iter().flatten() {
+                writeln!(
+                    out,
+                    "{:<18} {:<10} {:>7}",
+                    name,
+                    dataset["status"].as_str().unwrap_or("?"),
+                    dataset["items"].as_array().map_or(0, Vec::len)
+                )?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn join(values: &serde_json::Value) -> String {
+    values
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn print_scan(out: &mut impl Write, scan: &serde_json::Value, json: bool) -> anyhow::Result<()> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(scan)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{} · {} · target {} · account {}",
+        scan["scan_id"].as_str().unwrap_or("?"),
+        scan["status"].as_str().unwrap_or("?"),
+        scan["target"].as_str().unwrap_or("-"),
+        scan["account"].as_str().unwrap_or("-"),
+    )?;
+    writeln!(
+        out,
+        "{:<18} {:<10} {:>7} {:>11} {:>7}",
+        "dataset", "status", "listed", "done/plan", "items"
+    )?;
+    for p in scan["progress"].as_array().into_iter().flatten() {
+        writeln!(
+            out,
+            "{:<18} {:<10} {:>7} {:>11} {:>7}",
+            p["dataset"].as_str().unwrap_or("?"),
+            p["status"].as_str().unwrap_or("?"),
+            p["listed"],
+            format!("{}/{}", p["done"], p["planned"]),
+            p["items"],
+        )?;
+    }
+    Ok(())
+}

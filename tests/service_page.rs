@@ -1,0 +1,116 @@
+//! The live page in a real browser: headless Chromium (Debian's `chromium`, which
+//! `scripts/test` installs when missing) loads `/?token=...` from a running service,
+//! follows the redirect that moves the token into an HttpOnly cookie, runs the page's
+//! script, and the rendered DOM must show a running scan's id and its datasets.
+
+#[path = "../engine/tests/common/moto.rs"]
+mod moto;
+mod service_support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use moto::{moto, unique_prefix, Moto};
+use service_support::{http, Dirs, Serve};
+
+/// One DynamoDB control-plane call every two seconds: the scan stays running while the
+/// browser starts and renders.
+const SLOW_DYNAMODB: &str = r#"{"dynamodb:control-plane-read":{"ratePerSecond":0.5,"burst":1}}"#;
+
+fn chromium() -> PathBuf {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+            .find(|p| p.is_file())
+    });
+    found.unwrap_or_else(|| {
+        panic!(
+            "the live-page test needs headless Chromium: run scripts/test (it installs \
+             Debian's `chromium` when missing), or `apt-get install -y chromium`"
+        )
+    })
+}
+
+fn create_tables(moto: &Moto, prefix: &str, n: usize) {
+    use std::io::{Read, Write};
+    let port: u16 = moto.url.rsplit(':').next().unwrap().parse().unwrap();
+    for i in 0..n {
+        let body = format!(
+            r#"{{"TableName":"{prefix}t{i}","AttributeDefinitions":[{{"AttributeName":"pk","AttributeType":"S"}}],"KeySchema":[{{"AttributeName":"pk","KeyType":"HASH"}}],"BillingMode":"PAY_PER_REQUEST"}}"#
+        );
+        let request = format!(
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+             Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=00\r\n\
+             X-Amz-Target: DynamoDB_20120810.CreateTable\r\nContent-Type: application/x-amz-json-1.1\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "CreateTable: {answer}");
+    }
+}
+
+#[test]
+fn a_running_scan_and_its_datasets_appear_in_the_rendered_page() {
+    let browser = chromium();
+    let moto = moto();
+    create_tables(&moto, &unique_prefix("page"), 8);
+    let tmp = tempfile::tempdir().unwrap();
+    let serve = Serve::start(
+        &Dirs::new(tmp.path()),
+        &[],
+        &[("TOLLGATE_QUOTA_OVERRIDES", SLOW_DYNAMODB)],
+    );
+    let body = format!(
+        r#"{{"regions":["us-east-1"],"datasets":["dynamodb-tables"],"endpoint_url":"{}","timeout":"100s"}}"#,
+        moto.url
+    );
+    let (code, answer) = serve.json("POST", "/v1/scans", Some(&body));
+    assert_eq!(code, 202, "{answer}");
+    let scan_id = answer["scan_id"].as_str().unwrap().to_string();
+    assert_eq!(serve.status_of(&scan_id), "running");
+
+    // Without the token the page is refused.
+    assert_eq!(http(&serve.addr, "GET", "/", None, None).0, 401);
+
+    let profile = tmp.path().join("chromium-profile");
+    let out = Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("http://{}/?token={}", serve.addr, serve.token))
+        .output()
+        .expect("running chromium");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "chromium failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        dom.contains(&format!("data-scan-id=\"{scan_id}\"")),
+        "the running scan is shown:\n{dom}"
+    );
+    assert!(
+        dom.contains("data-dataset=\"dynamodb-tables\""),
+        "its dataset is shown:\n{dom}"
+    );
+    assert!(
+        !dom.contains(&serve.token),
+        "the token does not stay in the page"
+    );
+    serve.json("DELETE", &format!("/v1/scans/{scan_id}"), None);
+}
