@@ -2,7 +2,10 @@
 //! directory and one key, each performing N admissions; the parent reports what they saw.
 //!
 //! The floor is measured in the same run: the same P processes' worth of clients doing
-//! 64-byte round trips against a bare tokio Unix-socket echo server in this process. The
+//! 64-byte round trips against a bare Unix-socket echo server in this process (`echo`:
+//! blocking, or registered read-only as tollgate's socket code is). A floor above
+//! tollgate's p50 or p99 is no floor: the run then fails (exit 1), as it does when a
+//! window held more grants than the policy allows. The
 //! two alternate in `--rounds` rounds (each with its share of the requests) and each
 //! side's figures are pooled over its rounds, so that the drift of a shared machine (its
 //! neighbours come and go within seconds) weighs on both sides alike. The admission
@@ -207,7 +210,8 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
         report.window_s, report.max_starts_in_any_window, report.window_limit
     );
     println!(
-        "ratios to the echo floor: p50 {:.2}x, p99 {:.2}x, throughput {:.0}%",
+        "ratios to the echo floor ({}): p50 {:.2}x, p99 {:.2}x, throughput {:.0}%",
+        report.floor_style.name(),
         report.p50_ratio_to_echo,
         report.p99_ratio_to_echo,
         report.throughput_ratio_to_echo * 100.0
