@@ -377,7 +377,7 @@ fn print_table(report: &Report) {
         report.processes, report.scenario
     );
     println!(
-        "{:<13} {:>8} {:>9} {:>10} {:>8} {:>8} {:>11} {:>8} {:>7} {:>9}",
+        "{:<17} {:>8} {:>9} {:>10} {:>8} {:>8} {:>11} {:>8} {:>7} {:>9}",
         "mode",
         "logical",
         "attempts",
@@ -391,7 +391,7 @@ fn print_table(report: &Report) {
     );
     for m in &report.modes {
         println!(
-            "{:<13} {:>8} {:>9} {:>10} {:>8} {:>8} {:>10.1}s {:>7.1}s {:>7.2} {:>6}/{}",
+            "{:<17} {:>8} {:>9} {:>10} {:>8} {:>8} {:>10.1}s {:>7.1}s {:>7.2} {:>6}/{}",
             mode_name(m.mode),
             m.logical_requests,
             m.physical_attempts,
@@ -417,7 +417,7 @@ fn print_table(report: &Report) {
             .iter()
             .map(|p| format!("{}", p.items_complete))
             .collect();
-        println!("  {:<13} {}", mode_name(m.mode), items.join(" "));
+        println!("  {:<17} {}", mode_name(m.mode), items.join(" "));
     }
     if let Some(r) = report.throttled_ratio_adaptive_to_tollgate {
         println!("throttled responses, sdk-adaptive / tollgate: {r:.1}×");
