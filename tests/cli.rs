@@ -38,7 +38,33 @@ fn policies_json_lists_every_default_row() {
         assert_eq!(found["policy"]["concurrency"], 10);
         assert_eq!(found["policy"]["retryCapacity"], 20);
         assert_eq!(found["origin"], "default");
+        assert_eq!(
+            found["verified"],
+            row.verified.label(),
+            "{}:{}",
+            row.service,
+            row.group
+        );
     }
+}
+
+#[test]
+fn policies_say_which_defaults_are_not_verified_aws_quotas() {
+    let out = tollgate(&["policies"], &[]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header = text.lines().next().unwrap();
+    assert!(header.ends_with("origin    verified"), "{header}");
+    let mark = |name: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} missing: {text}"));
+        line.split_whitespace().last().unwrap().to_owned()
+    };
+    assert_eq!(mark("s3:GetBucketLifecycleConfiguration"), "no");
+    assert_eq!(mark("sts:GetCallerIdentity"), "no");
+    assert_eq!(mark("kms:GetKeyLastUsage"), "aws-docs");
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use crate::echo::EchoStyle;
 use crate::{in_process, processes};
 
 /// Arguments of `tollgate bench admission`.
@@ -48,11 +49,17 @@ pub struct AdmissionArgs {
     /// Concurrent callers for the throughput measurement.
     #[arg(long, default_value_t = 4)]
     pub callers: usize,
-    /// With --processes: also run the same workload through a peer limiter in the same
-    /// run and print the ratio (pyrate: pyrate-limiter's SQLite bucket, installed from
-    /// PyPI into the project's .venv on first use).
-    #[arg(long, value_enum, requires = "processes")]
+    /// With --processes --serve: also run the same workload through a peer limiter, in
+    /// each round right after tollgate's admissions, and print the ratio (pyrate:
+    /// pyrate-limiter 4.5.1's SQLite bucket, installed from PyPI into the project's .venv
+    /// on first use). Needs --serve, so that every tollgate admission crosses the socket
+    /// as every peer acquisition crosses its file lock.
+    #[arg(long, value_enum, requires = "serve")]
     pub peer: Option<Peer>,
+    /// With --processes: how the echo floor uses its sockets (both styles are at least as
+    /// lean as tollgate's own socket code; see the README for which was lower where).
+    #[arg(long, value_enum, default_value_t = EchoStyle::Blocking, requires = "processes")]
+    pub floor: EchoStyle,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -9,8 +9,14 @@
 //! ephemeral loopback port. The server's counters are the ground truth for physical
 //! attempts and throttled responses; each process reports its logical calls, retries,
 //! calls given up and how complete its datasets are. `ideal_s` is the shortest time the
-//! server quotas allow for the K discoveries' calls: max over operations of
-//! (K·calls − burst) / rate.
+//! server quotas allow for the K discoveries' calls, per region and server bucket (see
+//! `fleet_ideal`).
+//!
+//! The bench fails loudly: a process that crashed or wrote no report makes it exit 1
+//! after the table (its zeros would otherwise read as a result). The tollgate processes
+//! run with TOLLGATE_QUOTA_OVERRIDES blanked, so that the default policies are what is
+//! measured, unless `--keep-overrides`. Each process's pid is written to `pid-<i>` in
+//! its mode's directory as it starts (tests kill one through it).
 
 #![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
 
@@ -24,7 +30,7 @@ use clap::Args;
 use serde::Serialize;
 use tollgate_sim::{Scenario, Simulator};
 
-use crate::fleet_sdk::FleetWorkerReport;
+use crate::fleet_process::{failure, sdk_process, tollgate_process, ProcessResult};
 
 /// Longest a tollgate process may run before the bench calls it failed.
 const TOLLGATE_TIMEOUT: &str = "30m";
@@ -39,9 +45,32 @@ pub enum FleetMode {
     SdkStandard,
     /// K plain SDK processes with adaptive retry.
     SdkAdaptive,
-    /// The three above, one after the other.
+    /// sdk-standard with `max_attempts(6)` (twice the default attempts).
+    SdkStandardMax6,
+    /// sdk-adaptive with `max_attempts(6)`.
+    SdkAdaptiveMax6,
+    /// tollgate, sdk-standard and sdk-adaptive, one after the other.
     All,
+    /// All five modes above, one after the other.
+    Every,
 }
+
+impl FleetMode {
+    /// The plain-SDK worker's retry mode and attempts; None for tollgate.
+    fn sdk(self) -> Option<(&'static str, Option<u32>)> {
+        match self {
+            FleetMode::SdkStandard => Some(("sdk-standard", None)),
+            FleetMode::SdkAdaptive => Some(("sdk-adaptive", None)),
+            FleetMode::SdkStandardMax6 => Some(("sdk-standard", Some(6))),
+            FleetMode::SdkAdaptiveMax6 => Some(("sdk-adaptive", Some(6))),
+            FleetMode::Tollgate | FleetMode::All | FleetMode::Every => None,
+        }
+    }
+}
+
+/// What is required of each process of a run, or the bench fails (exit 1).
+const LOUD: &str = "a process that crashed (ended by a signal, or a plain-SDK worker \
+                    exiting non-zero) or wrote no report fails the bench";
 
 /// Arguments of `tollgate bench fleet`.
 #[derive(Debug, Args)]
@@ -52,9 +81,13 @@ pub struct FleetArgs {
     /// Scenario file (e.g. fixtures/scenarios/fleet.toml).
     #[arg(long, value_name = "FILE")]
     pub scenario: PathBuf,
-    /// Which clients.
-    #[arg(long, value_enum, default_value_t = FleetMode::All)]
-    pub mode: FleetMode,
+    /// Which clients (comma-separated: several run one after the other).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub mode: Vec<FleetMode>,
+    /// Keep TOLLGATE_QUOTA_OVERRIDES from this environment for the tollgate processes
+    /// (by default it is blanked, so that the policies measured are the defaults).
+    #[arg(long)]
+    pub keep_overrides: bool,
     /// Keep each process's report, telemetry and log in DIR (default: a temporary
     /// directory, removed).
     #[arg(long, value_name = "DIR")]
@@ -62,21 +95,6 @@ pub struct FleetArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-}
-
-/// One process's view of its run.
-#[derive(Debug, Default, Clone, Serialize)]
-struct ProcessResult {
-    logical_requests: u64,
-    attempts: u64,
-    retries: u64,
-    gave_up_calls: u64,
-    /// Items fully read / items in the scenario, over the four datasets.
-    items_complete: u64,
-    /// Every dataset complete, with every item of the scenario.
-    complete: bool,
-    exit_code: Option<i32>,
-    elapsed_s: f64,
 }
 
 /// One mode's row.
@@ -118,13 +136,6 @@ pub fn run(args: &FleetArgs) -> anyhow::Result<ExitCode> {
     let scenario = Scenario::load(&args.scenario)
         .with_context(|| format!("loading the scenario {}", args.scenario.display()))?;
     let k = args.processes.max(1);
-    if scenario.regions.len() > 1 {
-        eprintln!(
-            "bench fleet: the scenario has {} regions; ideal_s treats each operation's \
-             server buckets as one (an overestimate of the ideal)",
-            scenario.regions.len()
-        );
-    }
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
     let root = match &args.keep {
         Some(dir) => {
@@ -133,14 +144,29 @@ pub fn run(args: &FleetArgs) -> anyhow::Result<ExitCode> {
         }
         None => tmp.path().to_path_buf(),
     };
-    let modes = match args.mode {
-        FleetMode::All => vec![
-            FleetMode::Tollgate,
-            FleetMode::SdkStandard,
-            FleetMode::SdkAdaptive,
-        ],
-        m => vec![m],
-    };
+    let mut modes = Vec::new();
+    for &m in &args.mode {
+        let expanded = match m {
+            FleetMode::All => vec![
+                FleetMode::Tollgate,
+                FleetMode::SdkStandard,
+                FleetMode::SdkAdaptive,
+            ],
+            FleetMode::Every => vec![
+                FleetMode::Tollgate,
+                FleetMode::SdkStandard,
+                FleetMode::SdkAdaptive,
+                FleetMode::SdkStandardMax6,
+                FleetMode::SdkAdaptiveMax6,
+            ],
+            m => vec![m],
+        };
+        for m in expanded {
+            if !modes.contains(&m) {
+                modes.push(m);
+            }
+        }
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -151,7 +177,14 @@ pub fn run(args: &FleetArgs) -> anyhow::Result<ExitCode> {
         let dir = root.join(mode_name(mode));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         eprintln!("bench fleet: {} × {k} ...", mode_name(mode));
-        results.push(run_mode(&rt, &scenario, mode, k, &dir)?);
+        results.push(run_mode(
+            &rt,
+            &scenario,
+            mode,
+            k,
+            &dir,
+            args.keep_overrides,
+        )?);
     }
     let throttled = |m: FleetMode| {
         results
@@ -177,7 +210,25 @@ pub fn run(args: &FleetArgs) -> anyhow::Result<ExitCode> {
     } else {
         print_table(&report);
     }
-    Ok(ExitCode::SUCCESS)
+    let failed: Vec<String> = report
+        .modes
+        .iter()
+        .flat_map(|m| {
+            m.per_process.iter().enumerate().filter_map(move |(i, p)| {
+                p.failure
+                    .as_ref()
+                    .map(|why| format!("{} process {i}: {why}", mode_name(m.mode)))
+            })
+        })
+        .collect();
+    if failed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for f in &failed {
+        eprintln!("bench fleet: FAILED: {f}");
+    }
+    eprintln!("bench fleet: {LOUD}; its figures above are not valid");
+    Ok(ExitCode::FAILURE)
 }
 
 fn mode_name(mode: FleetMode) -> &'static str {
@@ -185,28 +236,11 @@ fn mode_name(mode: FleetMode) -> &'static str {
         FleetMode::Tollgate => "tollgate",
         FleetMode::SdkStandard => "sdk-standard",
         FleetMode::SdkAdaptive => "sdk-adaptive",
+        FleetMode::SdkStandardMax6 => "sdk-standard-max6",
+        FleetMode::SdkAdaptiveMax6 => "sdk-adaptive-max6",
         FleetMode::All => "all",
+        FleetMode::Every => "every",
     }
-}
-
-/// The shortest time the server quotas allow for `k` discoveries: per server bucket
-/// (operations may share one), (k·calls − burst) / rate; the slowest bucket decides.
-/// Server buckets are per region; the fleet scenarios use one region, and with several
-/// this figure sums their calls into one bucket (an overestimate), which the table says.
-fn ideal_seconds(scenario: &Scenario, k: usize) -> f64 {
-    let mut per_bucket: BTreeMap<&str, u64> = BTreeMap::new();
-    let calls = scenario.expected_calls();
-    for (op, n) in &calls {
-        *per_bucket.entry(scenario.quota_bucket(op)).or_default() += n;
-    }
-    calls
-        .keys()
-        .map(|op| {
-            let (rate, burst) = scenario.server_quota(op);
-            let total = per_bucket[scenario.quota_bucket(op)] as f64 * k as f64;
-            (total - f64::from(burst)).max(0.0) / rate
-        })
-        .fold(0.0, f64::max)
 }
 
 fn run_mode(
@@ -215,6 +249,7 @@ fn run_mode(
     mode: FleetMode,
     k: usize,
     dir: &Path,
+    keep_overrides: bool,
 ) -> anyhow::Result<ModeResult> {
     let simulator = Simulator::new(scenario.clone());
     let server = rt
@@ -222,9 +257,9 @@ fn run_mode(
         .context("starting the simulator on loopback")?;
     let url = format!("http://{}", server.local_addr());
     let regions = scenario.regions.join(",");
-    let exe = match mode {
-        FleetMode::Tollgate => crate::exe::tollgate()?,
-        _ => crate::exe::bench()?,
+    let exe = match mode.sdk() {
+        None => crate::exe::tollgate()?,
+        Some(_) => crate::exe::bench()?,
     };
     let admission = dir.join("admission");
 
@@ -232,26 +267,26 @@ fn run_mode(
     let mut children = Vec::new();
     for i in 0..k {
         let mut cmd = Command::new(&exe);
-        match mode {
-            FleetMode::Tollgate => {
+        match mode.sdk() {
+            None => {
                 cmd.args(["discover", "--endpoint-url", &url, "--regions", &regions])
                     .args(["--timeout", TOLLGATE_TIMEOUT, "--output"])
                     .arg(dir.join(format!("report-{i}.json")))
                     .arg("--telemetry")
                     .arg(dir.join(format!("telemetry-{i}.jsonl")))
                     .env("TOLLGATE_ADMISSION_DIR", &admission);
+                if !keep_overrides {
+                    cmd.env("TOLLGATE_QUOTA_OVERRIDES", "");
+                }
             }
-            FleetMode::SdkStandard | FleetMode::SdkAdaptive => {
-                let sdk = if mode == FleetMode::SdkStandard {
-                    "sdk-standard"
-                } else {
-                    "sdk-adaptive"
-                };
+            Some((sdk, max_attempts)) => {
                 cmd.args([crate::exe::FLEET_WORKER, "--mode", sdk])
                     .args(["--endpoint-url", &url])
                     .args(["--regions", &regions]);
+                if let Some(n) = max_attempts {
+                    cmd.args(["--max-attempts", &n.to_string()]);
+                }
             }
-            FleetMode::All => unreachable!("expanded by run"),
         }
         let log = std::fs::File::create(dir.join(format!("process-{i}.log")))?;
         let stdout = std::fs::File::create(dir.join(format!("stdout-{i}.json")))?;
@@ -264,7 +299,9 @@ fn run_mode(
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(log);
-        children.push(cmd.spawn().context("spawning a fleet process")?);
+        let child = cmd.spawn().context("spawning a fleet process")?;
+        std::fs::write(dir.join(format!("pid-{i}")), child.id().to_string())?;
+        children.push(child);
     }
     // Wait in threads so each process's own finish instant is recorded.
     let waits: Vec<_> = children
@@ -272,11 +309,11 @@ fn run_mode(
         .map(|mut child| {
             std::thread::spawn(move || {
                 let status = child.wait();
-                (status.ok().and_then(|s| s.code()), started.elapsed())
+                (status.ok(), started.elapsed())
             })
         })
         .collect();
-    let finished: Vec<(Option<i32>, Duration)> = waits
+    let finished: Vec<(Option<std::process::ExitStatus>, Duration)> = waits
         .into_iter()
         .map(|w| w.join().expect("wait thread"))
         .collect();
@@ -287,16 +324,17 @@ fn run_mode(
     let expected = scenario.inventory_counts();
     let items_expected = expected.buckets + expected.functions + expected.tables + expected.keys;
     let mut per_process = Vec::new();
-    for (i, (code, elapsed)) in finished.into_iter().enumerate() {
-        let mut p = match mode {
-            FleetMode::Tollgate => tollgate_process(dir, i, items_expected)?,
-            _ => sdk_process(dir, i, items_expected)?,
+    for (i, (status, elapsed)) in finished.into_iter().enumerate() {
+        let (mut p, reported) = match mode.sdk() {
+            None => tollgate_process(dir, i, items_expected)?,
+            Some(_) => sdk_process(dir, i, items_expected)?,
         };
-        p.exit_code = code;
+        p.exit_code = status.and_then(|s| s.code());
+        p.failure = failure(status, reported, mode.sdk().is_some());
         p.elapsed_s = elapsed.as_secs_f64();
         per_process.push(p);
     }
-    let ideal_s = ideal_seconds(scenario, k);
+    let ideal_s = crate::fleet_ideal::ideal_seconds(scenario, k);
     let completion_s = completion.as_secs_f64();
     let sum = |f: fn(&ProcessResult) -> u64| per_process.iter().map(f).sum::<u64>();
     Ok(ModeResult {
@@ -333,94 +371,13 @@ fn run_mode(
     })
 }
 
-/// A tollgate process: its report says how complete each dataset is, its telemetry how
-/// many calls and attempts it made.
-fn tollgate_process(dir: &Path, i: usize, items_expected: u64) -> anyhow::Result<ProcessResult> {
-    let mut p = ProcessResult::default();
-    let telemetry = dir.join(format!("telemetry-{i}.jsonl"));
-    let text = std::fs::read_to_string(&telemetry).unwrap_or_default();
-    for line in text.lines() {
-        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        let field = |name: &str| event.get(name).and_then(|v| v.as_str()).unwrap_or("");
-        let attempt = event.get("attempt").and_then(|v| v.as_u64()).unwrap_or(1);
-        let dispatched = event.get("dispatched").and_then(|v| v.as_bool()) == Some(true);
-        if dispatched {
-            p.attempts += 1;
-            if attempt > 1 {
-                p.retries += 1;
-            }
-        }
-        let retry_outcome = field("retryOutcome");
-        let last = !matches!(retry_outcome, "retry" | "reprepare");
-        if last {
-            p.logical_requests += 1;
-            let data_answer = field("errorCode") == "NoSuchLifecycleConfiguration";
-            if retry_outcome != "done" && !data_answer {
-                p.gave_up_calls += 1;
-            }
-        }
-    }
-    let report_path = dir.join(format!("report-{i}.json"));
-    if let Ok(text) = std::fs::read_to_string(&report_path) {
-        let report: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("parsing {}", report_path.display()))?;
-        let mut all_complete = true;
-        if let Some(datasets) = report.get("datasets").and_then(|d| d.as_object()) {
-            for dataset in datasets.values() {
-                let complete = dataset.get("status").and_then(|s| s.as_str()) == Some("complete");
-                all_complete &= complete;
-                if complete {
-                    p.items_complete += dataset
-                        .get("items")
-                        .and_then(|i| i.as_array())
-                        .map_or(0, |i| i.len() as u64);
-                }
-            }
-        } else {
-            all_complete = false;
-        }
-        p.complete = all_complete && p.items_complete == items_expected;
-    }
-    Ok(p)
-}
-
-/// A plain-SDK process: its one-line JSON summary.
-fn sdk_process(dir: &Path, i: usize, items_expected: u64) -> anyhow::Result<ProcessResult> {
-    let path = dir.join(format!("stdout-{i}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let Some(report) = text
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str::<FleetWorkerReport>(l).ok())
-    else {
-        return Ok(ProcessResult::default());
-    };
-    let logical: u64 = report.operations.values().map(|o| o.calls).sum();
-    let items = report.buckets_complete
-        + report.functions_complete
-        + report.tables_complete
-        + report.keys_complete;
-    Ok(ProcessResult {
-        logical_requests: logical,
-        attempts: report.attempts,
-        retries: report.attempts.saturating_sub(logical),
-        gave_up_calls: report.operations.values().map(|o| o.gave_up).sum(),
-        items_complete: items,
-        complete: items == items_expected && report.listings_failed == 0,
-        exit_code: None,
-        elapsed_s: report.elapsed_s,
-    })
-}
-
 fn print_table(report: &Report) {
     println!(
         "fleet benchmark: {} processes per mode, scenario {}",
         report.processes, report.scenario
     );
     println!(
-        "{:<13} {:>8} {:>9} {:>10} {:>8} {:>8} {:>11} {:>8} {:>7} {:>9}",
+        "{:<17} {:>8} {:>9} {:>10} {:>8} {:>8} {:>11} {:>8} {:>7} {:>9}",
         "mode",
         "logical",
         "attempts",
@@ -434,7 +391,7 @@ fn print_table(report: &Report) {
     );
     for m in &report.modes {
         println!(
-            "{:<13} {:>8} {:>9} {:>10} {:>8} {:>8} {:>10.1}s {:>7.1}s {:>7.2} {:>6}/{}",
+            "{:<17} {:>8} {:>9} {:>10} {:>8} {:>8} {:>10.1}s {:>7.1}s {:>7.2} {:>6}/{}",
             mode_name(m.mode),
             m.logical_requests,
             m.physical_attempts,
@@ -460,7 +417,7 @@ fn print_table(report: &Report) {
             .iter()
             .map(|p| format!("{}", p.items_complete))
             .collect();
-        println!("  {:<13} {}", mode_name(m.mode), items.join(" "));
+        println!("  {:<17} {}", mode_name(m.mode), items.join(" "));
     }
     if let Some(r) = report.throttled_ratio_adaptive_to_tollgate {
         println!("throttled responses, sdk-adaptive / tollgate: {r:.1}×");

@@ -58,6 +58,9 @@ pub struct FleetWorkerArgs {
     /// Regions to discover (the first is the home region for S3's listing).
     #[arg(long, value_delimiter = ',', required = true)]
     pub regions: Vec<String>,
+    /// Attempts per call, first included (default: the SDK's, 3).
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
 }
 
 /// Per-operation tallies of one process.
@@ -170,10 +173,13 @@ async fn discover(args: &FleetWorkerArgs) -> anyhow::Result<FleetWorkerReport> {
         inner: tollgate_engine::aws::default_http_client(),
         attempts: attempts.clone(),
     });
-    let retry = match args.mode {
+    let mut retry = match args.mode {
         SdkMode::SdkStandard => RetryConfig::standard(),
         SdkMode::SdkAdaptive => RetryConfig::adaptive(),
     };
+    if let Some(n) = args.max_attempts {
+        retry = retry.with_max_attempts(n);
+    }
     let home = args.regions[0].clone();
     let sdk = aws_config::defaults(BehaviorVersion::latest())
         .http_client(http)

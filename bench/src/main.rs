@@ -12,7 +12,8 @@
 //!
 //! # Layout
 //! - `admission` (`in_process`, `processes`, `pyrate`): `bench admission`.
-//! - `takeover`: `bench takeover`. `fleet`: `bench fleet`.
+//! - `echo`: the admission bench's floor, a bare Unix-socket echo.
+//! - `takeover`: `bench takeover`. `fleet` (`fleet_ideal`, `fleet_process`): `bench fleet`.
 //! - `worker`, `fleet_sdk`: the worker processes they spawn (hidden subcommands `worker`,
 //!   `fleet-worker`, and the diagnostic `probe-socket`).
 //! - `exe`: where this executable and the `tollgate` binary beside it are.
@@ -20,8 +21,11 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod echo;
 mod exe;
 mod fleet;
+mod fleet_ideal;
+mod fleet_process;
 mod fleet_sdk;
 mod in_process;
 mod processes;

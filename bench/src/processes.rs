@@ -2,7 +2,10 @@
 //! directory and one key, each performing N admissions; the parent reports what they saw.
 //!
 //! The floor is measured in the same run: the same P processes' worth of clients doing
-//! 64-byte round trips against a bare tokio Unix-socket echo server in this process. The
+//! 64-byte round trips against a bare Unix-socket echo server in this process (`echo`:
+//! blocking, or registered read-only as tollgate's socket code is). A floor above
+//! tollgate's p50 or p99 is no floor: the run then fails (exit 1), as it does when a
+//! window held more grants than the policy allows. The
 //! two alternate in `--rounds` rounds (each with its share of the requests) and each
 //! side's figures are pooled over its rounds, so that the drift of a shared machine (its
 //! neighbours come and go within seconds) weighs on both sides alike. The admission
@@ -20,13 +23,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde::Serialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tollgate_actors::clock::unix_now;
 use tollgate_quota::window::WindowShape;
 
 use crate::admission::AdmissionArgs;
+use crate::echo::{EchoServer, EchoStyle};
 use crate::stats::{print_table, Row};
-use crate::worker::{bench_policy, WorkerReport, ECHO_FRAME_BYTES};
+use crate::worker::{bench_policy, WorkerReport};
 
 /// Time given to the workers to start and connect before they all begin.
 const START_DELAY: Duration = Duration::from_millis(600);
@@ -34,6 +37,7 @@ const START_DELAY: Duration = Duration::from_millis(600);
 #[derive(Debug, Serialize)]
 struct Report {
     processes: usize,
+    floor_style: EchoStyle,
     requests_per_process: usize,
     rounds: usize,
     rate_per_second: Option<f64>,
@@ -48,6 +52,8 @@ struct Report {
     admission: Row,
     echo_floor: Row,
     peer: Option<Row>,
+    /// The peer's grants in any 1 s window (its `Rate(rate, SECOND)` allows `rate`).
+    peer_max_starts_in_any_window: Option<u64>,
     throughput_ratio_to_peer: Option<f64>,
     p50_ratio_to_echo: f64,
     p99_ratio_to_echo: f64,
@@ -80,13 +86,18 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let python = match args.peer {
+        Some(crate::admission::Peer::Pyrate) => Some(crate::pyrate::python_with_pyrate()?),
+        None => None,
+    };
     let mut echo_rounds = Vec::with_capacity(rounds);
     let mut admission_rounds = Vec::with_capacity(rounds);
+    let mut peer_rounds = Vec::new();
     for round in 0..rounds {
         // The first `n % rounds` rounds take one request more.
         let share = n / rounds + usize::from(round < n % rounds);
         let socket = tmp.path().join(format!("echo-{round}.sock"));
-        echo_rounds.push(echo_floor(&exe, &socket, processes, share)?);
+        echo_rounds.push(echo_floor(&exe, &socket, args.floor, processes, share)?);
         admission_rounds.push(spawn_workers(
             &exe,
             processes,
@@ -94,6 +105,15 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
             &extra,
             args.log.as_deref(),
         )?);
+        if let Some(python) = &python {
+            peer_rounds.push(crate::pyrate::measure(
+                python,
+                processes,
+                share,
+                args.rate,
+                tmp.path(),
+            )?);
+        }
     }
     let serve_pid = match server {
         Some(server) => Some(server.stop()?),
@@ -107,12 +127,18 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
         );
     }
 
-    let peer = match args.peer {
-        Some(crate::admission::Peer::Pyrate) => {
-            Some(crate::pyrate::measure(processes, n, args.rate, tmp.path())?)
-        }
-        None => None,
-    };
+    let peer = python
+        .is_some()
+        .then(|| summarize(crate::pyrate::SUBJECT, &peer_rounds));
+    let peer_max_starts_in_any_window = python.is_some().then(|| {
+        let mut grants: Vec<u64> = peer_rounds
+            .iter()
+            .flatten()
+            .flat_map(|r| r.granted_at_us.iter().copied())
+            .collect();
+        grants.sort_unstable();
+        max_in_window(&grants, Duration::from_secs(1))
+    });
     let echo = summarize("unix-socket echo (64 B round trip)", &echo_rounds);
     let admission = summarize("cross-process admission", &admission_rounds);
     let mut grants: Vec<u64> = reports
@@ -136,6 +162,7 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
     };
     let report = Report {
         processes,
+        floor_style: args.floor,
         requests_per_process: n,
         rounds,
         rate_per_second: limited.then_some(args.rate),
@@ -162,10 +189,12 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
         admission,
         echo_floor: echo,
         peer,
+        peer_max_starts_in_any_window,
     };
+    let failures = failures(&report);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(verdict(&failures));
     }
     let mut rows = vec![report.admission.clone(), report.echo_floor.clone()];
     rows.extend(report.peer.clone());
@@ -181,7 +210,8 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
         report.window_s, report.max_starts_in_any_window, report.window_limit
     );
     println!(
-        "ratios to the echo floor: p50 {:.2}x, p99 {:.2}x, throughput {:.0}%",
+        "ratios to the echo floor ({}): p50 {:.2}x, p99 {:.2}x, throughput {:.0}%",
+        report.floor_style.name(),
         report.p50_ratio_to_echo,
         report.p99_ratio_to_echo,
         report.throughput_ratio_to_echo * 100.0
@@ -194,7 +224,45 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
             ratio(peer.p50_us, report.admission.p50_us)
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(verdict(&failures))
+}
+
+/// Why this run's figures cannot be trusted: a floor above what it floors (then it is no
+/// floor, and every ratio to it flatters tollgate), or more grants in a window than the
+/// policy allows.
+fn failures(report: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    let (floor, ours) = (&report.echo_floor, &report.admission);
+    for (name, f, a) in [
+        ("p50", floor.p50_us, ours.p50_us),
+        ("p99", floor.p99_us, ours.p99_us),
+    ] {
+        if f > a {
+            out.push(format!(
+                "the echo floor's {name} ({f:.1} µs) is above tollgate's ({a:.1} µs): the floor \
+                 is not a floor on this run, so its ratios are not reported as valid"
+            ));
+        }
+    }
+    if report.max_starts_in_any_window > report.window_limit {
+        out.push(format!(
+            "{} grants in one {:.0} s window, above the limit of {}",
+            report.max_starts_in_any_window, report.window_s, report.window_limit
+        ));
+    }
+    out
+}
+
+/// Print each failure on stderr; exit non-zero if there is one.
+fn verdict(failures: &[String]) -> ExitCode {
+    for f in failures {
+        eprintln!("bench admission: FAILED: {f}");
+    }
+    if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -330,54 +398,79 @@ fn spawn_workers(
     Ok(reports)
 }
 
-/// Run P echo clients (child processes) against a bare echo server in this process.
+/// Run P echo clients (child processes) against a bare echo server in this process,
+/// both in `style` (see `crate::echo`).
 fn echo_floor(
     exe: &Path,
     socket: &Path,
+    style: EchoStyle,
     processes: usize,
     n: usize,
 ) -> anyhow::Result<Vec<WorkerReport>> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let listener = rt.block_on(async { tokio::net::UnixListener::bind(socket) })?;
-    let server = rt.spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = [0u8; ECHO_FRAME_BYTES];
-                while stream.read_exact(&mut buf).await.is_ok() {
-                    if stream.write_all(&buf).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    // The server runs on this runtime's thread while the workers run.
-    let extra = vec!["--echo".to_owned(), socket.display().to_string()];
-    let (tx, rx) = std::sync::mpsc::channel();
-    let exe = exe.to_owned();
-    std::thread::spawn(move || {
-        let _ = tx.send(spawn_workers(&exe, processes, n, &extra, None));
-    });
-    let reports = rt.block_on(async {
-        loop {
-            match rx.try_recv() {
-                Ok(r) => break r,
-                Err(std::sync::mpsc::TryRecvError::Empty) => {
-                    tokio::time::sleep(Duration::from_millis(20)).await
-                }
-                Err(e) => break Err(anyhow::anyhow!("echo workers vanished: {e}")),
-            }
-        }
-    });
-    server.abort();
-    reports
+    let _server = EchoServer::start(socket, style)?;
+    let extra = vec![
+        "--echo".to_owned(),
+        socket.display().to_string(),
+        "--echo-style".to_owned(),
+        style.name().to_owned(),
+    ];
+    spawn_workers(exe, processes, n, &extra, None)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(p50_us: f64, p99_us: f64) -> Row {
+        Row {
+            subject: String::new(),
+            samples: 1,
+            p50_us,
+            p99_us,
+            max_us: p99_us,
+            throughput_per_s: None,
+        }
+    }
+
+    fn report(floor: Row, ours: Row, max_in_window: u64) -> Report {
+        Report {
+            processes: 4,
+            floor_style: EchoStyle::Blocking,
+            requests_per_process: 1,
+            rounds: 1,
+            rate_per_second: None,
+            burst: None,
+            admitted: 4,
+            elapsed_s: 1.0,
+            ideal_s: 0.0,
+            max_starts_in_any_window: max_in_window,
+            window_limit: 20,
+            window_s: 1.0,
+            coordinator_pid: None,
+            admission: ours,
+            echo_floor: floor,
+            peer: None,
+            peer_max_starts_in_any_window: None,
+            throughput_ratio_to_peer: None,
+            p50_ratio_to_echo: 1.0,
+            p99_ratio_to_echo: 1.0,
+            throughput_ratio_to_echo: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_floor_above_tollgate_or_a_broken_window_fails_the_run() {
+        assert!(failures(&report(row(20.0, 40.0), row(30.0, 40.0), 20)).is_empty());
+        let p50 = failures(&report(row(31.0, 40.0), row(30.0, 90.0), 20));
+        assert!(p50.len() == 1 && p50[0].contains("p50"), "{p50:?}");
+        let p99 = failures(&report(row(20.0, 91.0), row(30.0, 90.0), 20));
+        assert!(p99.len() == 1 && p99[0].contains("p99"), "{p99:?}");
+        let window = failures(&report(row(20.0, 40.0), row(30.0, 90.0), 21));
+        assert!(
+            window.len() == 1 && window[0].contains("above the limit of 20"),
+            "{window:?}"
+        );
+    }
 
     #[test]
     fn window_counts_are_half_open() {

@@ -1,5 +1,12 @@
 //! `--peer pyrate`: the same multi-process workload through pyrate-limiter's SQLite
-//! bucket, the closest off-the-shelf cross-process limiter, measured in the same run.
+//! bucket, the closest off-the-shelf cross-process limiter, measured in the same run, in
+//! each round right after tollgate's admissions (so both see the same machine).
+//!
+//! Other candidates, all from the package registries this project can reach, were
+//! considered and left out: `limits` (PyPI) shares state across processes only through a
+//! Redis, Memcached or MongoDB server (its memory storage is per process);
+//! `token-bucket`, `aiolimiter` and `ratelimit` (PyPI), `governor` (crates) and
+//! `bottleneck` (npm, whose cross-process mode needs Redis) limit within one process.
 //!
 //! The bench installs pyrate-limiter (and filelock, which its multi-process mode needs)
 //! from PyPI into the project's virtual environment (`.venv` at the repository root, or
@@ -15,10 +22,13 @@ use anyhow::{bail, Context};
 use serde::Deserialize;
 use tollgate_actors::clock::unix_now;
 
-use crate::stats::Row;
+use crate::worker::WorkerReport;
 
 const WORKER: &str = include_str!("pyrate_worker.py");
-const PACKAGES: &[&str] = &["pyrate-limiter", "filelock"];
+/// Pinned, so that figures name what they measured (the versions current when pinned).
+const PACKAGES: &[&str] = &["pyrate-limiter==4.5.1", "filelock==4.2.11"];
+/// What `--peer pyrate` rows are labelled.
+pub const SUBJECT: &str = "pyrate-limiter 4.5.1 SQLiteBucket (peer)";
 /// Time for the Python workers to start and import before they begin together.
 const START_DELAY: Duration = Duration::from_millis(1_500);
 
@@ -27,6 +37,7 @@ struct PeerReport {
     latencies_us: Vec<u64>,
     started_us: u64,
     finished_us: u64,
+    granted_at_us: Vec<u64>,
 }
 
 /// The project's virtual environment.
@@ -41,7 +52,7 @@ fn venv_dir() -> PathBuf {
 }
 
 /// A Python interpreter with pyrate-limiter importable, installing it if needed.
-fn python_with_pyrate() -> anyhow::Result<PathBuf> {
+pub fn python_with_pyrate() -> anyhow::Result<PathBuf> {
     let venv = venv_dir();
     let python = venv.join("bin").join("python");
     if !python.exists() {
@@ -56,7 +67,11 @@ fn python_with_pyrate() -> anyhow::Result<PathBuf> {
         }
     }
     let importable = Command::new(&python)
-        .args(["-c", "import pyrate_limiter, filelock"])
+        .args([
+            "-c",
+            "import sys, importlib.metadata as m, pyrate_limiter, filelock; \
+             sys.exit(m.version('pyrate-limiter') != '4.5.1' or m.version('filelock') != '4.2.11')",
+        ])
         .stderr(Stdio::null())
         .status()?
         .success();
@@ -82,16 +97,23 @@ fn python_with_pyrate() -> anyhow::Result<PathBuf> {
     Ok(python)
 }
 
-/// Run `processes` pyrate workers, `n` acquisitions each, on one shared SQLite bucket.
-pub fn measure(processes: usize, n: usize, rate: f64, tmp: &Path) -> anyhow::Result<Row> {
-    let python = python_with_pyrate()?;
+/// Run `processes` pyrate workers, `n` acquisitions each, on the SQLite bucket `db`
+/// (shared by every round of a run, as tollgate's admission directory is); `python` from
+/// [`python_with_pyrate`].
+pub fn measure(
+    python: &Path,
+    processes: usize,
+    n: usize,
+    rate: f64,
+    tmp: &Path,
+) -> anyhow::Result<Vec<WorkerReport>> {
     let script = tmp.join("pyrate_worker.py");
     std::fs::write(&script, WORKER)?;
     let db = tmp.join("pyrate.sqlite");
     let start_at = unix_now().as_micros() + START_DELAY.as_micros() as u64;
     let children = (0..processes)
         .map(|_| {
-            Command::new(&python)
+            Command::new(python)
                 .arg(&script)
                 .arg(&db)
                 .arg(n.to_string())
@@ -104,25 +126,21 @@ pub fn measure(processes: usize, n: usize, rate: f64, tmp: &Path) -> anyhow::Res
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut reports = Vec::with_capacity(processes);
     for child in children {
+        let pid = child.id();
         let out = child.wait_with_output()?;
         if !out.status.success() {
             bail!("a pyrate worker failed: {}", out.status);
         }
         let report: PeerReport =
             serde_json::from_slice(&out.stdout).context("reading a pyrate worker's report")?;
-        reports.push(report);
+        reports.push(WorkerReport {
+            pid,
+            coordinator: false,
+            started_us: report.started_us,
+            finished_us: report.finished_us,
+            latencies_us: report.latencies_us,
+            granted_at_us: report.granted_at_us,
+        });
     }
-    let start = reports.iter().map(|r| r.started_us).min().unwrap_or(0);
-    let end = reports.iter().map(|r| r.finished_us).max().unwrap_or(0);
-    let span = end.saturating_sub(start) as f64 / 1e6;
-    let latencies: Vec<Duration> = reports
-        .iter()
-        .flat_map(|r| r.latencies_us.iter().map(|&u| Duration::from_micros(u)))
-        .collect();
-    let throughput = (span > 0.0).then(|| latencies.len() as f64 / span);
-    Ok(Row::new(
-        "pyrate-limiter SQLiteBucket (peer)",
-        latencies,
-        throughput,
-    ))
+    Ok(reports)
 }

@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::echo::{EchoClient, EchoStyle};
 use anyhow::Context;
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tollgate_actors::clock::unix_now;
 use tollgate_actors::remote::frame;
 use tollgate_actors::remote::protocol::{Request, RequestBody, Response};
@@ -41,6 +41,9 @@ pub struct WorkerArgs {
     /// Echo server socket (floor mode).
     #[arg(long, value_name = "SOCKET")]
     pub echo: Option<PathBuf>,
+    /// How the echo client uses its socket (floor mode; the server uses the same).
+    #[arg(long, value_enum, default_value_t = EchoStyle::Blocking)]
+    pub echo_style: EchoStyle,
     /// Admissions (or round trips) to perform.
     #[arg(long, default_value_t = 1_000)]
     pub requests: usize,
@@ -177,8 +180,7 @@ fn admission(
 }
 
 async fn echo(args: &WorkerArgs, socket: &Path) -> anyhow::Result<WorkerReport> {
-    let mut stream = tokio::net::UnixStream::connect(socket)
-        .await
+    let mut client = EchoClient::connect(socket, args.echo_style)
         .with_context(|| format!("connecting to {}", socket.display()))?;
     wait_for_start(args.start_at_us).await;
     let started_us = unix_now().as_micros();
@@ -186,8 +188,7 @@ async fn echo(args: &WorkerArgs, socket: &Path) -> anyhow::Result<WorkerReport> 
     let mut latencies_us = Vec::with_capacity(args.requests);
     for _ in 0..args.requests {
         let t = Instant::now();
-        stream.write_all(&buf).await?;
-        stream.read_exact(&mut buf).await?;
+        client.round_trip(&mut buf).await?;
         latencies_us.push(t.elapsed().as_micros() as u64);
     }
     Ok(WorkerReport {

@@ -94,3 +94,96 @@ fn every_mode_discovers_the_whole_account_and_counts_agree() {
     assert_eq!(modes[1]["logical_requests"], 2 * sdk_calls);
     assert_eq!(modes[0]["logical_requests"], 2 * (sdk_calls + 1));
 }
+
+/// A slow account: every call held 300 ms, so a discovery takes seconds.
+const SLOW: &str = r#"
+account = "123456789012"
+regions = ["us-east-1"]
+seed = 5
+
+[latency]
+default = { kind = "fixed", ms = 300 }
+
+[quotas]
+default = { rate_per_second = 1000.0, burst = 1000 }
+
+[[inventory.bucket_sets]]
+count = 40
+prefix = "slow-"
+region = "us-east-1"
+"#;
+
+#[test]
+fn a_killed_worker_fails_the_bench() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("slow.toml");
+    std::fs::write(&scenario, SLOW).unwrap();
+    let runs = tmp.path().join("runs");
+    let bench = Command::new(support::bench_exe())
+        .args(["fleet", "--processes", "2", "--mode", "sdk-standard"])
+        .arg("--scenario")
+        .arg(&scenario)
+        .arg("--keep")
+        .arg(&runs)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The bench writes each worker's pid as it spawns it: kill the second one.
+    let pid_file = runs.join("sdk-standard").join("pid-1");
+    // Poll for up to 60 s (3,000 × 20 ms).
+    let mut polls = 0;
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        polls += 1;
+        assert!(polls < 3_000, "no pid file in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let pid = rustix::process::Pid::from_raw(pid).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let out = bench.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "the bench must fail: {stderr}");
+    assert!(
+        stderr.contains("sdk-standard process 1: crashed"),
+        "names the process and why: {stderr}"
+    );
+    assert!(
+        !stderr.contains("process 0:"),
+        "the other one ran: {stderr}"
+    );
+}
+
+#[test]
+fn quota_overrides_are_blanked_unless_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("tiny.toml");
+    std::fs::write(&scenario, TINY).unwrap();
+    let run = |keep: bool| {
+        let mut cmd = Command::new(support::tollgate_exe());
+        cmd.args(["bench", "fleet", "--processes", "1", "--mode", "tollgate"])
+            .arg("--scenario")
+            .arg(&scenario)
+            // Not a valid override: a tollgate process that reads it refuses to start.
+            .env("TOLLGATE_QUOTA_OVERRIDES", "{not json");
+        if keep {
+            cmd.arg("--keep-overrides");
+        }
+        cmd.output().unwrap()
+    };
+    let blanked = run(false);
+    assert!(
+        blanked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&blanked.stderr)
+    );
+    let kept = run(true);
+    let stderr = String::from_utf8_lossy(&kept.stderr);
+    assert_eq!(kept.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("tollgate process 0: "), "{stderr}");
+}

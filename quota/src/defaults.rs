@@ -7,7 +7,10 @@
 //! Any other `service:group` uses [`FALLBACK_RATE`]/[`FALLBACK_BURST`], per account,
 //! region, service and operation.
 //!
-//! Operations our first collectors call that the seed does not list (`s3:ListBuckets`,
+//! Each row says whether its figures were checked against AWS documentation
+//! ([`Verified`]): seed 000's rows were (by the seed's account), its S3 configuration
+//! reads and fallback were not, nor are the rows tollgate adds with the fallback's
+//! figures. Operations our first collectors call that the seed does not list (`s3:ListBuckets`,
 //! `s3:GetBucketLocation`, `sts:GetCallerIdentity`) have explicit rows with the fallback
 //! figures, so `tollgate policies` lists every budget the collectors can touch and
 //! [`is_known`] is true for them. `sts:GetCallerIdentity` is the bootstrap call: its
@@ -48,6 +51,33 @@ pub struct DefaultRow {
     pub burst: f64,
     /// Scope and source of the figures.
     pub note: &'static str,
+    /// Whether the figures were checked against AWS documentation.
+    pub verified: Verified,
+}
+
+/// Whether a default row's figures were checked against AWS documentation: shown by
+/// `tollgate policies` (column and JSON field `verified`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verified {
+    /// A row of seed 000's table, which says its figures were checked against AWS
+    /// documentation on 2026-09-07; the figures are conservative (some are below AWS's,
+    /// e.g. Route 53). tollgate has not re-checked them since.
+    AwsDocs,
+    /// A local budget, not a verified AWS quota: the S3 configuration reads (seed 000
+    /// says no AWS quota covers them), the fallback, and the rows given the fallback's
+    /// figures.
+    No,
+}
+
+impl Verified {
+    /// The label `tollgate policies` prints.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verified::AwsDocs => "aws-docs",
+            Verified::No => "no",
+        }
+    }
 }
 
 const fn row(
@@ -63,6 +93,21 @@ const fn row(
         rate_per_second,
         burst,
         note,
+        verified: Verified::AwsDocs,
+    }
+}
+
+/// A row whose figures are a local budget, not a verified AWS quota.
+const fn local(
+    service: &'static str,
+    group: &'static str,
+    rate_per_second: f64,
+    burst: f64,
+    note: &'static str,
+) -> DefaultRow {
+    DefaultRow {
+        verified: Verified::No,
+        ..row(service, group, rate_per_second, burst, note)
     }
 }
 
@@ -127,11 +172,11 @@ pub const DEFAULT_ROWS: &[DefaultRow] = &[
     row("resource-explorer-2", "non-search", 3.0, 1.0, "Account/region budget for non-search operations (Resource Explorer quotas)."),
     row("sagemaker", "DescribeEndpoint", 5.0, 1.0, "Account/region operation quota (SageMaker quotas)."),
     row("sagemaker", "DescribeEndpointConfig", 5.0, 1.0, "Account/region operation quota (SageMaker quotas)."),
-    row("s3", "GetBucketLifecycleConfiguration", 10.0, 10.0, S3),
-    row("s3", "ListBucketIntelligentTieringConfigurations", 10.0, 10.0, S3),
-    row("s3", "ListBuckets", FALLBACK_RATE, FALLBACK_BURST, FALLBACK),
-    row("s3", "GetBucketLocation", FALLBACK_RATE, FALLBACK_BURST, FALLBACK),
-    row("sts", "GetCallerIdentity", FALLBACK_RATE, FALLBACK_BURST, "Bootstrap call on a per-run in-memory budget; local fallback figures."),
+    local("s3", "GetBucketLifecycleConfiguration", 10.0, 10.0, S3),
+    local("s3", "ListBucketIntelligentTieringConfigurations", 10.0, 10.0, S3),
+    local("s3", "ListBuckets", FALLBACK_RATE, FALLBACK_BURST, FALLBACK),
+    local("s3", "GetBucketLocation", FALLBACK_RATE, FALLBACK_BURST, FALLBACK),
+    local("sts", "GetCallerIdentity", FALLBACK_RATE, FALLBACK_BURST, "Bootstrap call on a per-run in-memory budget; local fallback figures, not a verified AWS quota."),
 ];
 
 /// The row for a `service:group`, resolving service aliases.
@@ -140,6 +185,12 @@ pub fn lookup(service: &str, group: &str) -> Option<&'static DefaultRow> {
     DEFAULT_ROWS
         .iter()
         .find(|r| r.service == service && r.group == group)
+}
+
+/// Whether the default figures of a `service:group` were checked against AWS
+/// documentation (the fallback's were not).
+pub fn verified(service: &str, group: &str) -> Verified {
+    lookup(service, group).map_or(Verified::No, |r| r.verified)
 }
 
 /// Whether a `service:group` has its own row (as opposed to the fallback).
@@ -180,6 +231,44 @@ mod tests {
             assert!(p.is_ok(), "{}:{}: {:?}", r.service, r.group, p);
             assert!(!r.note.is_empty(), "{}:{} has no note", r.service, r.group);
         }
+    }
+
+    #[test]
+    fn only_the_seed_rows_with_aws_references_count_as_verified() {
+        let unverified: Vec<String> = DEFAULT_ROWS
+            .iter()
+            .filter(|r| r.verified == Verified::No)
+            .map(|r| format!("{}:{}", r.service, r.group))
+            .collect();
+        assert_eq!(
+            unverified,
+            [
+                "s3:GetBucketLifecycleConfiguration",
+                "s3:ListBucketIntelligentTieringConfigurations",
+                "s3:ListBuckets",
+                "s3:GetBucketLocation",
+                "sts:GetCallerIdentity",
+            ]
+        );
+        // Each note agrees with its mark.
+        for r in DEFAULT_ROWS {
+            let says_unverified = r.note.contains("not a verified AWS quota");
+            assert_eq!(
+                says_unverified,
+                r.verified == Verified::No,
+                "{}:{}: {}",
+                r.service,
+                r.group,
+                r.note
+            );
+        }
+        assert_eq!(verified("s3", "GetBucketLocation"), Verified::No);
+        assert_eq!(verified("kms", "ListKeys"), Verified::AwsDocs);
+        assert_eq!(
+            verified("ec2", "DescribeFleets"),
+            Verified::No,
+            "the fallback"
+        );
     }
 
     #[test]
