@@ -428,11 +428,11 @@ fn a_stopped_coordinator_is_given_up_with_an_actionable_error() {
 /// reported five transient answers for one scope, so its breaker is open until an instant.
 #[test]
 fn status_lists_an_open_breaker_with_its_reopen_instant() {
-    use tollgate::quota::{Outcome, Passage, QuotaKey};
+    use tollgate_quota::{Outcome, Passage, QuotaKey};
     let (_tmp, dir, _logs) = setup();
     let (serve, _) = start_serve(&dir);
     let admission =
-        tollgate::actors::connect(&tollgate::storage::AdmissionDir::at(&dir).unwrap()).unwrap();
+        tollgate_actors::connect(&tollgate_storage::AdmissionDir::at(&dir).unwrap()).unwrap();
     assert!(!admission.is_coordinator());
     let key: QuotaKey = "aws/123456789012/eu-west-1/ec2:describe".parse().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -449,7 +449,7 @@ fn status_lists_an_open_breaker_with_its_reopen_instant() {
         // Reports are not answered: a status round trip after them sees them applied.
         handle.coordination().await.unwrap();
     });
-    let out = run(Command::new(exe())
+    let out = run(Command::new(tollgate_exe())
         .args(["status", "--json", "--dir"])
         .arg(&dir));
     assert!(

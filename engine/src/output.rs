@@ -105,7 +105,8 @@ pub struct Reason {
     pub field: Option<String>,
     /// What happened: `unavailable` (the account or endpoint will not give the value),
     /// `throttled`, `retries_exhausted`, `transient`, `deadline_exceeded`, `cancelled`,
-    /// `admission` or `failed`.
+    /// `breaker_open` (the scope's circuit breaker was open past the deadline; the
+    /// message names the scope), `admission` or `failed`.
     pub kind: String,
     /// The AWS error code, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

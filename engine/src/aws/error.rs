@@ -28,6 +28,10 @@ pub enum CallErrorKind {
     /// A retry was needed but the key's shared retry allowance is empty; `code`,
     /// `status` and `message` describe the last failure.
     RetryAllowanceExhausted,
+    /// The circuit breaker of the call's scope (service, region, account) was open past
+    /// the call's deadline, or its probe was still out at the deadline: nothing was sent.
+    /// The message names the scope and when it lets a call through again.
+    BreakerOpen,
     /// Admission itself failed: quota state could not be stored, the coordinator is
     /// unreachable, the runtime stopped, or the quota key is invalid. Nothing was sent.
     Admission,
@@ -42,6 +46,7 @@ impl CallErrorKind {
             CallErrorKind::Throttled
                 | CallErrorKind::Transient
                 | CallErrorKind::RetryAllowanceExhausted
+                | CallErrorKind::BreakerOpen
         )
     }
 }
@@ -54,6 +59,7 @@ impl fmt::Display for CallErrorKind {
             CallErrorKind::Fatal => "failed",
             CallErrorKind::Cancelled => "cancelled",
             CallErrorKind::DeadlineExceeded => "deadline exceeded",
+            CallErrorKind::BreakerOpen => "circuit open",
             CallErrorKind::RetryAllowanceExhausted => "retry allowance exhausted",
             CallErrorKind::Admission => "admission failed",
         })

@@ -221,7 +221,12 @@ pub async fn resolve_identity(
                     crate::aws::ErrorClass::Transient => (AttemptOutcome::Transient, true),
                     crate::aws::ErrorClass::Fatal => (AttemptOutcome::Fatal, false),
                 };
-                let delay = settings.backoff(attempt, facts.class, None, random_unit);
+                let delay = settings.backoff(
+                    attempt,
+                    facts.class,
+                    crate::aws::backoff::ServerDelay::default(),
+                    random_unit,
+                );
                 let retry = if !more {
                     RetryOutcome::NotRetryable
                 } else if attempt == IDENTITY_MAX_ATTEMPTS {

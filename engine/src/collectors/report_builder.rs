@@ -139,6 +139,7 @@ fn reason_kind(kind: CallErrorKind) -> &'static str {
         CallErrorKind::DeadlineExceeded => "deadline_exceeded",
         CallErrorKind::Cancelled => "cancelled",
         CallErrorKind::Admission => "admission",
+        CallErrorKind::BreakerOpen => "breaker_open",
         #[allow(unreachable_patterns)] // the error taxonomy is non_exhaustive
         _ => "failed",
     }
@@ -181,6 +182,8 @@ mod tests {
             ("value", RetryAllowanceExhausted, DatasetStatus::Partial),
             ("value", DeadlineExceeded, DatasetStatus::Partial),
             ("value", Admission, DatasetStatus::Partial),
+            ("value", BreakerOpen, DatasetStatus::Partial),
+            ("listing", BreakerOpen, DatasetStatus::Failed),
             ("value", Cancelled, DatasetStatus::Cancelled),
             ("listing", Fatal, DatasetStatus::Failed),
             ("listing", Throttled, DatasetStatus::Failed),

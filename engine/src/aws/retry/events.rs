@@ -90,7 +90,7 @@ pub(super) fn admission_outcome(stop: AdmissionStop) -> AttemptOutcome {
         AdmissionStop::AllowanceExhausted => AttemptOutcome::Exhausted,
         AdmissionStop::Cancelled => AttemptOutcome::Cancelled,
         AdmissionStop::DeadlineExceeded => AttemptOutcome::DeadlineExceeded,
-        AdmissionStop::Failed => AttemptOutcome::AdmissionFailed,
+        AdmissionStop::Failed | AdmissionStop::BreakerOpen => AttemptOutcome::AdmissionFailed,
     }
 }
 
