@@ -1,5 +1,5 @@
-//! Embedding tollgate: start the engine, run a scan through the supervisor's messages,
-//! cancel another, and read the results.
+//! Embedding tollgate: check credentials (a typed error to match on), start the engine,
+//! run a scan through the supervisor's messages, cancel another, and read the results.
 //!
 //! ```sh
 //! # against moto (python3 -m pip install "moto[server]"; moto_server -p 5000 &):
@@ -17,6 +17,7 @@
 use std::time::Duration;
 
 use tokio::sync::oneshot;
+use tollgate::engine::aws::{check_credentials, CredentialsErrorKind};
 use tollgate::engine::supervisor::{AwaitReport, CancelScan, GetProgress, StartScan};
 use tollgate::engine::{Dataset, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig};
 
@@ -26,17 +27,35 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .or_else(|| std::env::var("TOLLGATE_ENDPOINT_URL").ok());
 
-    // 1. The engine: admission directory, quota actors (or a client of the user's
-    //    coordinator). The discovery runtime runs the supervisor on its own actor thread.
-    let engine = Engine::open(EngineConfig::from_env()?)?;
-    let discovery = engine.discovery(None);
-    let supervisor = discovery.supervisor();
-
     let request = DiscoveryRequest {
         endpoint_url: endpoint_url.clone(),
         timeout: Duration::from_secs(120),
         ..Default::default()
     };
+
+    // 0. Credentials before anything else: a scan without them only fails every call.
+    //    The error's Display says what was tried and how to fix it; its kind is typed.
+    if let Err(e) = check_credentials(&request).await {
+        match e.kind() {
+            CredentialsErrorKind::SsoLoginRequired => {
+                eprintln!(
+                    "(an SSO profile: `aws sso login --profile {}`)",
+                    e.profile()
+                )
+            }
+            CredentialsErrorKind::ProfileNotFound => {
+                eprintln!("(profiles defined: {})", e.detail())
+            }
+            _ => {}
+        }
+        return Err(e.into());
+    }
+
+    // 1. The engine: admission directory, quota actors (or a client of the user's
+    //    coordinator). The discovery runtime runs the supervisor on its own actor thread.
+    let engine = Engine::open(EngineConfig::from_env()?)?;
+    let discovery = engine.discovery(None);
+    let supervisor = discovery.supervisor();
 
     // 2. A scan through messages: StartScan answers at once with the scan id; progress is
     //    there to poll; AwaitReport delivers the report when the scan finishes.

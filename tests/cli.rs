@@ -7,7 +7,9 @@ use tollgate_quota::defaults::DEFAULT_ROWS;
 
 fn tollgate(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
-    cmd.args(args).env_remove("TOLLGATE_QUOTA_OVERRIDES");
+    cmd.args(args)
+        .env_remove("TOLLGATE_QUOTA_OVERRIDES")
+        .env_remove("TOLLGATE_POLICY_FILE");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -160,6 +162,7 @@ fn a_misspelt_region_and_a_huge_timeout_are_usage_errors_before_any_call() {
     }
 }
 
+#[test]
 fn help_lists_bench_and_no_bench_worker_is_a_tollgate_command() {
     let out = tollgate(&["--help"], &[]);
     assert!(out.status.success());
@@ -198,4 +201,102 @@ fn bench_without_the_bench_executable_names_the_build_command() {
         stderr.contains("cargo build -p tollgate-bench --profile bench-fast"),
         "{stderr}"
     );
+}
+
+#[test]
+fn policies_at_resolves_schedules_and_allowance_periods_at_the_instant() {
+    let overrides = r#"{"kms:ListKeys": {"ratePerSecond": 50, "burst": 10,
+        "schedule": [{"cron": "* 9-16 * * MON-FRI", "timezone": "Europe/Berlin",
+                      "ratePerSecond": 1, "burst": 1}]},
+      "ce:GetCostAndUsage": {"allowance": {"amount": 20000, "resets": "0 0 * * *",
+                                           "timezone": "America/New_York"}}}"#;
+    let at = |instant: &str| {
+        let out = tollgate(
+            &["policies", "--at", instant, "--json"],
+            &[("TOLLGATE_QUOTA_OVERRIDES", overrides)],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let find = |service: &str, group: &str| {
+            report["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["service"] == service && r["group"] == group)
+                .cloned()
+                .unwrap()
+        };
+        (find("kms", "ListKeys"), find("ce", "GetCostAndUsage"))
+    };
+    // Monday 08:59 in Berlin: the base, until 09:00 (08:00Z).
+    let (kms, ce) = at("2026-01-05T08:59:00+01:00");
+    assert_eq!(kms["policy"]["ratePerSecond"], 50.0);
+    assert_eq!(kms["entry"], serde_json::Value::Null);
+    assert_eq!(kms["validUntil"], "2026-01-05T08:00:00.000Z");
+    assert_eq!(ce["allowance"]["amount"], 20000);
+    assert_eq!(ce["allowance"]["periodStart"], "2026-01-05T05:00:00.000Z");
+    assert_eq!(ce["allowance"]["resetsAt"], "2026-01-06T05:00:00.000Z");
+    // 09:00: the business-hours entry until 17:00 (16:00Z).
+    let (kms, _) = at("2026-01-05T09:00:00+01:00");
+    assert_eq!(kms["policy"]["ratePerSecond"], 1.0);
+    assert_eq!(kms["entry"], 0);
+    assert_eq!(kms["validUntil"], "2026-01-05T16:00:00.000Z");
+    // A bad instant is a usage error that does not echo the text.
+    let out = tollgate(&["policies", "--at", "tuesday-SECRET"], &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--at") && !err.contains("SECRET"), "{err}");
+}
+
+#[test]
+fn a_policy_file_applies_under_the_overrides_and_its_errors_name_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("policies.toml");
+    std::fs::write(
+        &file,
+        "[\"kms:ListKeys\"]\nratePerSecond = 7\nburst = 2\n\n[\"kms:DescribeKey\"]\nratePerSecond = 3\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let out = tollgate(
+        &["policies", "--json"],
+        &[
+            ("TOLLGATE_POLICY_FILE", path),
+            (
+                "TOLLGATE_QUOTA_OVERRIDES",
+                r#"{"kms:DescribeKey":{"ratePerSecond":1}}"#,
+            ),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let rate = |group: &str| {
+        rows.iter()
+            .find(|r| r["service"] == "kms" && r["group"] == group)
+            .map(|r| r["policy"]["ratePerSecond"].as_f64().unwrap())
+    };
+    assert_eq!(rate("ListKeys"), Some(7.0), "the file applies");
+    assert_eq!(
+        rate("DescribeKey"),
+        Some(1.0),
+        "the overrides win over the file"
+    );
+
+    std::fs::write(&file, "[\"kms:ListKeys\"]\nratePerSecond = \"SECRET\"\n").unwrap();
+    let out = tollgate(&["policies"], &[("TOLLGATE_POLICY_FILE", path)]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("policies.toml") && err.contains("kms:ListKeys"),
+        "{err}"
+    );
+    assert!(!err.contains("SECRET"), "{err}");
 }

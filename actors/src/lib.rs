@@ -18,6 +18,8 @@
 //!   edge, shared), and the admission request that travels with it.
 //! - [`runtime`]: the dedicated actor thread, or start-in-current-system for tests.
 //! - [`clock`]: `TokioClock`, the one place real time is read.
+//! - [`schedules`]: [`Schedules`], the keys' schedules and allowances (seed 003) and the
+//!   clock's anchor on the calendar.
 //! - [`join`]: [`connect`] and [`Admission`]: become the coordinator or its client.
 //! - [`coordinator`]: the [`Coordinator`] role: state, actors and socket of the lock
 //!   holder (used by `join` and by a client's failover, importing neither).
@@ -41,6 +43,7 @@ pub mod quota_actor;
 pub mod registry;
 pub mod remote;
 pub mod runtime;
+pub mod schedules;
 
 pub use clock::TokioClock;
 pub use coordinator::Coordinator;
@@ -51,3 +54,4 @@ pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, KeyStatus};
 pub use remote::{ClientInfo, CoordinationStatus};
 pub use runtime::{paused_system, start_in_current_system, AdmissionRuntime, RuntimeConfig};
+pub use schedules::Schedules;

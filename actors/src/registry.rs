@@ -46,9 +46,10 @@ impl Registry {
     fn spawn_actor(&mut self, key: &CanonicalKey, policy: Policy) -> Addr<QuotaActor> {
         let now = self.deps.clock.now();
         let pid_alive = self.deps.pid_alive.clone();
-        let (state, failure) = match self.deps.persister.load(key.as_str()) {
+        let loaded = self.deps.persister.load(key.as_str());
+        let (state, failure) = match &loaded {
             Ok(None) => (QuotaState::new(policy, now), None),
-            Ok(Some(bytes)) => match serde_json::from_slice::<QuotaRecord>(&bytes) {
+            Ok(Some(bytes)) => match serde_json::from_slice::<QuotaRecord>(bytes) {
                 Ok(record) if QuotaRecord::readable(record.format) => {
                     let (mut state, recovery) =
                         QuotaState::from_record(record, now, &|pid| pid_alive(pid));
@@ -81,7 +82,10 @@ impl Registry {
             },
             Err(e) => (QuotaState::new(policy, now), Some(e.to_string())),
         };
-        QuotaActor::new(key.clone(), state, self.deps.clone(), failure).start()
+        let stored = loaded.as_ref().ok().and_then(|b| b.as_deref());
+        QuotaActor::new(key.clone(), state, self.deps.clone(), failure)
+            .with_calendar(stored)
+            .start()
     }
 }
 
@@ -207,6 +211,7 @@ impl Handler<StatusAll> for Registry {
                     waiting_for_reservation: 0,
                     waiting_for_admission: 0,
                     storage_failure: None,
+                    calendar: None,
                 });
             }
             out.sort_by(|a, b| a.key.cmp(&b.key));

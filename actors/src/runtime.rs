@@ -20,6 +20,7 @@ use crate::local::LocalAdmission;
 use crate::persist::Persister;
 use crate::quota_actor::{ActorDeps, PidAlive};
 use crate::registry::{Registry, DEFAULT_EVICT_AFTER};
+use crate::schedules::Schedules;
 use crate::AdmissionError;
 
 /// What an admission runtime is built from.
@@ -33,6 +34,8 @@ pub struct RuntimeConfig {
     pub pid_alive: PidAlive,
     /// Idle time before a key's actor is evicted.
     pub evict_after: Duration,
+    /// The keys' schedules and allowances (seed 003), and the clock's anchor.
+    pub schedules: Schedules,
 }
 
 impl std::fmt::Debug for RuntimeConfig {
@@ -45,13 +48,15 @@ impl std::fmt::Debug for RuntimeConfig {
 }
 
 impl RuntimeConfig {
-    /// A config for this process over `store`, with real pid checks.
+    /// A config for this process over `store`, with real pid checks and the schedules
+    /// installed for this process ([`Schedules::install_for_this_process`]).
     pub fn for_this_process(store: Arc<dyn QuotaStore>) -> Self {
         RuntimeConfig {
             store,
             owner: this_process_owner(),
             pid_alive: Arc::new(tollgate_storage::pid_alive),
             evict_after: DEFAULT_EVICT_AFTER,
+            schedules: Schedules::for_this_process(),
         }
     }
 
@@ -63,6 +68,7 @@ impl RuntimeConfig {
             owner,
             pid_alive: Arc::new(|_| true),
             evict_after: Duration::from_secs(3_600),
+            schedules: Schedules::none(),
         }
     }
 }
@@ -108,6 +114,7 @@ fn start_local(
         persister: persister.clone(),
         pid_alive: config.pid_alive.clone(),
         unclean_takeover_at,
+        schedules: config.schedules.clone(),
     };
     let registry = Registry::new(deps, config.evict_after).start();
     let breakers = BreakerBoard::new(clock.clone()).start();

@@ -22,6 +22,7 @@ fn config(pid: u32) -> RuntimeConfig {
         owner: Owner { pid, generation: 1 },
         pid_alive: Arc::new(|_| true),
         evict_after: Duration::from_secs(3_600),
+        schedules: tollgate_actors::Schedules::none(),
     }
 }
 

@@ -20,6 +20,7 @@ fn config(store: Arc<dyn QuotaStore>, pid: u32) -> RuntimeConfig {
         owner: Owner { pid, generation: 1 },
         pid_alive: Arc::new(|_| true),
         evict_after: Duration::from_secs(10),
+        schedules: tollgate_actors::Schedules::none(),
     }
 }
 

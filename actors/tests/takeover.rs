@@ -31,6 +31,7 @@ fn config(store: Arc<dyn QuotaStore>, pid: u32) -> RuntimeConfig {
         owner: Owner { pid, generation: 1 },
         pid_alive: Arc::new(move |p| p == pid),
         evict_after: Duration::from_secs(300),
+        schedules: tollgate_actors::Schedules::none(),
     }
 }
 

@@ -3,8 +3,13 @@
 //!
 //! Invalid quota overrides fail here, before any AWS request, with an error that names
 //! the variable and the offending key but never echoes its JSON.
+//!
+//! Policies come in layers: the defaults, then the policy file named by
+//! `TOLLGATE_POLICY_FILE` (TOML or JSON with the overrides' fields, schedules and
+//! allowances included), then `TOLLGATE_QUOTA_OVERRIDES` over both. Errors in the file
+//! name the file (and, for a TOML syntax error, its line), never its contents.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tollgate_quota::overrides::{OverrideError, PolicyTable, OVERRIDES_ENV};
 use tollgate_storage::{DirEnv, ADMISSION_DIR_ENV};
@@ -25,16 +30,65 @@ pub enum ConfigError {
     /// `TOLLGATE_QUOTA_OVERRIDES` (or another override source) is invalid.
     #[error(transparent)]
     Overrides(#[from] OverrideError),
+    /// The policy file could not be read or is not TOML or JSON.
+    #[error("{POLICY_FILE_ENV}: {path}: {problem}")]
+    PolicyFile { path: String, problem: String },
+}
+
+/// Names a policy file (TOML or JSON, the overrides' fields), applied under
+/// `TOLLGATE_QUOTA_OVERRIDES`.
+pub const POLICY_FILE_ENV: &str = "TOLLGATE_POLICY_FILE";
+
+/// The defaults with the policy file at `path` over them.
+pub fn policy_file_table(path: &Path) -> Result<PolicyTable, ConfigError> {
+    let name = path.display().to_string();
+    let fail = |problem: String| ConfigError::PolicyFile {
+        path: name.clone(),
+        problem,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        fail(format!(
+            "cannot read it ({e}); fix the path or unset {POLICY_FILE_ENV}"
+        ))
+    })?;
+    let is_json = match path.extension().and_then(|e| e.to_str()) {
+        Some("json") => true,
+        Some("toml") => false,
+        _ => text.trim_start().starts_with('{'),
+    };
+    let json = if is_json {
+        text
+    } else {
+        let value: serde_json::Value = toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+            fail(match line {
+                Some(line) => format!("not valid TOML (line {line}); fix the file"),
+                None => "not valid TOML; fix the file".to_owned(),
+            })
+        })?;
+        value.to_string()
+    };
+    Ok(PolicyTable::defaults().apply_overrides(&json, &name)?)
 }
 
 impl EngineConfig {
-    /// Read `TOLLGATE_ADMISSION_DIR`, `XDG_CACHE_HOME`, `HOME`, `TMPDIR` and
-    /// `TOLLGATE_QUOTA_OVERRIDES` from the process environment.
+    /// Read `TOLLGATE_ADMISSION_DIR`, `XDG_CACHE_HOME`, `HOME`, `TMPDIR`,
+    /// `TOLLGATE_POLICY_FILE` and `TOLLGATE_QUOTA_OVERRIDES` from the process environment.
     pub fn from_env() -> Result<EngineConfig, ConfigError> {
         let overrides = std::env::var(OVERRIDES_ENV).ok();
+        let base = match std::env::var_os(POLICY_FILE_ENV) {
+            Some(path) if !path.is_empty() => policy_file_table(Path::new(&path))?,
+            _ => PolicyTable::defaults(),
+        };
+        let policies = match overrides.as_deref() {
+            Some(json) => base.apply_overrides(json, OVERRIDES_ENV)?,
+            None => base,
+        };
         Ok(EngineConfig {
             dir_env: DirEnv::from_process_env(),
-            policies: PolicyTable::from_env(overrides.as_deref())?,
+            policies,
         })
     }
 
@@ -48,4 +102,84 @@ impl EngineConfig {
 }
 
 /// The environment variables the engine reads, for help texts.
-pub const ENV_VARS: &[&str] = &[ADMISSION_DIR_ENV, OVERRIDES_ENV];
+pub const ENV_VARS: &[&str] = &[ADMISSION_DIR_ENV, POLICY_FILE_ENV, OVERRIDES_ENV];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tollgate_quota::{QuotaKey, ReadTime};
+
+    fn file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    fn key(text: &str) -> QuotaKey {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_toml_policy_file_carries_schedules_and_allowances() {
+        let (_dir, path) = file(
+            "policies.toml",
+            r#"
+["kms:ListKeys"]
+ratePerSecond = 50
+burst = 10
+schedule = [{ cron = "* 9-16 * * MON-FRI", timezone = "Europe/Berlin", ratePerSecond = 1, burst = 1 }]
+
+["ce:GetCostAndUsage".allowance]
+amount = 20000
+resets = "0 0 * * *"
+timezone = "America/New_York"
+"#,
+        );
+        let table = policy_file_table(&path).unwrap();
+        let kms = key("aws/123456789012/eu-west-1/kms:ListKeys");
+        assert_eq!(table.policy_for_key(&kms).rate_per_second(), 50.0);
+        assert!(matches!(
+            table.read_time_for_key(&kms),
+            Some(ReadTime::Schedule(_))
+        ));
+        let ce = key("aws/123456789012/us-east-1/ce:GetCostAndUsage");
+        assert!(matches!(
+            table.read_time_for_key(&ce),
+            Some(ReadTime::Allowance(a)) if a.amount() == 20_000
+        ));
+    }
+
+    #[test]
+    fn a_json_policy_file_reads_like_the_overrides() {
+        let (_dir, path) = file("p.json", r#"{"kms:ListKeys": {"ratePerSecond": 7}}"#);
+        let table = policy_file_table(&path).unwrap();
+        let kms = key("aws/123456789012/eu-west-1/kms:ListKeys");
+        assert_eq!(table.policy_for_key(&kms).rate_per_second(), 7.0);
+    }
+
+    #[test]
+    fn policy_file_errors_name_the_file_and_never_echo_it() {
+        let (_dir, path) = file("bad.toml", "[\"kms:ListKeys\"]\nratePerSecond = SECRET\n");
+        let msg = policy_file_table(&path).unwrap_err().to_string();
+        assert!(msg.contains("bad.toml") && msg.contains("line 2"), "{msg}");
+        assert!(!msg.contains("SECRET"), "{msg}");
+        let (_dir, path) = file(
+            "bad.json",
+            r#"{"kms:ListKeys": {"schedule": [{"cron": "* * * * *", "timezone": "Mars/SECRET"}]}}"#,
+        );
+        let msg = policy_file_table(&path).unwrap_err().to_string();
+        assert!(
+            msg.contains("bad.json") && msg.contains("kms:ListKeys"),
+            "{msg}"
+        );
+        assert!(!msg.contains("SECRET"), "{msg}");
+        let msg = policy_file_table(Path::new("/nonexistent/p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("/nonexistent/p.toml") && msg.contains(POLICY_FILE_ENV),
+            "{msg}"
+        );
+    }
+}

@@ -36,6 +36,13 @@ impl Engine {
     /// Resolve the admission directory and join it, as coordinator or client.
     pub fn open(config: EngineConfig) -> Result<Engine, EngineError> {
         let dir = AdmissionDir::resolve(&config.dir_env)?;
+        // Any coordinator this process starts (now or by failover) enforces the
+        // configuration's schedules and allowances; the actors' clock counts Unix time.
+        tollgate_actors::Schedules::new(
+            std::sync::Arc::new(config.policies.clone()),
+            tollgate_quota::WallClock::UNIX_EPOCH,
+        )
+        .install_for_this_process();
         let admission = connect(&dir)?;
         Ok(Engine {
             policies: config.policies,

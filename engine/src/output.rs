@@ -106,7 +106,8 @@ pub struct Reason {
     /// What happened: `unavailable` (the account or endpoint will not give the value),
     /// `throttled`, `retries_exhausted`, `transient`, `deadline_exceeded`, `cancelled`,
     /// `breaker_open` (the scope's circuit breaker was open past the deadline; the
-    /// message names the scope), `admission` or `failed`.
+    /// message names the scope), `admission`, `credentials` (the caller's credentials
+    /// could not be loaded or expired; not retried) or `failed`.
     pub kind: String,
     /// The AWS error code, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

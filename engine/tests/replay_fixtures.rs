@@ -371,3 +371,63 @@ fn a_hold_ends_at_the_deadline() {
     assert_eq!(stuck.attempts[0].outcome, AttemptResult::Aborted);
     assert_eq!(report.elapsed_ms, 2_500);
 }
+
+// ---------------------------------------------------------------- schedules and allowances
+
+/// Issue 12's calendar fixtures: each script's `start_at` puts a schedule boundary or an
+/// allowance reset 2 s into the replay, and the dispatch instants show it taking effect
+/// at the first admission at or after it (to the millisecond).
+///
+/// - Business hours in Berlin: 1/s until 09:00 CET (08:00Z), then 10/s: 0 and 1000 under
+///   the base; the waiter held for 2000 is re-checked at the boundary and goes then (a
+///   full token by the old rate), the rest 100 ms apart.
+/// - Spring forward: the `* 3 * * *` hour starts at 03:00 local, which is the instant of
+///   the jump (Berlin 01:00Z, New York 07:00Z), not an hour later: 1/s, then 10/s at 2 s.
+/// - Fall back: the repeated hour (`* 2 * * *` in Berlin, `* 1 * * *` in New York) is
+///   matched both times, so its 1/s holds until the end of the second one (Berlin
+///   02:00Z, New York 07:00Z), then the base's 10/s.
+/// - Daily allowance of 3 in New York: three at once, then the two others wait for
+///   midnight EST (05:00Z) and go together when the whole amount returns.
+#[test]
+fn calendar_fixtures_take_effect_at_their_boundaries() {
+    let stepped = vec![0, 1_000, 2_000, 2_100, 2_200, 2_300];
+    let table = [
+        ("schedule-business-hours-berlin.json", stepped.clone()),
+        ("schedule-spring-forward-berlin.json", stepped.clone()),
+        ("schedule-fall-back-berlin.json", stepped.clone()),
+        ("schedule-spring-forward-new-york.json", stepped.clone()),
+        ("schedule-fall-back-new-york.json", stepped),
+        ("allowance-daily-reset.json", vec![0, 0, 0, 2_000, 2_000]),
+    ];
+    for (name, want) in table {
+        let report = replay_fixture(name);
+        assert_eq!(dispatches(&report), want, "{name}");
+        assert!(
+            report
+                .requests
+                .iter()
+                .all(|r| r.result == RequestResult::Success),
+            "{name}: every request succeeds"
+        );
+    }
+}
+
+/// The same allowance with a deadline before the reset: the two left over are refused
+/// at once (nothing waits for a reset past the deadline).
+#[test]
+fn an_allowance_exhausted_before_the_deadline_is_refused_at_once() {
+    let text = fixture_text("allowance-daily-reset.json").replacen(
+        "\"retry\"",
+        "\"deadline_ms\": 1000, \"retry\"",
+        1,
+    );
+    let report = replay_with(&script(&text), replay::DEFAULT_SEED);
+    assert_eq!(dispatches(&report), vec![0, 0, 0]);
+    let failed = report
+        .requests
+        .iter()
+        .filter(|r| r.result == RequestResult::Failed)
+        .count();
+    assert_eq!(failed, 2);
+    assert_eq!(report.elapsed_ms, 0, "refused at once, not at the deadline");
+}

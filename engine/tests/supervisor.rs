@@ -61,8 +61,9 @@ async fn bad_requests_are_refused_and_unknown_scans_say_so() {
 }
 
 /// Cancelled while the caller's identity is still being resolved (the endpoint accepts
-/// connections and never answers): the report arrives with every dataset `cancelled`,
-/// and the scan can then be forgotten.
+/// connections and never answers; static credentials, so that the request is signed and
+/// sent whatever the machine's AWS configuration): the report arrives with every dataset
+/// `cancelled`, and the scan can then be forgotten.
 #[tokio::test]
 async fn a_scan_cancelled_during_setup_still_reports() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -74,6 +75,9 @@ async fn a_scan_cancelled_during_setup_still_reports() {
             datasets: vec![Dataset::KmsKeys, Dataset::S3Buckets],
             endpoint_url: Some(url),
             timeout: Duration::from_secs(60),
+            credentials: Some(aws_credential_types::Credentials::new(
+                "AKIDTEST", "test", None, None, "test",
+            )),
             ..Default::default()
         })
         .await

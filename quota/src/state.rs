@@ -89,6 +89,12 @@ pub enum Refusal {
     CostExceedsBurst { cost: u32, burst: f64 },
     #[error("the key's shared retry allowance is exhausted; the retry is not sent")]
     RetryAllowanceExhausted,
+    #[error("the key's calendar allowance is exhausted until {resets_at}, after the request's deadline; raise the allowance or run after the reset")]
+    AllowanceExhausted {
+        resets_at: crate::schedule::WallClock,
+    },
+    #[error("cost {cost} exceeds the key's whole calendar allowance of {amount}; raise the allowance or split the request")]
+    CostExceedsAllowance { cost: u32, amount: u64 },
 }
 
 /// The answer to an admission request.
@@ -182,6 +188,22 @@ impl QuotaState {
         self.policy = next;
         self.bucket.refill(next.burst(), self.effective_rate(), now);
         self.retry.clamp(next.retry_capacity());
+        true
+    }
+
+    /// Put `policy` in force now, looser or stricter: a schedule's boundary, where the
+    /// policy is the schedule's rather than a caller's. The bucket is settled under the old
+    /// rate first, so time already passed earns what it earned. True if it changed.
+    pub fn enforce_policy(&mut self, policy: Policy, now: Timestamp) -> bool {
+        if policy == self.policy {
+            return false;
+        }
+        self.bucket
+            .refill(self.policy.burst(), self.effective_rate(), now);
+        self.policy = policy;
+        self.bucket
+            .refill(policy.burst(), self.effective_rate(), now);
+        self.retry.clamp(policy.retry_capacity());
         true
     }
 

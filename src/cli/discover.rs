@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tollgate_engine::aws::check_credentials;
 use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
 use tollgate_engine::collectors::DatasetProgress;
-use tollgate_engine::request::MAX_TIMEOUT;
+use tollgate_engine::request::{FALLBACK_REGION, MAX_TIMEOUT};
 use tollgate_engine::{
     Dataset, DatasetStatus, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig, ScanHandle,
 };
@@ -145,19 +146,6 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         telemetry,
         rt,
     } = ScanEnv::new(&args.scan)?;
-    rt.block_on(async move {
-        let engine = Engine::open(config)?;
-        let outcome = scan(&engine, args, telemetry).await;
-        engine.close().await?;
-        outcome
-    })
-}
-
-async fn scan(
-    engine: &Engine,
-    args: DiscoverArgs,
-    telemetry: Option<Arc<dyn TelemetrySink>>,
-) -> anyhow::Result<ExitCode> {
     let request = DiscoveryRequest {
         regions: args.regions,
         datasets: args.datasets,
@@ -165,12 +153,33 @@ async fn scan(
         profile: args.profile,
         timeout: args.scan.timeout,
         credentials: None,
-    };
-    let report_to = match &args.output {
-        Some(path) => ReportTo::File(path),
-        None => ReportTo::Stdout,
-    };
-    run_scan(engine, request, report_to, telemetry).await
+    }
+    .validate()?;
+    rt.block_on(async move {
+        preflight(&request).await?;
+        let engine = Engine::open(config)?;
+        let report_to = match &args.output {
+            Some(path) => ReportTo::File(path),
+            None => ReportTo::Stdout,
+        };
+        let outcome = run_scan(&engine, request, report_to, telemetry).await;
+        engine.close().await?;
+        outcome
+    })
+}
+
+/// Before any scan output: credentials (a scan without them only fails every call; the
+/// error says what was tried and how to fix it, and the command exits 1), and the one
+/// notice of a region fallback.
+async fn preflight(request: &DiscoveryRequest) -> anyhow::Result<()> {
+    let check = check_credentials(request).await?;
+    if request.regions.is_empty() && check.region.is_none() {
+        eprintln!(
+            "tollgate: no region configured (--regions, AWS_REGION or the profile's region); \
+             scanning {FALLBACK_REGION}"
+        );
+    }
+    Ok(())
 }
 
 /// Where the JSON report goes.
@@ -301,6 +310,21 @@ fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
             dataset.status.as_str(),
             dataset.items.len(),
             if reasons.is_empty() { "-" } else { &reasons }
+        )?;
+    }
+    // Said once, however many calls and datasets it cost.
+    if let Some(reason) = report
+        .datasets
+        .values()
+        .flat_map(|d| &d.reasons)
+        .find(|r| r.kind == "credentials")
+    {
+        writeln!(
+            err,
+            "credentials: AWS credentials failed during the scan ({}); the datasets above \
+             lack what those calls would have read. Renew them (`aws sso login --profile P` \
+             for an SSO profile) and scan again.",
+            reason.message
         )?;
     }
     if !report.throttling.is_empty() {

@@ -3,7 +3,9 @@
 mod bench;
 mod demo;
 mod discover;
+mod logging;
 mod policies;
+mod policies_at;
 mod replay;
 mod serve;
 mod simulate;
@@ -22,7 +24,8 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "tollgate", version, about, long_about = None)]
 pub struct Cli {
-    /// Log more (-v debug, -vv trace); RUST_LOG overrides.
+    /// Log more (-v debug, including the AWS libraries' warnings; -vv trace); RUST_LOG
+    /// overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     #[command(subcommand)]
@@ -48,6 +51,10 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Resolve schedules and allowances at this instant (RFC 3339), showing each
+        /// key's policy in force, until when it holds, and allowance periods.
+        #[arg(long, value_name = "RFC3339")]
+        at: Option<String>,
     },
     /// Dry-run policies: replay a script of requests and scripted answers through the real
     /// quota actors and retry owner in simulated time, and print when each attempt would
@@ -91,7 +98,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Discover(args) => discover::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Policies { json } => policies::run(json),
+        Command::Policies { json, at: None } => policies::run(json),
+        Command::Policies { json, at: Some(at) } => policies_at::run(&at, json),
         Command::Replay { script, json, seed } => replay::run(&script, json, seed),
         Command::Status { dir, json } => status::run(dir, json),
         Command::Serve { dir } => serve::run(dir),
@@ -99,17 +107,4 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Logs go to stderr; `-v` raises the level, `RUST_LOG` wins when set.
-pub fn init_tracing(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
+pub use logging::init_tracing;

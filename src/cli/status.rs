@@ -5,6 +5,11 @@
 //! nothing). If a coordinator holds it, status asks it over the socket for its pid, its
 //! connected clients, every key's live state and every circuit breaker it knows
 //! (breakers live in the coordinator's memory: with none running, the list is empty).
+//!
+//! A key with a schedule or a calendar allowance also shows its calendar: the schedule
+//! entry in force and until when, or the allowance's use in its period and its reset
+//! (from the coordinator's actor, or, without one, from the configuration and the
+//! record's counter, charged with the record's lease as a restore would).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,8 +17,13 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use tollgate_actors::clock::unix_now;
+use tollgate_actors::messages::{AllowanceStatus, CalendarStatus};
 use tollgate_actors::{BreakerStatus, ClientInfo};
-use tollgate_quota::{QuotaRecord, QuotaSnapshot, QuotaState};
+use tollgate_quota::schedule::DEFAULT_SCAN_CAP;
+use tollgate_quota::{
+    AllowanceCounter, PolicyTable, QuotaKey, QuotaRecord, QuotaSnapshot, QuotaState, ReadTime,
+    Timestamp, WallClock,
+};
 use tollgate_storage::{AdmissionDir, CoordinatorLock, QuotaStore, SledStore};
 
 #[derive(Debug, Serialize)]
@@ -32,6 +42,65 @@ struct Report {
 struct KeyReport {
     key: String,
     state: QuotaSnapshot,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    calendar: Option<CalendarStatus>,
+}
+
+/// The stored counter of an allowance key's record.
+#[derive(serde::Deserialize)]
+struct StoredAllowance {
+    #[serde(default)]
+    allowance: Option<AllowanceCounter>,
+}
+
+/// A key's calendar from the configuration and its stored record (no coordinator runs).
+fn stored_calendar(
+    table: &PolicyTable,
+    key: &str,
+    bytes: &[u8],
+    lease_cost: Option<f64>,
+    now: Timestamp,
+) -> Option<CalendarStatus> {
+    let key: QuotaKey = key.parse().ok()?;
+    let at = WallClock::from_timestamp(now, WallClock::UNIX_EPOCH);
+    match table.read_time_for_key(&key)? {
+        ReadTime::Schedule(_) => {
+            let resolved = table.resolve_for_name(
+                key.service_group(),
+                at,
+                at.saturating_add(DEFAULT_SCAN_CAP),
+            );
+            Some(CalendarStatus {
+                entry: resolved.entry,
+                valid_until: Some(resolved.valid_until),
+                allowance: None,
+            })
+        }
+        ReadTime::Allowance(allowance) => {
+            let stored = serde_json::from_slice::<StoredAllowance>(bytes)
+                .ok()
+                .and_then(|s| s.allowance);
+            let mut counter = match (stored, lease_cost) {
+                (Some(c), Some(cost)) => {
+                    AllowanceCounter::restore(allowance, &c, cost.ceil() as u64, at)
+                }
+                (Some(c), None) => c,
+                (None, _) => AllowanceCounter::new(allowance, 0, at),
+            };
+            counter.roll(allowance, at);
+            Some(CalendarStatus {
+                entry: None,
+                valid_until: None,
+                allowance: Some(AllowanceStatus {
+                    amount: allowance.amount(),
+                    used: counter.used(),
+                    consumed_total: counter.consumed_total(),
+                    period_start: counter.period().start,
+                    resets_at: counter.period().next_reset,
+                }),
+            })
+        }
+    }
 }
 
 pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
@@ -56,10 +125,13 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
                         dir.path().display()
                     )
                 })?;
+                let lease_cost = record.lease.map(|l| l.cost);
+                let calendar = stored_calendar(&config.policies, &key, &bytes, lease_cost, now);
                 let (state, _) = QuotaState::from_record(record, now, &tollgate_storage::pid_alive);
                 report.keys.push(KeyReport {
                     key,
                     state: state.snapshot(now),
+                    calendar,
                 });
             }
             opened.store.mark_clean_shutdown()?;
@@ -75,6 +147,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
                 .map(|k| KeyReport {
                     key: k.key,
                     state: k.state,
+                    calendar: k.calendar,
                 })
                 .collect();
         }
@@ -132,6 +205,25 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
             s.reservations,
             format!("{}/{}", s.window_starts, s.window_limit),
         )?;
+        match k.calendar {
+            Some(CalendarStatus {
+                allowance: Some(a), ..
+            }) => writeln!(
+                out,
+                "  allowance: {}/{} used since {}, resets at {}",
+                a.used, a.amount, a.period_start, a.resets_at
+            )?,
+            Some(CalendarStatus {
+                entry,
+                valid_until: Some(until),
+                ..
+            }) => writeln!(
+                out,
+                "  schedule: {} in force until {until}",
+                entry.map_or("the base policy".to_owned(), |i| format!("entry {i}"))
+            )?,
+            _ => {}
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

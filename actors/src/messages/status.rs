@@ -2,7 +2,7 @@
 
 use actix::Message;
 use serde::{Deserialize, Serialize};
-use tollgate_quota::QuotaSnapshot;
+use tollgate_quota::{QuotaSnapshot, WallClock};
 
 /// Ask for the key's state.
 #[derive(Debug, Clone, Copy, Message)]
@@ -22,4 +22,35 @@ pub struct KeyStatus {
     pub waiting_for_admission: usize,
     /// Why dispatch is stopped, if it is.
     pub storage_failure: Option<String>,
+    /// The key's schedule or allowance, if it has one (absent from older coordinators).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calendar: Option<CalendarStatus>,
+}
+
+/// A scheduled key's policy in force, or an allowance key's use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CalendarStatus {
+    /// The schedule entry in force (`None` for the base policy).
+    pub entry: Option<usize>,
+    /// Until when the policy in force certainly stays (scheduled keys).
+    pub valid_until: Option<WallClock>,
+    /// The allowance's use (allowance keys).
+    pub allowance: Option<AllowanceStatus>,
+}
+
+/// An allowance's current period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AllowanceStatus {
+    /// Cost units per period.
+    pub amount: u64,
+    /// Used in the current period.
+    pub used: u64,
+    /// Consumed since the key was created (monotonic).
+    pub consumed_total: u64,
+    /// The period's start (its last reset).
+    pub period_start: WallClock,
+    /// The next reset.
+    pub resets_at: WallClock,
 }

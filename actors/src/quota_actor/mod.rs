@@ -29,8 +29,14 @@
 //! stored at once, so neither the retry allowance nor the penalty is looser after a crash
 //! (short of a failure reported within one record write of the kill).
 //!
+//! A key with a schedule or a calendar allowance carries a `Calendar` (`calendar`): the
+//! policy in force with its valid-until stamp, or the allowance counter stored with the
+//! key's record. Other keys pay one timestamp comparison for it per poll (and a branch on
+//! the calendar's kind per admission).
+//!
 //! This file serves the FIFO queues; `save` holds the save bookkeeping (when records go
-//! to the persister, one at a time) and `handlers` the message handlers.
+//! to the persister, one at a time), `handlers` the message handlers and `calendar` the
+//! schedule and allowance.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,11 +50,14 @@ use tollgate_quota::{
 use crate::key::CanonicalKey;
 use crate::messages::{Admit, KeyStatus, Reserve};
 use crate::persist::{Persister, StoreHealth};
+use crate::schedules::Schedules;
 use crate::AdmissionError;
 
+mod calendar;
 mod handlers;
 mod save;
 
+use calendar::Calendar;
 pub use handlers::Retire;
 use save::{SaveBook, Saving};
 
@@ -76,6 +85,8 @@ pub struct ActorDeps {
     /// what the dead coordinator may have granted, and a key without a record was never
     /// granted on, since no grant precedes a stored lease).
     pub unclean_takeover_at: Option<Timestamp>,
+    /// The keys' schedules and allowances, and the clock's anchor on the calendar.
+    pub schedules: Schedules,
 }
 
 impl std::fmt::Debug for ActorDeps {
@@ -103,6 +114,8 @@ pub struct QuotaActor {
     /// Whether a record is in flight, another is wanted, the periodic save is scheduled.
     saves: SaveBook,
     last_touched: Timestamp,
+    /// The key's schedule or allowance (`Calendar::plain` for most keys).
+    calendar: Calendar,
 }
 
 impl QuotaActor {
@@ -127,7 +140,18 @@ impl QuotaActor {
             ledger: LeaseLedger::new(),
             saves: SaveBook::default(),
             last_touched: now,
+            calendar: Calendar::plain(),
         }
+    }
+
+    /// Give the actor its key's schedule or allowance (restored from `stored`, the key's
+    /// record, if any), when `deps.schedules` has one for the key.
+    pub fn with_calendar(mut self, stored: Option<&[u8]>) -> Self {
+        if let Some((base, read_time)) = self.deps.schedules.for_key(&self.key) {
+            let (anchor, now) = (self.deps.schedules.anchor(), self.deps.clock.now());
+            self.calendar = Calendar::load(anchor, base, read_time, stored, now);
+        }
+        self
     }
 
     fn failure(&self) -> Option<String> {
@@ -168,8 +192,13 @@ impl QuotaActor {
     /// Run both queues once. Returns the next instant worth waking at, and the cost of the
     /// head admission if it waits for a lease.
     fn serve(&mut self, now: Timestamp) -> (Option<Timestamp>, Option<f64>) {
+        if self.calendar.due(now) {
+            self.calendar.refresh(&mut self.state, now);
+        }
         let key = &self.key;
         let state = &mut self.state;
+        let calendar = &mut self.calendar;
+        let callers_set_policy = !calendar.sets_policy();
         let ledger = &mut self.ledger;
         let pid_alive = &self.deps.pid_alive;
         let mut orphaned: Vec<ReservationId> = Vec::new();
@@ -179,7 +208,9 @@ impl QuotaActor {
                 if r.reply.is_closed() {
                     return Step::Drop;
                 }
-                state.adopt_policy(&r.policy, now);
+                if callers_set_policy {
+                    state.adopt_policy(&r.policy, now);
+                }
                 match state.reserve(r.owner, r.expires_at, now) {
                     Ok(id) => Step::<_, ()>::Grant(id),
                     Err(at) => {
@@ -223,6 +254,9 @@ impl QuotaActor {
                     // Someone else's slot (a stale id from before a failover).
                     return Step::Refuse(Refusal::UnknownReservation);
                 }
+                if let Some(step) = calendar.gate(a.request.cost, now, a.deadline) {
+                    return step;
+                }
                 let cost = a.request.charged_cost();
                 if !ledger.covers(cost) {
                     blocked_on_lease = Some(cost);
@@ -231,6 +265,7 @@ impl QuotaActor {
                 match state.admit(&a.request, now) {
                     Admission::Granted(g) => {
                         ledger.charge(cost);
+                        calendar.charge(a.request.cost, now);
                         Step::Grant(g)
                     }
                     Admission::NotUntil { at, .. } => Step::Wait(at),
@@ -264,7 +299,7 @@ impl QuotaActor {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        (next, blocked_on_lease)
+        (self.calendar.wake(next), blocked_on_lease)
     }
 
     fn schedule_wake(&mut self, next: Option<Timestamp>, now: Timestamp, ctx: &mut Context<Self>) {
@@ -321,6 +356,7 @@ impl QuotaActor {
             waiting_for_reservation: self.reserving.len(),
             waiting_for_admission: self.admitting.len(),
             storage_failure: self.failure(),
+            calendar: self.calendar.status(now),
         }
     }
 }

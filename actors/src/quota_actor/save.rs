@@ -139,7 +139,8 @@ impl QuotaActor {
         }
         let now = self.deps.clock.now();
         let lease = Lease::for_policy(self.state.policy(), next_cost, now);
-        let bytes = match serde_json::to_vec(&self.state.to_record(Handover::Leased(lease), now)) {
+        let record = self.state.to_record(Handover::Leased(lease), now);
+        let bytes = match serde_json::to_vec(&self.calendar.record(&record)) {
             Ok(bytes) => bytes,
             Err(e) => {
                 self.health
@@ -202,7 +203,8 @@ impl QuotaActor {
             return;
         }
         let now = self.deps.clock.now();
-        match serde_json::to_vec(&self.state.to_record(Handover::Graceful, now)) {
+        let record = self.state.to_record(Handover::Graceful, now);
+        match serde_json::to_vec(&self.calendar.record(&record)) {
             // Nobody waits for it: shutdown flushes, and an evicted key's successor actor
             // reads it from the persister's queue or the store.
             Ok(bytes) => drop(self.deps.persister.save(self.key.as_str(), bytes)),

@@ -108,7 +108,9 @@ impl RetrySettings {
     ) -> Duration {
         let base = match class {
             ErrorClass::Throttled => self.throttle_base,
-            ErrorClass::Transient | ErrorClass::Fatal => self.transient_base,
+            ErrorClass::Transient | ErrorClass::Fatal | ErrorClass::Credentials => {
+                self.transient_base
+            }
         };
         let doublings = retry.saturating_sub(1).min(30);
         let step = base.saturating_mul(1u32 << doublings).min(self.cap);

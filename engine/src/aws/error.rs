@@ -32,9 +32,16 @@ pub enum CallErrorKind {
     /// the call's deadline, or its probe was still out at the deadline: nothing was sent.
     /// The message names the scope and when it lets a call through again.
     BreakerOpen,
+    /// The key's calendar allowance is spent until a reset after the call's deadline;
+    /// `message` names the reset instant. Nothing was sent.
+    AllowanceExhausted,
     /// Admission itself failed: quota state could not be stored, the coordinator is
     /// unreachable, the runtime stopped, or the quota key is invalid. Nothing was sent.
     Admission,
+    /// The caller's credentials could not be loaded (nothing was sent), or the service
+    /// refused them as expired or unknown. Not retried; `message` says why, without any
+    /// `credential_process` output.
+    Credentials,
 }
 
 impl CallErrorKind {
@@ -61,7 +68,9 @@ impl fmt::Display for CallErrorKind {
             CallErrorKind::DeadlineExceeded => "deadline exceeded",
             CallErrorKind::BreakerOpen => "circuit open",
             CallErrorKind::RetryAllowanceExhausted => "retry allowance exhausted",
+            CallErrorKind::AllowanceExhausted => "calendar allowance exhausted",
             CallErrorKind::Admission => "admission failed",
+            CallErrorKind::Credentials => "credentials failed",
         })
     }
 }

@@ -219,7 +219,9 @@ pub async fn resolve_identity(
                 let (outcome, more) = match facts.class {
                     crate::aws::ErrorClass::Throttled => (AttemptOutcome::Throttle, true),
                     crate::aws::ErrorClass::Transient => (AttemptOutcome::Transient, true),
-                    crate::aws::ErrorClass::Fatal => (AttemptOutcome::Fatal, false),
+                    crate::aws::ErrorClass::Fatal | crate::aws::ErrorClass::Credentials => {
+                        (AttemptOutcome::Fatal, false)
+                    }
                 };
                 let delay = settings.backoff(
                     attempt,

@@ -17,8 +17,11 @@
 //!   `decide` says what follows each attempt.
 //! - `sdk_error`: what a failed SDK call says (code, message, status), classified.
 //! - [`backoff`]: `RetrySettings`, full-jitter backoff, `Retry-After` parsing.
-//! - [`taxonomy`]: throttled / transient / fatal, from code, then status, then kind.
+//! - [`taxonomy`]: throttled / transient / fatal / credentials, from code, then status,
+//!   then kind.
 //! - [`error`]: `CallError` and its `CallErrorKind`.
+//! - [`credentials`]: the credentials check before a scan (`check_credentials`) and its
+//!   typed `CredentialsError`; safe descriptions of credential failures (no process output).
 //! - [`identity`]: STS `GetCallerIdentity` with its own budget; the unresolved fallback.
 //! - [`telemetry`]: `aws: attempt` events and their sinks.
 //! - [`config`]: `sdk_config` (retries disabled, credential providers ungated), the shared
@@ -28,6 +31,7 @@ pub mod backoff;
 pub mod call;
 pub mod config;
 mod context;
+pub mod credentials;
 pub mod error;
 pub mod gated;
 pub mod identity;
@@ -43,6 +47,10 @@ pub use config::{
     sdk_config_with, sdk_config_with_credentials, ClockTimeSource, UngatedRefusal,
 };
 pub use context::{CallContext, ScanId};
+pub use credentials::{
+    check_credentials, check_credentials_with, CredentialsCheck, CredentialsError,
+    CredentialsErrorKind, CREDENTIALS_CHECK_TIMEOUT,
+};
 pub use error::{CallError, CallErrorKind};
 pub use gated::{GatedHttpClient, SignatureRefresh, SIGNED_REQUEST_MAX_WAIT};
 pub use identity::{isolated_admission, resolve_identity, CallerIdentity};

@@ -4,8 +4,9 @@
 //! Split from the retry owner because the identity request uses it too, and because the
 //! mapping from the SDK's error shapes (`ServiceError`, `DispatchFailure`, ...) to the
 //! taxonomy's facts is its own small concern: in particular, a failure before dispatch
-//! surfaces as a `DispatchFailure` too, and only a credentials timeout or provider error
-//! among those is worth another try.
+//! surfaces as a `DispatchFailure` too. A credentials error anywhere in the source chain
+//! makes the failure a credentials failure (not retried), described by
+//! [`safe_description`] so that no `credential_process` output reaches a report.
 
 use aws_credential_types::provider::error::CredentialsError;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
@@ -13,6 +14,7 @@ use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_smithy_types::retry::ErrorKind as SmithyErrorKind;
 
+use crate::aws::credentials::safe_description;
 use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::taxonomy::{classify, ErrorClass, Failure, FailureKind};
 
@@ -50,7 +52,37 @@ where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     let status = err.raw_response().map(|r| r.status().as_u16());
-    let (kind, code, message) = match err {
+    let (kind, code, message) = match credentials_error(err) {
+        Some(c) => (
+            FailureKind::Credentials,
+            None,
+            format!("AWS {}", safe_description(c)),
+        ),
+        None => facts_of(err, dispatched),
+    };
+    let class = classify(&Failure {
+        code: code.as_deref(),
+        message: Some(&message),
+        status,
+        kind,
+    });
+    FailureFacts {
+        class,
+        code,
+        message,
+        status,
+    }
+}
+
+/// Kind, code and message of an error that is not about credentials.
+fn facts_of<E>(
+    err: &SdkError<E, HttpResponse>,
+    dispatched: bool,
+) -> (FailureKind, Option<String>, String)
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match err {
         SdkError::ServiceError(se) => (
             FailureKind::Response,
             se.err().code().map(str::to_owned),
@@ -67,11 +99,12 @@ where
                 FailureKind::Timeout
             } else if d.is_io() {
                 FailureKind::Dispatch
-            } else if d.is_user() || d.as_other() == Some(SmithyErrorKind::ClientError) {
+            } else if d.is_user()
+                || d.as_other() == Some(SmithyErrorKind::ClientError)
+                || !dispatched
+            {
+                // Preparation failures other than credentials surface here too.
                 FailureKind::Construction
-            } else if !dispatched {
-                // Credential resolution and other preparation failures surface here.
-                credentials_failure(err).unwrap_or(FailureKind::Construction)
             } else {
                 FailureKind::Dispatch
             };
@@ -79,32 +112,18 @@ where
         }
         SdkError::ConstructionFailure(_) => (FailureKind::Construction, None, error_chain(err)),
         _ => (FailureKind::Construction, None, error_chain(err)),
-    };
-    let class = classify(&Failure {
-        code: code.as_deref(),
-        message: Some(&message),
-        status,
-        kind,
-    });
-    FailureFacts {
-        class,
-        code,
-        message,
-        status,
     }
 }
 
-/// A credentials error in `err`'s source chain: timeouts and provider failures are worth
-/// retrying; missing or invalid configuration is not.
-fn credentials_failure(err: &(dyn std::error::Error + 'static)) -> Option<FailureKind> {
+/// The credentials error in `err`'s source chain, if there is one: the SDK could not load
+/// credentials to sign with.
+fn credentials_error<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a CredentialsError> {
     let mut source = err.source();
     while let Some(e) = source {
         if let Some(c) = e.downcast_ref::<CredentialsError>() {
-            return Some(match c {
-                CredentialsError::ProviderTimedOut(_) => FailureKind::Timeout,
-                CredentialsError::ProviderError(_) => FailureKind::Dispatch,
-                _ => FailureKind::Construction,
-            });
+            return Some(c);
         }
         source = e.source();
     }

@@ -1,4 +1,5 @@
-//! The error taxonomy: is a failed attempt throttled, transient or fatal?
+//! The error taxonomy: is a failed attempt throttled, transient, fatal, or a
+//! credentials failure?
 //!
 //! The answer decides everything downstream: whether the retry owner tries again, which
 //! backoff base it uses, and what feedback the key's admission state receives (a throttle
@@ -13,6 +14,12 @@
 //!    transient; any other status with an error is fatal;
 //! 3. then, with no response at all, the **kind of failure**: timeouts and I/O or dispatch
 //!    failures are transient; failures to build the request are fatal.
+//!
+//! A **credentials** failure is its own class: the SDK could not load credentials to sign
+//! with (before anything was sent), or the service refused them as expired or unknown
+//! ([`CREDENTIALS_CODES`], checked first). No retry fixes it and it says nothing about the
+//! key's capacity; the report names it `credentials` rather than `transient`, so that
+//! expired credentials mid-scan read as what they are.
 
 /// What a failed attempt means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -25,14 +32,30 @@ pub enum ErrorClass {
     Transient,
     /// An answer no retry changes (access denied, validation, missing configuration).
     Fatal,
+    /// The caller's credentials could not be loaded, or the service refused them as
+    /// expired or unknown: not retried, says nothing about capacity.
+    Credentials,
 }
 
 impl ErrorClass {
     /// Whether the retry owner may try again.
     pub fn is_retryable(self) -> bool {
-        !matches!(self, ErrorClass::Fatal)
+        !matches!(self, ErrorClass::Fatal | ErrorClass::Credentials)
     }
 }
+
+/// Error codes that mean the request's credentials are expired, unknown or wrong (not a
+/// permission: `AccessDenied` stays fatal), on any status.
+pub const CREDENTIALS_CODES: &[&str] = &[
+    "ExpiredToken",
+    "ExpiredTokenException",
+    "TokenRefreshRequired",
+    "InvalidClientTokenId",
+    "UnrecognizedClientException",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "AuthFailure",
+];
 
 /// Error codes that always mean "slow down", on any status.
 pub const THROTTLING_CODES: &[&str] = &[
@@ -86,6 +109,8 @@ pub enum FailureKind {
     Dispatch,
     /// The request could not be built (serialization, endpoint, invalid input).
     Construction,
+    /// Credentials to sign with could not be loaded (nothing was sent).
+    Credentials,
 }
 
 /// The facts one classification looks at.
@@ -103,7 +128,13 @@ pub struct Failure<'a> {
 
 /// Classify one failed attempt: code, then status, then kind.
 pub fn classify(failure: &Failure<'_>) -> ErrorClass {
+    if failure.kind == FailureKind::Credentials {
+        return ErrorClass::Credentials;
+    }
     if let Some(code) = failure.code {
+        if CREDENTIALS_CODES.contains(&code) {
+            return ErrorClass::Credentials;
+        }
         if THROTTLING_CODES.contains(&code) {
             return ErrorClass::Throttled;
         }
@@ -134,6 +165,7 @@ pub fn classify(failure: &Failure<'_>) -> ErrorClass {
         // An error answer with neither a known code nor an error status (e.g. an
         // unparseable 200) is not something a retry is known to fix.
         FailureKind::Response | FailureKind::Construction => ErrorClass::Fatal,
+        FailureKind::Credentials => ErrorClass::Credentials,
     }
 }
 
@@ -227,6 +259,14 @@ mod tests {
             (None, None, None, Construction, Fatal),
             (None, None, None, Response, Fatal),
             (None, None, Some(200), Response, Fatal),
+            // credentials: not loaded before dispatch, or refused as expired or unknown
+            (None, None, None, FailureKind::Credentials, ErrorClass::Credentials),
+            (Some("ExpiredToken"), None, Some(400), Response, ErrorClass::Credentials),
+            (Some("ExpiredTokenException"), None, Some(400), Response, ErrorClass::Credentials),
+            (Some("InvalidClientTokenId"), None, Some(403), Response, ErrorClass::Credentials),
+            (Some("UnrecognizedClientException"), None, Some(400), Response, ErrorClass::Credentials),
+            (Some("InvalidAccessKeyId"), None, Some(403), Response, ErrorClass::Credentials),
+            (Some("AccessDenied"), Some("expired"), Some(403), Response, Fatal),
         ];
         for (i, (code, message, status, kind, want)) in table.iter().enumerate() {
             assert_eq!(
@@ -238,9 +278,10 @@ mod tests {
     }
 
     #[test]
-    fn only_fatal_is_not_retryable() {
+    fn only_fatal_and_credentials_are_not_retryable() {
         assert!(Throttled.is_retryable());
         assert!(Transient.is_retryable());
         assert!(!Fatal.is_retryable());
+        assert!(!ErrorClass::Credentials.is_retryable());
     }
 }

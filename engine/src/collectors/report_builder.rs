@@ -5,8 +5,9 @@
 //! - a fatal answer to a per-item read (access denied, an operation the endpoint does not
 //!   implement, a response that is not this operation's) leaves that field `null` and is
 //!   explained in `reasons`; the list is still complete;
-//! - a per-item read lost to throttling, retry exhaustion, transient errors, admission or
-//!   the deadline makes the dataset `partial`;
+//! - a per-item read lost to throttling, retry exhaustion, transient errors, admission,
+//!   credentials (not loaded, or expired mid-scan) or the deadline makes the dataset
+//!   `partial`;
 //! - a failed listing call makes it `failed` (what was listed before stays in `items`);
 //! - cancellation makes it `cancelled`.
 //!
@@ -138,8 +139,10 @@ fn reason_kind(kind: CallErrorKind) -> &'static str {
         CallErrorKind::RetryAllowanceExhausted => "retries_exhausted",
         CallErrorKind::DeadlineExceeded => "deadline_exceeded",
         CallErrorKind::Cancelled => "cancelled",
+        CallErrorKind::AllowanceExhausted => "allowance_exhausted",
         CallErrorKind::Admission => "admission",
         CallErrorKind::BreakerOpen => "breaker_open",
+        CallErrorKind::Credentials => "credentials",
         #[allow(unreachable_patterns)] // the error taxonomy is non_exhaustive
         _ => "failed",
     }
@@ -184,7 +187,10 @@ mod tests {
             ("value", Admission, DatasetStatus::Partial),
             ("value", BreakerOpen, DatasetStatus::Partial),
             ("listing", BreakerOpen, DatasetStatus::Failed),
+            ("value", AllowanceExhausted, DatasetStatus::Partial),
             ("value", Cancelled, DatasetStatus::Cancelled),
+            ("value", Credentials, DatasetStatus::Partial),
+            ("listing", Credentials, DatasetStatus::Failed),
             ("listing", Fatal, DatasetStatus::Failed),
             ("listing", Throttled, DatasetStatus::Failed),
             ("listing", Cancelled, DatasetStatus::Cancelled),
@@ -223,6 +229,21 @@ mod tests {
             Some("AccessDeniedException")
         );
         assert_eq!(report.reasons[1].kind, "throttled");
+    }
+
+    #[test]
+    fn credentials_failures_are_one_reason_of_kind_credentials() {
+        let expired = error(Credentials, None, None);
+        let mut b = ReportBuilder::new();
+        for _ in 0..3 {
+            b.value_missing("kms:GetKeyLastUsage", "last_used_at", &expired);
+        }
+        let report = b.finish();
+        assert_eq!(report.reasons.len(), 1);
+        assert_eq!(
+            (report.reasons[0].kind.as_str(), report.reasons[0].count),
+            ("credentials", 3)
+        );
     }
 
     #[test]

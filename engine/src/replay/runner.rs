@@ -39,8 +39,10 @@ use aws_sdk_kms::config::retry::RetryConfig;
 use aws_sdk_kms::config::{BehaviorVersion, Credentials, Region};
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
-use tollgate_actors::{start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock};
-use tollgate_quota::{Owner, Partition, Timestamp};
+use tollgate_actors::{
+    start_in_current_system, AdmissionHandle, RuntimeConfig, Schedules, TokioClock,
+};
+use tollgate_quota::{Owner, Partition, WallClock};
 
 use crate::aws::{
     gated_stalled_stream_protection, gated_timeouts, AwsGate, CallContext, CallError,
@@ -50,10 +52,6 @@ use crate::replay::report::{Report, RequestReport};
 use crate::replay::script::{Script, ScriptedRequest};
 use crate::replay::transport::ScriptedTransport;
 use crate::replay::ReplayError;
-
-/// The admission clock's reading at time 0 (2027-01-15, an arbitrary fixed instant, so
-/// signatures and stored timestamps are reproducible).
-pub const EPOCH: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
 /// The carrier region of the SDK client (requests keep their own region in their key).
 const CARRIER_REGION: &str = "us-east-1";
@@ -103,7 +101,12 @@ struct Finished {
 
 async fn simulate(script: Script) -> Result<Report, ReplayError> {
     let origin = Instant::now();
-    let clock = Arc::new(TokioClock::starting_at(EPOCH));
+    // The admission clock reads the script's `start_at` at time 0 (Unix time, like the real
+    // clock), so schedules and resets fall where they would, and signatures and stored
+    // timestamps are reproducible.
+    let clock = Arc::new(TokioClock::starting_at(
+        script.start_at.to_timestamp(WallClock::UNIX_EPOCH),
+    ));
     let handles = admission_handles(&script, clock.clone())?;
     let kms = carrier_client(clock);
     let deadline = origin + script.deadline;
@@ -229,7 +232,10 @@ fn admission_handles(
         .ok_or_else(|| ReplayError::Runtime("the script has no requests".into()))?;
     let coordinator = start_in_current_system(
         // The simulated processes live for the whole replay.
-        RuntimeConfig::simulated(owner(first)),
+        RuntimeConfig {
+            schedules: Schedules::new(Arc::new(script.policies.clone()), WallClock::UNIX_EPOCH),
+            ..RuntimeConfig::simulated(owner(first))
+        },
         clock,
     );
     let mut handles = BTreeMap::new();

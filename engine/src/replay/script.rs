@@ -7,7 +7,8 @@
 //! [`PolicyTable`], [`RetrySettings`]) that the runner uses without further checks.
 //!
 //! ```text
-//! {"policies": {"logs:DescribeLogStreams": {"ratePerSecond": 4, "burst": 2,
+//! {"start_at": "2026-01-05T00:00:00Z",
+//!  "policies": {"logs:DescribeLogStreams": {"ratePerSecond": 4, "burst": 2,
 //!                                           "concurrency": 10, "retryCapacity": 2}},
 //!  "retry": {"max_attempts": 6, "initial_delay_ms": 500, "jitter": "full"},
 //!  "deadline_ms": 300000,
@@ -19,7 +20,11 @@
 //!                "cancel_at_ms": null}]}
 //! ```
 //!
-//! Defaults for omitted fields: `policies` `{}`; `retry.max_attempts` 6,
+//! `start_at` is the wall-clock instant (RFC 3339) of simulated time 0, so schedule
+//! boundaries and allowance resets fall where they would in real time.
+//!
+//! Defaults for omitted fields: `start_at` `2026-01-05T00:00:00Z` (a Monday);
+//! `policies` `{}`; `retry.max_attempts` 6,
 //! `retry.initial_delay_ms` tollgate's own bases (1000 ms after a throttle, 200 ms after a
 //! transient failure; a given value sets both), `retry.jitter` `"full"`; `deadline_ms`
 //! 300000 (the scan deadline of `tollgate discover`, counted from time 0); per request
@@ -35,13 +40,15 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tollgate_quota::key::AccountId;
-use tollgate_quota::{AccountScope, Partition, PolicyTable, QuotaKey};
+use tollgate_quota::{AccountScope, Partition, PolicyTable, QuotaKey, WallClock};
 
 use crate::aws::{Jitter, RetrySettings};
 use crate::replay::ScriptError;
 
 /// Default scan deadline, counted from time 0: `tollgate discover`'s default `--timeout`.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
+/// The wall-clock instant of simulated time 0 when the script names none (a Monday).
+pub const DEFAULT_START_AT: &str = "2026-01-05T00:00:00Z";
 /// Default account of a request.
 pub const DEFAULT_ACCOUNT: &str = "123456789012";
 /// Default region of a request.
@@ -117,6 +124,8 @@ pub struct ScriptedRequest {
 /// A validated replay script.
 #[derive(Debug, Clone)]
 pub struct Script {
+    /// The wall-clock instant of simulated time 0.
+    pub start_at: WallClock,
     /// Policies: the base table with the script's `policies` over it.
     pub policies: PolicyTable,
     /// The retry owner's settings.
@@ -132,6 +141,8 @@ pub struct Script {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawScript<'a> {
+    #[serde(default)]
+    start_at: Option<String>,
     #[serde(borrow, default)]
     policies: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -239,7 +250,7 @@ impl Script {
                 )
             } else {
                 format!(
-                    "{}; the top-level fields are policies, retry, deadline_ms and requests",
+                    "{}; the top-level fields are start_at, policies, retry, deadline_ms and requests",
                     e
                 )
             },
@@ -253,6 +264,15 @@ impl Script {
                     location: None,
                     problem: e.to_string(),
                 })?,
+        };
+        let start_at = match raw.start_at.as_deref() {
+            None => WallClock::parse_rfc3339(DEFAULT_START_AT).expect("the default is valid"),
+            Some(text) => WallClock::parse_rfc3339(text).map_err(|_| {
+                located(
+                    "start_at",
+                    "must be an RFC 3339 instant from 1970 on, such as 2026-01-05T00:00:00Z",
+                )
+            })?,
         };
         let retry = parse_retry(raw.retry)?;
         let deadline = match raw.deadline_ms {
@@ -282,6 +302,7 @@ impl Script {
             requests.push(request);
         }
         Ok(Script {
+            start_at,
             policies,
             retry,
             deadline,

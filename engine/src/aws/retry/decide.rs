@@ -39,6 +39,8 @@ pub(crate) enum Ending {
 pub(crate) enum AdmissionStop {
     /// The key's shared retry allowance is empty: the retry is not sent.
     AllowanceExhausted,
+    /// The key's calendar allowance is spent until after the deadline.
+    CalendarAllowance,
     /// The call was cancelled while waiting.
     Cancelled,
     /// The deadline passed while waiting.
@@ -56,6 +58,10 @@ impl From<&AdmissionError> for AdmissionStop {
                 refusal: Refusal::RetryAllowanceExhausted,
                 ..
             } => AdmissionStop::AllowanceExhausted,
+            AdmissionError::Refused {
+                refusal: Refusal::AllowanceExhausted { .. },
+                ..
+            } => AdmissionStop::CalendarAllowance,
             AdmissionError::Cancelled { .. } => AdmissionStop::Cancelled,
             AdmissionError::DeadlineExceeded { .. } => AdmissionStop::DeadlineExceeded,
             AdmissionError::BreakerOpen { .. } => AdmissionStop::BreakerOpen,
@@ -131,6 +137,10 @@ pub(crate) fn admission_give_up(stop: AdmissionStop) -> (RetryOutcome, CallError
             RetryOutcome::AllowanceExhausted,
             CallErrorKind::RetryAllowanceExhausted,
         ),
+        AdmissionStop::CalendarAllowance => (
+            RetryOutcome::NotRetryable,
+            CallErrorKind::AllowanceExhausted,
+        ),
         AdmissionStop::Cancelled => (RetryOutcome::Cancelled, CallErrorKind::Cancelled),
         AdmissionStop::DeadlineExceeded => {
             (RetryOutcome::Deadline, CallErrorKind::DeadlineExceeded)
@@ -145,6 +155,7 @@ fn kind_of(class: ErrorClass) -> CallErrorKind {
         ErrorClass::Throttled => CallErrorKind::Throttled,
         ErrorClass::Transient => CallErrorKind::Transient,
         ErrorClass::Fatal => CallErrorKind::Fatal,
+        ErrorClass::Credentials => CallErrorKind::Credentials,
     }
 }
 
@@ -262,6 +273,12 @@ mod tests {
                 give_up(R::NotRetryable, K::Fatal),
             ),
             (
+                "credentials failures are not retried",
+                Failed(ErrorClass::Credentials),
+                standing(1, None, hour),
+                give_up(R::NotRetryable, K::Credentials),
+            ),
+            (
                 "the sixth attempt is the last",
                 Failed(Throttled),
                 standing(6, None, hour),
@@ -353,6 +370,10 @@ mod tests {
                 Ending::Failed(ErrorClass::Throttled),
                 standing(6, None, secs(60)),
             ),
+            (
+                Ending::Failed(ErrorClass::Credentials),
+                standing(1, None, secs(60)),
+            ),
         ];
         for (ending, standing) in cases {
             decide(ending, standing, &s, || panic!("drew for {ending:?}"));
@@ -375,6 +396,15 @@ mod tests {
                     refusal: Refusal::RetryAllowanceExhausted,
                 },
                 AdmissionStop::AllowanceExhausted,
+            ),
+            (
+                AdmissionError::Refused {
+                    key: key(),
+                    refusal: Refusal::AllowanceExhausted {
+                        resets_at: tollgate_quota::WallClock::UNIX_EPOCH,
+                    },
+                },
+                AdmissionStop::CalendarAllowance,
             ),
             (
                 AdmissionError::Refused {

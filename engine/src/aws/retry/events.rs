@@ -88,6 +88,7 @@ pub(super) fn attempt_outcome(ending: Ending) -> AttemptOutcome {
 pub(super) fn admission_outcome(stop: AdmissionStop) -> AttemptOutcome {
     match stop {
         AdmissionStop::AllowanceExhausted => AttemptOutcome::Exhausted,
+        AdmissionStop::CalendarAllowance => AttemptOutcome::AdmissionFailed,
         AdmissionStop::Cancelled => AttemptOutcome::Cancelled,
         AdmissionStop::DeadlineExceeded => AttemptOutcome::DeadlineExceeded,
         AdmissionStop::Failed | AdmissionStop::BreakerOpen => AttemptOutcome::AdmissionFailed,
@@ -99,6 +100,7 @@ pub(super) fn feedback_of(class: ErrorClass) -> (Outcome, AttemptOutcome) {
     match class {
         ErrorClass::Throttled => (Outcome::Throttled, AttemptOutcome::Throttle),
         ErrorClass::Transient => (Outcome::Transient, AttemptOutcome::Transient),
-        ErrorClass::Fatal => (Outcome::Fatal, AttemptOutcome::Fatal),
+        // Expired or missing credentials say nothing about capacity either.
+        ErrorClass::Fatal | ErrorClass::Credentials => (Outcome::Fatal, AttemptOutcome::Fatal),
     }
 }

@@ -1,0 +1,148 @@
+//! A calendar allowance across a coordinator SIGKILL, with real processes: a child process
+//! (this test binary, re-run on its ignored helper test) becomes the coordinator of an
+//! admission directory, spends part of a yearly allowance and is killed with SIGKILL; this
+//! process then takes over the directory (an unclean takeover of the sled state) and
+//! spends what is left. The period's total must stay within the amount: the successor
+//! charges the dead coordinator's whole lease (`AllowanceCounter::restore`).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tollgate_actors::{connect, AdmissionError, Schedules, WaitOptions};
+use tollgate_quota::{Policy, PolicyTable, QuotaKey, Refusal, WallClock};
+use tollgate_storage::AdmissionDir;
+
+const CHILD_DIR_ENV: &str = "TOLLGATE_TEST_ALLOWANCE_CHILD_DIR";
+/// Ten per calendar year (UTC): one period for the whole test, whenever it runs (short of
+/// New Year's midnight).
+const OVERRIDES: &str = r#"{"kms:ListKeys": {"ratePerSecond": 100, "burst": 4,
+    "allowance": {"amount": 10, "resets": "0 0 1 1 *", "timezone": "UTC"}}}"#;
+const AMOUNT: usize = 10;
+const CHILD_SPENDS: usize = 6;
+
+fn key() -> QuotaKey {
+    "aws/123456789012/eu-west-1/kms:ListKeys".parse().unwrap()
+}
+
+fn table() -> PolicyTable {
+    PolicyTable::with_overrides(OVERRIDES, "test overrides").unwrap()
+}
+
+fn policy() -> Policy {
+    table().policy_for_key(&key())
+}
+
+fn install_schedules() {
+    Schedules::new(Arc::new(table()), WallClock::UNIX_EPOCH).install_for_this_process();
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The child's part (run only by the parent test, through `--ignored`).
+#[test]
+#[ignore = "the child process of after_a_coordinator_sigkill_mid_period_the_allowance_is_not_exceeded"]
+fn child_coordinator_spends_part_of_the_allowance() {
+    let path = std::env::var(CHILD_DIR_ENV).expect("run by the parent test");
+    install_schedules();
+    let dir = AdmissionDir::at(path).unwrap();
+    let admission = connect(&dir).unwrap();
+    assert!(admission.is_coordinator());
+    rt().block_on(async {
+        let handle = admission.handle();
+        let slot = handle
+            .reserve(&key(), policy(), WaitOptions::default())
+            .await
+            .unwrap();
+        for _ in 0..CHILD_SPENDS {
+            slot.admit(1, false, WaitOptions::default()).await.unwrap();
+            println!("granted");
+        }
+        println!("spent");
+        // Keep the coordinator (and its periodic renewals) running until killed.
+        tokio::time::sleep(Duration::from_secs(600)).await;
+    });
+}
+
+#[test]
+fn after_a_coordinator_sigkill_mid_period_the_allowance_is_not_exceeded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("adm");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_coordinator_spends_part_of_the_allowance",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR_ENV, &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child_grants = 0;
+    loop {
+        match lines.next() {
+            // The test harness may print its "test ... " prefix on the same line.
+            Some(Ok(line)) if line.ends_with("granted") => child_grants += 1,
+            Some(Ok(line)) if line.ends_with("spent") => break,
+            Some(Ok(_)) => {}
+            other => panic!("the child ended before spending: {other:?}"),
+        }
+    }
+    // Let a few periodic renewals land, then SIGKILL: no graceful record.
+    std::thread::sleep(Duration::from_millis(400));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(child_grants, CHILD_SPENDS);
+
+    install_schedules();
+    let dir = AdmissionDir::at(&path).unwrap();
+    let admission = connect(&dir).unwrap();
+    assert!(admission.is_coordinator(), "the dead child's lock is free");
+    let rt = rt();
+    let mine = rt.block_on(async {
+        let handle = admission.handle();
+        let slot = handle
+            .reserve(&key(), policy(), WaitOptions::default())
+            .await
+            .unwrap();
+        let short = WaitOptions {
+            timeout: Duration::from_secs(2),
+            scope: 0,
+        };
+        let mut mine = 0;
+        loop {
+            match slot.admit(1, false, short).await {
+                Ok(_) => mine += 1,
+                Err(AdmissionError::Refused {
+                    refusal: Refusal::AllowanceExhausted { .. },
+                    ..
+                }) => break,
+                Err(e) => panic!("{e}"),
+            }
+            assert!(mine <= AMOUNT, "runaway admissions");
+        }
+        let status = handle.status().await.unwrap();
+        let allowance = status[0].calendar.unwrap().allowance.unwrap();
+        assert_eq!(allowance.used, AMOUNT as u64, "{allowance:?}");
+        drop(slot);
+        mine
+    });
+    rt.block_on(admission.shutdown()).unwrap();
+    assert!(
+        child_grants + mine <= AMOUNT,
+        "{child_grants} + {mine} starts in one period of {AMOUNT}"
+    );
+    // The successor charged the dead coordinator's whole lease (burst 4 / 4 = 1 unit)
+    // on top of its recorded use: one unit fewer than a trusting restore would give.
+    assert_eq!(mine, AMOUNT - CHILD_SPENDS - 1);
+}
