@@ -105,8 +105,9 @@ pub struct Reason {
     pub field: Option<String>,
     /// What happened: `unavailable` (the account or endpoint will not give the value),
     /// `throttled`, `retries_exhausted`, `transient`, `deadline_exceeded`, `cancelled`,
-    /// `admission`, `credentials` (the caller's credentials could not be loaded or
-    /// expired; not retried) or `failed`.
+    /// `breaker_open` (the scope's circuit breaker was open past the deadline; the
+    /// message names the scope), `admission`, `credentials` (the caller's credentials
+    /// could not be loaded or expired; not retried) or `failed`.
     pub kind: String,
     /// The AWS error code, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -852,3 +852,109 @@ fn sdk_config_disables_sdk_retries_and_refuses_ungated_requests() {
         assert_eq!(fake.seen().len(), 1);
     });
 }
+
+// ---------------------------------------------------------------- (g) outages: breakers and Retry-After
+
+fn unavailable() -> Reply {
+    Reply::Error {
+        status: 503,
+        code: "ServiceUnavailable",
+        retry_after: None,
+    }
+}
+
+fn context_for(deadline: Duration) -> CallContext {
+    CallContext {
+        deadline: Instant::now() + deadline,
+        ..context(CancellationToken::new())
+    }
+}
+
+#[test]
+fn a_call_meeting_a_breaker_open_past_its_deadline_fails_unsent_naming_the_scope() {
+    paused_system().block_on(async {
+        let h = harness(
+            FakeAws::new([], unavailable()),
+            PolicyTable::defaults(),
+            None,
+        );
+        let err = h
+            .call(&context_for(Duration::from_secs(30)))
+            .await
+            .unwrap_err();
+        // Five 503s open the scope's breaker for 60 s; the sixth attempt is not sent.
+        assert_eq!(err.kind(), CallErrorKind::BreakerOpen, "{err}");
+        assert_eq!(h.fake.seen().len(), 5);
+        assert!(
+            err.to_string().contains("aws/123456789012/us-east-1/sts"),
+            "{err}"
+        );
+        let last = h.events().last().cloned().unwrap();
+        assert_eq!(last.retry_outcome, RetryOutcome::BreakerOpen);
+        assert_eq!(h.reservations().await, 0, "the reservation was released");
+    });
+}
+
+#[test]
+fn a_call_whose_deadline_allows_waits_for_the_probe_and_completes_after_the_outage() {
+    paused_system().block_on(async {
+        let script = std::iter::repeat_n(unavailable(), 5);
+        let h = harness(
+            FakeAws::new(script, Reply::Identity),
+            PolicyTable::defaults(),
+            None,
+        );
+        let start = Instant::now();
+        let account = h
+            .call(&context_for(Duration::from_secs(600)))
+            .await
+            .unwrap();
+        assert_eq!(account, "123456789012");
+        let at = h.dispatch_offsets(start);
+        assert_eq!(at.len(), 6, "five failures, then the probe: {at:?}");
+        assert!(
+            at[5] - at[4] >= Duration::from_secs(60),
+            "nothing is sent while the breaker is open: {at:?}"
+        );
+        let status = h.handle.coordination().await.unwrap();
+        assert!(
+            status
+                .breakers
+                .iter()
+                .all(|b| matches!(b.state, tollgate_quota::BreakerState::Closed { .. })),
+            "closed again: {status:?}"
+        );
+    });
+}
+
+#[test]
+fn a_throttle_with_retry_after_pauses_every_caller_of_the_key() {
+    paused_system().block_on(async {
+        let paused = Reply::Error {
+            status: 400,
+            code: "Throttling",
+            retry_after: Some("30"),
+        };
+        let h = Arc::new(harness(
+            FakeAws::new([paused], Reply::Identity),
+            PolicyTable::defaults(),
+            None,
+        ));
+        let start = Instant::now();
+        let first = {
+            let h = h.clone();
+            actix::spawn(async move { h.call(&context(CancellationToken::new())).await })
+        };
+        // Another caller of the same key arrives 1 s later: without the key-wide pause it
+        // would go after the penalty's 500 ms cooldown.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        h.call(&context(CancellationToken::new())).await.unwrap();
+        first.await.unwrap().unwrap();
+        let at = h.dispatch_offsets(start);
+        assert_eq!(at.len(), 3, "{at:?}");
+        assert!(
+            at[1..].iter().all(|t| *t >= Duration::from_secs(30)),
+            "nobody went before the Retry-After: {at:?}"
+        );
+    });
+}

@@ -10,10 +10,16 @@
 //! (DESIGN §3) still apply on top, at admission, to every caller on the key; so a small
 //! jittered delay here never makes the fleet retry faster than admission allows.
 //!
-//! A server's `Retry-After` (seconds) or `x-amz-retry-after` (milliseconds) is a floor:
-//! the delay is never shorter, and it is not jittered below it (the service is expected
-//! to have jittered it). HTTP-date forms of `Retry-After` are ignored: reading them would
-//! need a wall clock, and AWS services send seconds.
+//! What the server asked for ([`ServerDelay`]) governs this call's own retry by header:
+//! - `Retry-After` (seconds) is a floor: the delay is never shorter (seed 002);
+//! - `x-amz-retry-after` (milliseconds) is used as sent, clamped between the computed
+//!   backoff and the computed backoff plus [`AMZ_RETRY_AFTER_SLACK`] (5 s), with no jitter
+//!   added: the service is expected to have jittered it (seed 004's SDK rule).
+//!
+//! Either hint on a throttle or a 503 also pauses the whole key for every process
+//! (`ReservationGuard::pause`, capped at 300 s by the key); docs/architecture.md says
+//! which rule wins where the seeds differ. HTTP-date forms of `Retry-After` are ignored:
+//! reading them would need a wall clock here, and AWS services send seconds.
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -30,6 +36,26 @@ pub const THROTTLE_BASE: Duration = Duration::from_secs(1);
 pub const TRANSIENT_BASE: Duration = Duration::from_millis(200);
 /// Longest computed backoff (a server's `Retry-After` may ask for more).
 pub const BACKOFF_CAP: Duration = Duration::from_secs(20);
+/// How far past the computed backoff an `x-amz-retry-after` may push a retry (seed 004:
+/// "a maximum of the computed backoff delay plus 5,000 ms").
+pub const AMZ_RETRY_AFTER_SLACK: Duration = Duration::from_secs(5);
+
+/// The delays a server's answer asked for, by header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServerDelay {
+    /// `Retry-After`, in seconds: a floor for this call's retry.
+    pub retry_after: Option<Duration>,
+    /// `x-amz-retry-after`, in milliseconds: this call's retry, clamped to
+    /// `[computed, computed + 5 s]`.
+    pub amz_retry_after: Option<Duration>,
+}
+
+impl ServerDelay {
+    /// How long the key should pause, if the answer asked at all: the longer hint.
+    pub fn key_pause(&self) -> Option<Duration> {
+        self.retry_after.max(self.amz_retry_after)
+    }
+}
 
 /// How the exponential delay is randomized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,13 +95,15 @@ impl Default for RetrySettings {
 }
 
 impl RetrySettings {
-    /// The delay before retry number `retry` (1-based) after a failure of `class`, never
-    /// shorter than the server's `retry_after`. `unit` draws from `[0, 1)`.
+    /// The delay before retry number `retry` (1-based) after a failure of `class`: the
+    /// jittered exponential step, replaced by the server's `x-amz-retry-after` clamped to
+    /// `[step, step + 5 s]` (no jitter added), and never shorter than its `Retry-After`.
+    /// `unit` draws from `[0, 1)`.
     pub fn backoff(
         &self,
         retry: u32,
         class: ErrorClass,
-        retry_after: Option<Duration>,
+        server: ServerDelay,
         unit: impl FnOnce() -> f64,
     ) -> Duration {
         let base = match class {
@@ -90,7 +118,11 @@ impl RetrySettings {
             Jitter::Full => step.mul_f64(unit().clamp(0.0, 1.0)),
             Jitter::None => step,
         };
-        delay.max(retry_after.unwrap_or_default())
+        let delay = match server.amz_retry_after {
+            Some(amz) => amz.clamp(delay, delay.saturating_add(AMZ_RETRY_AFTER_SLACK)),
+            None => delay,
+        };
+        delay.max(server.retry_after.unwrap_or_default())
     }
 }
 
@@ -99,9 +131,9 @@ pub fn random_unit() -> f64 {
     fastrand::f64()
 }
 
-/// The server's requested delay: `x-amz-retry-after` (milliseconds) or `Retry-After`
-/// (seconds, possibly fractional); the larger when both are present.
-pub fn retry_after(headers: &Headers) -> Option<Duration> {
+/// The server's requested delays: `x-amz-retry-after` (milliseconds) and `Retry-After`
+/// (seconds, possibly fractional).
+pub fn retry_after(headers: &Headers) -> ServerDelay {
     let amz = headers
         .get("x-amz-retry-after")
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -111,12 +143,68 @@ pub fn retry_after(headers: &Headers) -> Option<Duration> {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s >= 0.0)
         .map(|s| Duration::from_secs_f64(s.min(86_400.0)));
-    amz.max(standard)
+    ServerDelay {
+        retry_after: standard,
+        amz_retry_after: amz,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn floor(secs: u64) -> ServerDelay {
+        ServerDelay {
+            retry_after: Some(Duration::from_secs(secs)),
+            amz_retry_after: None,
+        }
+    }
+
+    fn amz(ms: u64) -> ServerDelay {
+        ServerDelay {
+            retry_after: None,
+            amz_retry_after: Some(Duration::from_millis(ms)),
+        }
+    }
+
+    #[test]
+    fn an_amz_retry_after_is_used_as_sent_between_the_backoff_and_five_seconds_more() {
+        let s = settings(Jitter::None);
+        let ms = Duration::from_millis;
+        // Third throttle: the computed step is 4 s.
+        let table = [
+            ("inside the band: used as sent", amz(6_500), ms(6_500)),
+            ("below the backoff: raised to it", amz(100), ms(4_000)),
+            ("far above: cut to backoff + 5 s", amz(60_000), ms(9_000)),
+        ];
+        for (case, server, want) in table {
+            assert_eq!(
+                s.backoff(3, ErrorClass::Throttled, server, || 0.0),
+                want,
+                "{case}"
+            );
+        }
+        // No jitter is added to it: with full jitter the band starts at the drawn step.
+        let jittered = settings(Jitter::Full);
+        assert_eq!(
+            jittered.backoff(3, ErrorClass::Throttled, amz(3_000), || 0.5),
+            ms(3_000)
+        );
+        assert_eq!(
+            jittered.backoff(3, ErrorClass::Throttled, amz(30_000), || 0.5),
+            ms(7_000)
+        );
+        // A Retry-After beside it stays a floor.
+        let both = ServerDelay {
+            retry_after: Some(Duration::from_secs(12)),
+            amz_retry_after: Some(ms(100)),
+        };
+        assert_eq!(
+            s.backoff(1, ErrorClass::Throttled, both, || 0.0),
+            ms(12_000)
+        );
+        assert_eq!(both.key_pause(), Some(ms(12_000)));
+    }
 
     fn settings(jitter: Jitter) -> RetrySettings {
         RetrySettings {
@@ -128,12 +216,12 @@ mod tests {
     #[test]
     fn exponential_steps_by_class_capped() {
         let s = settings(Jitter::None);
-        let t = |n| s.backoff(n, ErrorClass::Throttled, None, || 0.0);
+        let t = |n| s.backoff(n, ErrorClass::Throttled, ServerDelay::default(), || 0.0);
         assert_eq!(
             [t(1), t(2), t(3), t(5), t(6), t(40)],
             [1, 2, 4, 16, 20, 20].map(Duration::from_secs)
         );
-        let tr = |n| s.backoff(n, ErrorClass::Transient, None, || 0.0);
+        let tr = |n| s.backoff(n, ErrorClass::Transient, ServerDelay::default(), || 0.0);
         assert_eq!(
             [tr(1), tr(2), tr(3)],
             [200, 400, 800].map(Duration::from_millis)
@@ -144,29 +232,19 @@ mod tests {
     fn full_jitter_scales_the_step_and_retry_after_is_a_floor() {
         let s = settings(Jitter::Full);
         assert_eq!(
-            s.backoff(2, ErrorClass::Throttled, None, || 0.25),
+            s.backoff(2, ErrorClass::Throttled, ServerDelay::default(), || 0.25),
             Duration::from_millis(500)
         );
         assert_eq!(
-            s.backoff(2, ErrorClass::Throttled, None, || 0.0),
+            s.backoff(2, ErrorClass::Throttled, ServerDelay::default(), || 0.0),
             Duration::ZERO
         );
         assert_eq!(
-            s.backoff(
-                1,
-                ErrorClass::Throttled,
-                Some(Duration::from_secs(7)),
-                || 0.9
-            ),
+            s.backoff(1, ErrorClass::Throttled, floor(7), || 0.9),
             Duration::from_secs(7)
         );
         assert_eq!(
-            s.backoff(
-                6,
-                ErrorClass::Throttled,
-                Some(Duration::from_secs(7)),
-                || 1.0
-            ),
+            s.backoff(6, ErrorClass::Throttled, floor(7), || 1.0),
             Duration::from_secs(20)
         );
     }
@@ -174,15 +252,26 @@ mod tests {
     #[test]
     fn parses_retry_after_headers() {
         let mut h = Headers::new();
-        assert_eq!(retry_after(&h), None);
+        assert_eq!(retry_after(&h), ServerDelay::default());
+        assert_eq!(retry_after(&h).key_pause(), None);
         h.insert("Retry-After", "7");
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        assert_eq!(retry_after(&h), floor(7));
         h.insert("x-amz-retry-after", "9500");
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(9_500)));
+        assert_eq!(
+            retry_after(&h).amz_retry_after,
+            Some(Duration::from_millis(9_500))
+        );
+        assert_eq!(
+            retry_after(&h).key_pause(),
+            Some(Duration::from_millis(9_500))
+        );
         let mut h = Headers::new();
         h.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT");
-        assert_eq!(retry_after(&h), None, "HTTP dates are ignored");
+        assert_eq!(retry_after(&h).key_pause(), None, "HTTP dates are ignored");
         h.insert("retry-after", "1.5");
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(1_500)));
+        assert_eq!(
+            retry_after(&h).retry_after,
+            Some(Duration::from_millis(1_500))
+        );
     }
 }

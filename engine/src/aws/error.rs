@@ -28,6 +28,10 @@ pub enum CallErrorKind {
     /// A retry was needed but the key's shared retry allowance is empty; `code`,
     /// `status` and `message` describe the last failure.
     RetryAllowanceExhausted,
+    /// The circuit breaker of the call's scope (service, region, account) was open past
+    /// the call's deadline, or its probe was still out at the deadline: nothing was sent.
+    /// The message names the scope and when it lets a call through again.
+    BreakerOpen,
     /// The key's calendar allowance is spent until a reset after the call's deadline;
     /// `message` names the reset instant. Nothing was sent.
     AllowanceExhausted,
@@ -49,6 +53,7 @@ impl CallErrorKind {
             CallErrorKind::Throttled
                 | CallErrorKind::Transient
                 | CallErrorKind::RetryAllowanceExhausted
+                | CallErrorKind::BreakerOpen
         )
     }
 }
@@ -61,6 +66,7 @@ impl fmt::Display for CallErrorKind {
             CallErrorKind::Fatal => "failed",
             CallErrorKind::Cancelled => "cancelled",
             CallErrorKind::DeadlineExceeded => "deadline exceeded",
+            CallErrorKind::BreakerOpen => "circuit open",
             CallErrorKind::RetryAllowanceExhausted => "retry allowance exhausted",
             CallErrorKind::AllowanceExhausted => "calendar allowance exhausted",
             CallErrorKind::Admission => "admission failed",

@@ -40,7 +40,7 @@ use tokio_util::sync::CancellationToken;
 use tollgate_actors::{AdmissionError, ReservationGuard, WaitOptions};
 use tollgate_quota::Grant;
 
-use crate::aws::backoff::retry_after;
+use crate::aws::backoff::{retry_after, ServerDelay};
 
 /// Longest a signed request waits for admission: 4 minutes, a margin inside the usual
 /// 5-minute SigV4 validity window (seed 000).
@@ -83,7 +83,7 @@ pub(crate) struct AttemptRecord {
     /// The response status.
     pub status: Option<u16>,
     /// The server's `Retry-After` / `x-amz-retry-after`.
-    pub retry_after: Option<Duration>,
+    pub retry_after: ServerDelay,
 }
 
 /// Why the connector stopped a request short of an answer.

@@ -223,7 +223,12 @@ pub async fn resolve_identity(
                         (AttemptOutcome::Fatal, false)
                     }
                 };
-                let delay = settings.backoff(attempt, facts.class, None, random_unit);
+                let delay = settings.backoff(
+                    attempt,
+                    facts.class,
+                    crate::aws::backoff::ServerDelay::default(),
+                    random_unit,
+                );
                 let retry = if !more {
                     RetryOutcome::NotRetryable
                 } else if attempt == IDENTITY_MAX_ATTEMPTS {

@@ -59,6 +59,8 @@ pub enum RetryOutcome {
     Deadline,
     /// Given up: the call was cancelled.
     Cancelled,
+    /// Given up before sending: the scope's circuit breaker stays open past the deadline.
+    BreakerOpen,
 }
 
 /// How the call's reservation was cleaned up (set on a call's last event).

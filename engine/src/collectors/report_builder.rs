@@ -141,6 +141,7 @@ fn reason_kind(kind: CallErrorKind) -> &'static str {
         CallErrorKind::Cancelled => "cancelled",
         CallErrorKind::AllowanceExhausted => "allowance_exhausted",
         CallErrorKind::Admission => "admission",
+        CallErrorKind::BreakerOpen => "breaker_open",
         CallErrorKind::Credentials => "credentials",
         #[allow(unreachable_patterns)] // the error taxonomy is non_exhaustive
         _ => "failed",
@@ -184,6 +185,8 @@ mod tests {
             ("value", RetryAllowanceExhausted, DatasetStatus::Partial),
             ("value", DeadlineExceeded, DatasetStatus::Partial),
             ("value", Admission, DatasetStatus::Partial),
+            ("value", BreakerOpen, DatasetStatus::Partial),
+            ("listing", BreakerOpen, DatasetStatus::Failed),
             ("value", AllowanceExhausted, DatasetStatus::Partial),
             ("value", Cancelled, DatasetStatus::Cancelled),
             ("value", Credentials, DatasetStatus::Partial),

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tollgate_actors::AdmissionError;
 use tollgate_quota::Refusal;
 
-use crate::aws::backoff::RetrySettings;
+use crate::aws::backoff::{RetrySettings, ServerDelay};
 use crate::aws::error::CallErrorKind;
 use crate::aws::taxonomy::ErrorClass;
 use crate::aws::telemetry::RetryOutcome;
@@ -45,6 +45,8 @@ pub(crate) enum AdmissionStop {
     Cancelled,
     /// The deadline passed while waiting.
     DeadlineExceeded,
+    /// The scope's circuit breaker stays open past the deadline: nothing is sent.
+    BreakerOpen,
     /// Anything else (storage, coordination, a refusal other than the allowance).
     Failed,
 }
@@ -62,6 +64,7 @@ impl From<&AdmissionError> for AdmissionStop {
             } => AdmissionStop::CalendarAllowance,
             AdmissionError::Cancelled { .. } => AdmissionStop::Cancelled,
             AdmissionError::DeadlineExceeded { .. } => AdmissionStop::DeadlineExceeded,
+            AdmissionError::BreakerOpen { .. } => AdmissionStop::BreakerOpen,
             _ => AdmissionStop::Failed,
         }
     }
@@ -73,8 +76,8 @@ pub(crate) struct Standing {
     /// Attempts used so far, this one included if it counted (dispatched attempts plus
     /// transient failures before dispatch).
     pub attempts_used: u32,
-    /// The server's `Retry-After`, if the answer carried one.
-    pub retry_after: Option<Duration>,
+    /// What the server's answer asked for (`Retry-After`, `x-amz-retry-after`).
+    pub server: ServerDelay,
     /// Time left before the call's deadline (zero once it has passed).
     pub time_left: Duration,
 }
@@ -118,7 +121,7 @@ pub(crate) fn decide(
             if standing.attempts_used >= settings.max_attempts.get() {
                 return give_up(RetryOutcome::AttemptsExhausted, kind);
             }
-            let delay = settings.backoff(standing.attempts_used, class, standing.retry_after, unit);
+            let delay = settings.backoff(standing.attempts_used, class, standing.server, unit);
             if delay >= standing.time_left {
                 return give_up(RetryOutcome::Deadline, CallErrorKind::DeadlineExceeded);
             }
@@ -142,6 +145,7 @@ pub(crate) fn admission_give_up(stop: AdmissionStop) -> (RetryOutcome, CallError
         AdmissionStop::DeadlineExceeded => {
             (RetryOutcome::Deadline, CallErrorKind::DeadlineExceeded)
         }
+        AdmissionStop::BreakerOpen => (RetryOutcome::BreakerOpen, CallErrorKind::BreakerOpen),
         AdmissionStop::Failed => (RetryOutcome::NotRetryable, CallErrorKind::Admission),
     }
 }
@@ -185,7 +189,10 @@ mod tests {
     ) -> Standing {
         Standing {
             attempts_used,
-            retry_after,
+            server: ServerDelay {
+                retry_after,
+                amz_retry_after: None,
+            },
             time_left,
         }
     }
@@ -320,6 +327,12 @@ mod tests {
                 give_up(R::Deadline, K::DeadlineExceeded),
             ),
             (
+                "an open breaker past the deadline ends the call unsent, as breaker_open",
+                Admission(AdmissionStop::BreakerOpen),
+                standing(0, None, hour),
+                give_up(R::BreakerOpen, K::BreakerOpen),
+            ),
+            (
                 "other admission failures are not retried",
                 Admission(AdmissionStop::Failed),
                 standing(1, None, hour),
@@ -413,6 +426,13 @@ mod tests {
                 AdmissionStop::Failed,
             ),
             (AdmissionError::Stopped, AdmissionStop::Failed),
+            (
+                AdmissionError::BreakerOpen {
+                    scope: "aws/123456789012/us-east-1/s3".into(),
+                    reopens_at: tollgate_quota::Timestamp::from_micros(1),
+                },
+                AdmissionStop::BreakerOpen,
+            ),
         ];
         for (error, stop) in table {
             assert_eq!(AdmissionStop::from(&error), stop, "{error}");

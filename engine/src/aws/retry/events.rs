@@ -91,7 +91,7 @@ pub(super) fn admission_outcome(stop: AdmissionStop) -> AttemptOutcome {
         AdmissionStop::CalendarAllowance => AttemptOutcome::AdmissionFailed,
         AdmissionStop::Cancelled => AttemptOutcome::Cancelled,
         AdmissionStop::DeadlineExceeded => AttemptOutcome::DeadlineExceeded,
-        AdmissionStop::Failed => AttemptOutcome::AdmissionFailed,
+        AdmissionStop::Failed | AdmissionStop::BreakerOpen => AttemptOutcome::AdmissionFailed,
     }
 }
 

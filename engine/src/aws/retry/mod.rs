@@ -20,7 +20,16 @@
 //!   (`preparationCount` + 1) without counting an attempt or spending a retry;
 //! - failures before dispatch (credential resolution, request construction) retry only
 //!   when transient, within the same attempt limit, without touching the shared
-//!   allowance or feedback: nothing reached the service.
+//!   allowance or feedback: nothing reached the service;
+//! - before each attempt (not before a fresh signature of the same one) the call asks the
+//!   circuit breaker of its scope (service, region, account) for passage: it waits for the
+//!   opening to end or the one probe's answer when its deadline allows, and otherwise ends
+//!   unsent as [`CallErrorKind::BreakerOpen`]; every answer from the service is reported
+//!   to the breaker (the probe's with its lease), and a probe that was never answered
+//!   gives its lease up;
+//! - a throttle or 503 carrying `Retry-After` / `x-amz-retry-after` pauses the whole key
+//!   for every process (`ReservationGuard::pause`); the call's own retry follows
+//!   [`crate::aws::backoff`]'s per-header rule.
 //!
 //! # Layout
 //! - [`decide`]: the pure decision after each preparation (done, prepare again, retry
@@ -40,13 +49,14 @@ use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use tokio::time::{sleep, sleep_until, Instant};
 use tollgate_actors::{AdmissionError, ReservationGuard, WaitOptions};
-use tollgate_quota::{Outcome, QuotaKey};
+use tollgate_quota::{Outcome, Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::random_unit;
 use crate::aws::context::{CallContext, GateInner};
 use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::gated::{AttemptPlan, AttemptRecord, ConnectorStop, GatedHttpClient};
 use crate::aws::sdk_error::{describe, FailureFacts};
+use crate::aws::taxonomy::ErrorClass;
 use crate::aws::telemetry::{AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome};
 
 use decide::{admission_give_up, decide, AdmissionStop, Decision, Ending, Standing};
@@ -147,7 +157,36 @@ where
     let mut dispatched_attempts = 0u32;
     let mut local_retries = 0u32;
     let mut last_failure: Option<FailureFacts> = None;
+    // The breaker's probe lease this attempt holds, and whether the next preparation
+    // starts a new attempt (and so must pass the breaker first).
+    let mut probe: Option<ProbeId> = None;
+    let mut new_attempt = true;
     let (result, mut final_event) = loop {
+        if new_attempt {
+            new_attempt = false;
+            match pass_breaker(gate, ctx, &key).await {
+                Ok(lease) => probe = lease,
+                Err(e) => {
+                    let stop = AdmissionStop::from(&e);
+                    let (retry, kind) = admission_give_up(stop);
+                    let event = events.event(
+                        prep,
+                        &AttemptRecord::default(),
+                        admission_outcome(stop),
+                        retry,
+                        None,
+                    );
+                    let error = admission_error(
+                        &e,
+                        kind,
+                        operation,
+                        last_failure.take(),
+                        dispatched_attempts,
+                    );
+                    break (Err(error), event);
+                }
+            }
+        }
         prep.preparation += 1;
         prep.started = Instant::now();
         prep.started_at_ms = gate.admission.now().as_micros() / 1_000;
@@ -180,6 +219,8 @@ where
                 if let Some(grant) = &record.grant {
                     guard.feedback(Outcome::Success, grant);
                 }
+                gate.admission
+                    .breaker_report(&key, Some(Outcome::Success), probe.take());
                 let event = events.event(
                     prep,
                     &record,
@@ -200,13 +241,22 @@ where
             dispatched_attempts += 1;
         }
         feed_back(&guard, &record, &end, dispatched);
+        if let (AttemptEnd::Failed(facts), true) = (&end, dispatched) {
+            let outcome = feedback_of(facts.class).0;
+            gate.admission
+                .breaker_report(&key, Some(outcome), probe.take());
+            let pausing = facts.class == ErrorClass::Throttled || record.status == Some(503);
+            if let (true, Some(hint)) = (pausing, record.retry_after.key_pause()) {
+                guard.pause(hint);
+            }
+        }
 
         let ending = end.ending();
         let decision = decide(
             ending,
             Standing {
                 attempts_used: dispatched_attempts + local_retries,
-                retry_after: record.retry_after,
+                server: record.retry_after,
                 time_left: ctx.deadline.saturating_duration_since(Instant::now()),
             },
             &gate.retry,
@@ -218,6 +268,7 @@ where
                 events.emit(&events.event(prep, &record, outcome, RetryOutcome::Reprepare, None));
             }
             Decision::GiveUp { retry, kind } => {
+                give_up_probe(gate, &key, &mut probe);
                 let event = events.event(prep, &record, outcome, retry, end.code());
                 let error = match end {
                     AttemptEnd::AdmissionFailed(e) => admission_error(
@@ -244,6 +295,8 @@ where
                 break (Err(error), event);
             }
             Decision::RetryAfter(delay) => {
+                give_up_probe(gate, &key, &mut probe);
+                new_attempt = true;
                 events.emit(&events.event(prep, &record, outcome, RetryOutcome::Retry, end.code()));
                 if let AttemptEnd::Failed(facts) = end {
                     last_failure = Some(facts);
@@ -282,6 +335,33 @@ where
     final_event.cleanup_outcome = Some(release(guard));
     events.emit(&final_event);
     result
+}
+
+/// Ask the breaker of `key`'s scope for passage within the call's deadline (raced with its
+/// cancellation). `Some(lease)` when this attempt is the scope's probe.
+async fn pass_breaker(
+    gate: &GateInner,
+    ctx: &CallContext,
+    key: &QuotaKey,
+) -> Result<Option<ProbeId>, AdmissionError> {
+    let time_left = ctx.deadline.saturating_duration_since(Instant::now());
+    let passed = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => Err(AdmissionError::Cancelled { key: key.to_string() }),
+        passed = gate.admission.breaker_pass(key, time_left) => passed,
+    };
+    match passed? {
+        Passage::Probe(lease) => Ok(Some(lease.id)),
+        Passage::Go | Passage::Wait { .. } => Ok(None),
+    }
+}
+
+/// A probe lease whose attempt got no answer from the service (never sent, aborted in
+/// flight) is given up, so the scope's next caller probes at once.
+fn give_up_probe(gate: &GateInner, key: &QuotaKey, probe: &mut Option<ProbeId>) {
+    if let Some(id) = probe.take() {
+        gate.admission.breaker_report(key, None, Some(id));
+    }
 }
 
 /// Tell the key what a failed attempt says about its capacity. A dispatched failure
