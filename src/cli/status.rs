@@ -91,13 +91,7 @@ fn stored_calendar(
             Some(CalendarStatus {
                 entry: None,
                 valid_until: None,
-                allowance: Some(AllowanceStatus {
-                    amount: allowance.amount(),
-                    used: counter.used(),
-                    consumed_total: counter.consumed_total(),
-                    period_start: counter.period().start,
-                    resets_at: counter.period().next_reset,
-                }),
+                allowance: Some(AllowanceStatus::of(allowance, &counter)),
             })
         }
     }

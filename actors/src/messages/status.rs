@@ -54,3 +54,20 @@ pub struct AllowanceStatus {
     /// The next reset.
     pub resets_at: WallClock,
 }
+
+impl AllowanceStatus {
+    /// The status of `counter`, already rolled to the instant it describes.
+    pub fn of(
+        allowance: &tollgate_quota::Allowance,
+        counter: &tollgate_quota::AllowanceCounter,
+    ) -> Self {
+        let period = counter.period();
+        AllowanceStatus {
+            amount: allowance.amount(),
+            used: counter.used(),
+            consumed_total: counter.consumed_total(),
+            period_start: period.start,
+            resets_at: period.next_reset,
+        }
+    }
+}

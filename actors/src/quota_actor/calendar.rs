@@ -21,7 +21,7 @@
 //! period admits more than its amount across a crash.
 
 use serde::{Deserialize, Serialize};
-use tollgate_quota::schedule::{AllowanceDenial, AllowancePeriod, DEFAULT_SCAN_CAP};
+use tollgate_quota::schedule::{AllowanceDenial, DEFAULT_SCAN_CAP};
 use tollgate_quota::{
     schedule, Allowance, AllowanceCounter, Lease, Policy, PolicySchedule, QuotaRecord, QuotaState,
     ReadTime, Refusal, Step, Timestamp, WallClock,
@@ -222,17 +222,10 @@ impl Calendar {
             Kind::Allowance { allowance, counter } => {
                 let mut counter = *counter;
                 counter.roll(allowance, WallClock::from_timestamp(now, self.anchor));
-                let AllowancePeriod { start, next_reset } = counter.period();
                 Some(CalendarStatus {
                     entry: None,
                     valid_until: None,
-                    allowance: Some(AllowanceStatus {
-                        amount: allowance.amount(),
-                        used: counter.used(),
-                        consumed_total: counter.consumed_total(),
-                        period_start: start,
-                        resets_at: next_reset,
-                    }),
+                    allowance: Some(AllowanceStatus::of(allowance, &counter)),
                 })
             }
         }
