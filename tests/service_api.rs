@@ -230,21 +230,14 @@ fn comparable(mut report: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn a_service_report_equals_the_report_of_discover() {
+    // Lambda only: moto answers KMS GetKeyLastUsage with HTML 500s, which open the KMS
+    // circuit breaker in the service's coordinator after five, so a `discover` right after
+    // would (correctly) fail fast on KMS instead of scanning under the same conditions.
     let moto = moto();
-    moto_json(
-        &moto,
-        "kms",
-        "TrentService.CreateKey",
-        r#"{"Description":"service-equality"}"#,
-    );
     let tmp = tempfile::tempdir().unwrap();
     let dirs = Dirs::new(tmp.path());
     let serve = Serve::start(&dirs, &[], &[]);
-    let (scan_id, _) = submit(
-        &serve,
-        &scan_body(&moto, r#""kms-keys","lambda-functions""#),
-    );
-    // moto answers some KMS per-key calls with errors, so `partial` is a finished scan too.
+    let (scan_id, _) = submit(&serve, &scan_body(&moto, r#""lambda-functions""#));
     let status = serve.wait_for(&scan_id, &["complete", "partial", "failed"], LIMIT);
     assert!(status == "complete" || status == "partial", "{status}");
     let (code, text) = serve.call("GET", &format!("/v1/scans/{scan_id}/report"), None);
@@ -261,12 +254,7 @@ fn a_service_report_equals_the_report_of_discover() {
         "--regions",
         "us-east-1",
     ])
-    .args([
-        "--datasets",
-        "kms-keys,lambda-functions",
-        "--timeout",
-        "100s",
-    ]);
+    .args(["--datasets", "lambda-functions", "--timeout", "100s"]);
     child_env(&mut cmd, &dirs);
     let out = cmd.output().unwrap();
     let expected_exit = if status == "complete" { 0 } else { 2 };
