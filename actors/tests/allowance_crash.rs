@@ -45,11 +45,13 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// The child's part (run only by the parent test, through `--ignored`).
+/// Not a test of its own: the child process the test below starts. Without the
+/// directory variable (a normal test run) it does nothing.
 #[test]
-#[ignore = "the child process of after_a_coordinator_sigkill_mid_period_the_allowance_is_not_exceeded"]
 fn child_coordinator_spends_part_of_the_allowance() {
-    let path = std::env::var(CHILD_DIR_ENV).expect("run by the parent test");
+    let Ok(path) = std::env::var(CHILD_DIR_ENV) else {
+        return;
+    };
     install_schedules();
     let dir = AdmissionDir::at(path).unwrap();
     let admission = connect(&dir).unwrap();
@@ -78,7 +80,6 @@ fn after_a_coordinator_sigkill_mid_period_the_allowance_is_not_exceeded() {
         .args([
             "--exact",
             "child_coordinator_spends_part_of_the_allowance",
-            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
