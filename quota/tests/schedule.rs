@@ -11,6 +11,7 @@ use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use tollgate_quota::overlay::PolicyOverlay;
 use tollgate_quota::schedule::{resolve, CronSchedule, PolicySchedule, ScheduleEntry, WallClock};
 use tollgate_quota::Policy;
@@ -123,7 +124,11 @@ fn schedule_or_skip(pattern: &str, zone: &str) -> Result<CronSchedule, TestCaseE
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     /// The effective policy is the base overlaid by the first entry whose brute-force
     /// match holds at t's minute; valid_until is exact: no entry's match changes at any
