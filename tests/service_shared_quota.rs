@@ -28,12 +28,12 @@ use std::time::Duration;
 use moto::{moto, unique_prefix};
 use service_support::{child_env, create_tables, Dirs, Serve};
 
-const RATE: f64 = 4.0;
+const RATE: f64 = 2.0;
 const BURST: f64 = 1.0;
 const KEY: &str = "dynamodb:control-plane-read";
 /// Tables each scan describes (plus whatever else the shared moto holds): enough calls
 /// that each scan alone needs several seconds at [`RATE`].
-const TABLES: usize = 14;
+const TABLES: usize = 16;
 const LIMIT: Duration = Duration::from_secs(120);
 const POLL: Duration = Duration::from_millis(100);
 
