@@ -47,6 +47,10 @@ pub struct ServiceArgs {
     /// Another scenario file instead of the bundled fixtures/scenarios/demo.toml.
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
+    /// Pass this process's `TOLLGATE_QUOTA_OVERRIDES` on to serve (blanked otherwise),
+    /// e.g. to lift the demo's pacing so that scans are quick.
+    #[arg(long)]
+    pub keep_overrides: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -66,6 +70,8 @@ struct Report {
     scans: usize,
     scenario: String,
     statuses: std::collections::BTreeMap<String, usize>,
+    /// `TOLLGATE_QUOTA_OVERRIDES` as serve had it (`--keep-overrides`).
+    overrides: Option<String>,
     samples: Vec<Sample>,
     baseline_scans: usize,
     rss_baseline_kib: u64,
@@ -89,8 +95,12 @@ impl Drop for Serve {
 }
 
 impl Serve {
-    fn start(root: &Path) -> anyhow::Result<Serve> {
-        let mut child = Command::new(exe::tollgate()?)
+    fn start(root: &Path, keep_overrides: bool) -> anyhow::Result<Serve> {
+        let mut cmd = Command::new(exe::tollgate()?);
+        if !keep_overrides {
+            cmd.env_remove("TOLLGATE_QUOTA_OVERRIDES");
+        }
+        let mut child = cmd
             .args(["serve", "--listen", "127.0.0.1:0"])
             .env("TOLLGATE_STATE_DIR", root.join("state"))
             .env("TOLLGATE_ADMISSION_DIR", root.join("admission"))
@@ -101,7 +111,6 @@ impl Serve {
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .env_remove("AWS_PROFILE")
             .env_remove("AWS_SESSION_TOKEN")
-            .env_remove("TOLLGATE_QUOTA_OVERRIDES")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -202,7 +211,7 @@ pub fn run(args: &ServiceArgs) -> anyhow::Result<ExitCode> {
     .to_string();
 
     let tmp = tempfile::tempdir().context("creating the service's directories")?;
-    let serve = Serve::start(tmp.path())?;
+    let serve = Serve::start(tmp.path(), args.keep_overrides)?;
     let token = ApiToken::read(&tmp.path().join("state").join("api-token"))?;
     let client = ServiceClient::new(&format!("http://{}", serve.addr), token)?;
 
@@ -243,6 +252,10 @@ pub fn run(args: &ServiceArgs) -> anyhow::Result<ExitCode> {
         scans: args.scans,
         scenario: name,
         statuses,
+        overrides: args
+            .keep_overrides
+            .then(|| std::env::var("TOLLGATE_QUOTA_OVERRIDES").ok())
+            .flatten(),
         samples,
         baseline_scans: args.baseline,
         rss_baseline_kib,
@@ -276,8 +289,9 @@ fn print_report(r: &Report) {
     }
     let statuses: Vec<String> = r.statuses.iter().map(|(s, n)| format!("{s} {n}")).collect();
     println!(
-        "scenario {}; scan statuses: {}",
+        "scenario {}; overrides {}; scan statuses: {}",
         r.scenario,
+        r.overrides.as_deref().unwrap_or("none"),
         statuses.join(", ")
     );
     println!(
