@@ -14,6 +14,7 @@
 //! - `admission` (`in_process`, `processes`, `pyrate`): `bench admission`.
 //! - `echo`: the admission bench's floor, a bare Unix-socket echo.
 //! - `takeover`: `bench takeover`. `fleet` (`fleet_ideal`, `fleet_process`): `bench fleet`.
+//! - `service`: `bench service`, the service's soak test (RSS over N scans).
 //! - `worker`, `fleet_sdk`: the worker processes they spawn (hidden subcommands `worker`,
 //!   `fleet-worker`, and the diagnostic `probe-socket`).
 //! - `exe`: where this executable and the `tollgate` binary beside it are.
@@ -30,6 +31,7 @@ mod fleet_sdk;
 mod in_process;
 mod processes;
 mod pyrate;
+mod service;
 mod stats;
 mod takeover;
 mod worker;
@@ -62,6 +64,9 @@ enum Command {
     /// tollgate (shared admission) against plain AWS SDK clients (standard / adaptive
     /// retry); throttled responses, retries, completion against the ideal, completeness.
     Fleet(fleet::FleetArgs),
+    /// Soak: N on-demand scans of the demo scenario (fixture simulator) through a real
+    /// `tollgate serve`; its RSS after N must stay within 1.2x its RSS after 50.
+    Service(service::ServiceArgs),
     /// One process of `admission --processes` and `takeover` (internal).
     #[command(name = exe::WORKER, hide = true)]
     Worker(worker::WorkerArgs),
@@ -90,6 +95,7 @@ fn main() -> ExitCode {
         Command::Admission(args) => admission::run(&args),
         Command::Takeover(args) => takeover::run(&args),
         Command::Fleet(args) => fleet::run(&args),
+        Command::Service(args) => service::run(&args),
         Command::Worker(args) => worker::run(&args),
         Command::FleetWorker(args) => fleet_sdk::run(args),
         Command::ProbeSocket { socket } => worker::probe_socket(&socket),

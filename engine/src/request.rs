@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+pub use crate::aws::assume_role::{AssumeRole, RoleError};
 use crate::dataset::Dataset;
 
 /// Default discovery deadline (seed 000: 5 minutes); reservations expire with it.
@@ -33,6 +34,10 @@ pub struct DiscoveryRequest {
     /// Static credentials instead of the default credential chain (the fixture
     /// simulator, tests). `None` in real runs. `Debug` redacts the secret.
     pub credentials: Option<aws_credential_types::Credentials>,
+    /// Scan another account: assume this role (STS `AssumeRole`) on top of the
+    /// credentials above; the account resolved, keying quotas and named by the report, is
+    /// then the role's.
+    pub role: Option<AssumeRole>,
 }
 
 impl Default for DiscoveryRequest {
@@ -44,6 +49,7 @@ impl Default for DiscoveryRequest {
             profile: None,
             timeout: DEFAULT_TIMEOUT,
             credentials: None,
+            role: None,
         }
     }
 }
@@ -72,6 +78,9 @@ pub enum RequestError {
     /// The endpoint URL is not http(s).
     #[error("--endpoint-url {0:?} must start with http:// or https://")]
     BadEndpoint(String),
+    /// The role to assume is malformed (its field: `RoleError::field`).
+    #[error(transparent)]
+    BadRole(#[from] RoleError),
 }
 
 impl DiscoveryRequest {
@@ -113,6 +122,9 @@ impl DiscoveryRequest {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(RequestError::BadEndpoint(url.clone()));
             }
+        }
+        if let Some(role) = &self.role {
+            role.validate()?;
         }
         self.regions.sort_unstable();
         self.regions.dedup();

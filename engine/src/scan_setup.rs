@@ -18,8 +18,10 @@ use tollgate_actors::{AdmissionHandle, AdmissionRuntime};
 use tollgate_quota::key::{AccountScope, RunId};
 use tollgate_quota::PolicyTable;
 
+use crate::aws::credentials::safe_description;
 use crate::aws::{
-    isolated_admission, resolve_identity, sdk_config_with_credentials, AwsGate, ScanId,
+    isolated_admission, resolve_identity, sdk_config_assuming, AwsGate, ScanId,
+    CREDENTIALS_CHECK_TIMEOUT,
 };
 use crate::request::{DiscoveryRequest, FALLBACK_REGION};
 use crate::throttling::ScanTelemetry;
@@ -77,6 +79,45 @@ pub enum SetupError {
     /// Admission could not be started for an unresolved caller.
     #[error("could not start isolated admission for an unresolved caller: {0}")]
     Admission(String),
+    /// STS refused (or did not answer) `AssumeRole` for the request's role.
+    #[error(
+        "could not assume role {role_arn}: {reason}; check that the role exists, that its \
+         trust policy allows the base credentials (and the external id, if it requires \
+         one), and that they may call sts:AssumeRole"
+    )]
+    AssumeRole {
+        /// The role.
+        role_arn: String,
+        /// What STS or the transport said (no secrets: see `safe_description`).
+        reason: String,
+    },
+}
+
+/// A role's credentials, fetched once before the scan so that a refusal fails the scan
+/// naming the role (later, the identity lookup would only report it unresolved). The SDK
+/// configuration's identity cache fetches its own on first use: one extra `AssumeRole`
+/// per scan, ungated like every credential provider's request.
+async fn assume_now(
+    sdk: &aws_config::SdkConfig,
+    role_arn: &str,
+    cancel: &CancellationToken,
+) -> Result<(), SetupError> {
+    use aws_credential_types::provider::ProvideCredentials;
+    let failed = |reason: String| SetupError::AssumeRole {
+        role_arn: role_arn.to_owned(),
+        reason,
+    };
+    let provider = sdk
+        .credentials_provider()
+        .ok_or_else(|| failed("no credentials provider".into()))?;
+    tokio::select! {
+        _ = cancel.cancelled() => Err(SetupError::Cancelled),
+        answer = tokio::time::timeout(CREDENTIALS_CHECK_TIMEOUT, provider.provide_credentials()) => match answer {
+            Err(_) => Err(failed(format!("no answer within {CREDENTIALS_CHECK_TIMEOUT:?}"))),
+            Ok(Err(e)) => Err(failed(safe_description(&e))),
+            Ok(Ok(_)) => Ok(()),
+        },
+    }
 }
 
 /// Load the SDK configuration, resolve the caller and build the scan's gate.
@@ -88,14 +129,18 @@ pub async fn prepare(
 ) -> Result<ScanSetup, SetupError> {
     let deadline = Instant::now() + request.timeout;
     let first_region = request.regions.first().map(String::as_str);
-    let sdk = sdk_config_with_credentials(
+    let sdk = sdk_config_assuming(
         deps.http.clone(),
         request.profile.as_deref(),
         first_region,
         request.endpoint_url.as_deref(),
         request.credentials.clone(),
+        request.role.as_ref(),
     )
     .await;
+    if let Some(role) = &request.role {
+        assume_now(&sdk, &role.role_arn, &cancel).await?;
+    }
     let regions = if request.regions.is_empty() {
         vec![sdk
             .region()

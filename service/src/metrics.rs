@@ -8,6 +8,14 @@
 //! - **read at scrape time**: scans queued and running, and each quota key's live
 //!   penalty, effective rate, and whether dispatch is stopped (the breaker), from the
 //!   admission actors' status.
+//!
+//! Cardinality: a counter's series lives as long as the process, so its label must come
+//! from a bounded set. A full key is `partition/account/region/service:group`: accounts
+//! are the ones the service scans (its targets and ad-hoc requests), regions and groups
+//! are fixed lists. The one unbounded part is an unresolved caller's account,
+//! `unresolved:<scan-id>`, new for every such scan: [`label_of`] folds those into one
+//! `unresolved` account. Scrape-time gauges are cleared before each scrape, so they show
+//! only the keys admission holds now.
 
 use std::fmt::Write;
 use std::sync::Mutex;
@@ -212,7 +220,7 @@ impl TelemetrySink for ServiceMetrics {
         let Some(key) = &event.quota else {
             return;
         };
-        let label = KeyLabel { key: key.clone() };
+        let label = label_of(key);
         if event.dispatched {
             self.admissions.get_or_create(&label).inc();
             self.admission_wait
@@ -236,9 +244,34 @@ impl TelemetrySink for ServiceMetrics {
     }
 }
 
+/// A key's counter label: the key, with an unresolved caller's per-scan account folded
+/// into `unresolved` (module docs).
+fn label_of(key: &str) -> KeyLabel {
+    let mut parts: Vec<&str> = key.splitn(3, '/').collect();
+    if parts
+        .get(1)
+        .is_some_and(|a| a.starts_with(tollgate_quota::key::UNRESOLVED_PREFIX))
+    {
+        parts[1] = "unresolved";
+    }
+    KeyLabel {
+        key: parts.join("/"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unresolved_accounts_share_one_label() {
+        let a = label_of("aws/unresolved:scan-00000000000000a1/us-east-1/s3:control-plane");
+        let b = label_of("aws/unresolved:scan-00000000000000b2/us-east-1/s3:control-plane");
+        assert_eq!(a, b);
+        assert_eq!(a.key, "aws/unresolved/us-east-1/s3:control-plane");
+        let resolved = "aws/123456789012/us-east-1/s3:control-plane";
+        assert_eq!(label_of(resolved).key, resolved);
+    }
 
     #[test]
     fn finished_scans_and_active_counts_appear_in_the_exposition() {

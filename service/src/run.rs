@@ -11,7 +11,7 @@ use tollgate_actors::AdmissionHandle;
 use tollgate_engine::aws::telemetry::TelemetrySink;
 use tollgate_engine::supervisor::SupervisorDeps;
 use tollgate_engine::throttling::ScanTelemetry;
-use tollgate_engine::Discovery;
+use tollgate_engine::{Discovery, DiscoveryRequest};
 use tollgate_quota::{Clock, PolicyTable};
 
 use crate::config::ServiceConfig;
@@ -39,6 +39,20 @@ pub struct ServiceOptions {
     pub policies: PolicyTable,
     /// Wall-clock time for records.
     pub clock: Arc<dyn Clock>,
+    /// Also write every attempt event here (`tollgate serve --telemetry FILE`); the
+    /// metrics always get them.
+    pub telemetry: Option<Arc<dyn TelemetrySink>>,
+}
+
+/// Attempt events to the metrics and to the user's sink.
+#[derive(Debug)]
+struct MetricsAnd(Arc<ServiceMetrics>, Arc<dyn TelemetrySink>);
+
+impl TelemetrySink for MetricsAnd {
+    fn record(&self, event: &tollgate_engine::aws::AttemptEvent) {
+        self.0.record(event);
+        self.1.record(event);
+    }
 }
 
 /// The service could not start.
@@ -89,14 +103,46 @@ fn start_schedules(
             let request = config.targets.get(&entry.target)?.clone();
             let manager = manager.clone();
             let fire = Arc::new(move |target: &str| {
-                match manager.submit(Some(target.to_string()), request.clone()) {
-                    Ok(s) => tracing::info!(target, scan_id = %s.scan_id, joined = s.joined, "scheduled scan submitted"),
-                    Err(e) => tracing::warn!(target, error = %e, "scheduled scan refused"),
-                }
+                let (manager, request, target) =
+                    (manager.clone(), request.clone(), target.to_string());
+                tokio::spawn(submit_scheduled(manager, target, request));
             });
-            Some(tokio::spawn(run_entry(entry.clone(), clock.clone(), store.clone(), config.catch_up, fire)))
+            Some(tokio::spawn(run_entry(
+                entry.clone(),
+                clock.clone(),
+                store.clone(),
+                config.catch_up,
+                fire,
+            )))
         })
         .collect()
+}
+
+/// A scheduled submission: the same credentials check `POST /v1/scans` makes, then the
+/// submission; a refusal is stored as a failed scan saying why (nobody is there to read
+/// an HTTP error).
+async fn submit_scheduled(manager: ScanManager, target: String, request: DiscoveryRequest) {
+    if let Err(e) = tollgate_engine::aws::check_credentials(&request).await {
+        let why = e.to_string();
+        match manager
+            .record_refused(Some(target.clone()), &request, &why)
+            .await
+        {
+            Ok(scan_id) => {
+                tracing::warn!(%target, %scan_id, reason = %why, "scheduled scan failed its credentials check")
+            }
+            Err(e) => {
+                tracing::error!(%target, error = %e, "could not store a refused scheduled scan")
+            }
+        }
+        return;
+    }
+    match manager.submit(Some(target.clone()), request) {
+        Ok(s) => {
+            tracing::info!(%target, scan_id = %s.scan_id, joined = s.joined, "scheduled scan submitted")
+        }
+        Err(e) => tracing::warn!(%target, error = %e, "scheduled scan refused"),
+    }
 }
 
 impl RunningService {
@@ -106,10 +152,14 @@ impl RunningService {
         let history = History::open(&options.state_dir.history_path())?;
         let history_store = history.clone();
         let metrics = Arc::new(ServiceMetrics::new());
+        let sink: Arc<dyn TelemetrySink> = match options.telemetry {
+            Some(user) => Arc::new(MetricsAnd(metrics.clone(), user)),
+            None => metrics.clone(),
+        };
         let discovery = Discovery::start_with(SupervisorDeps {
             admission: options.admission.clone(),
             policies: options.policies.clone(),
-            telemetry: ScanTelemetry::new(metrics.clone() as Arc<dyn TelemetrySink>),
+            telemetry: ScanTelemetry::new(sink),
             http: tollgate_engine::aws::default_http_client(),
         });
         let manager = ScanManager::new(ManagerDeps {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tollgate_engine::request::RequestError;
+use tollgate_engine::request::{AssumeRole, RequestError};
 use tollgate_engine::{Dataset, DiscoveryRequest};
 
 /// The unchecked fields of a scan request (config target or API body).
@@ -20,6 +20,12 @@ pub struct ScanFields {
     pub profile: Option<String>,
     /// Deadline of the whole scan.
     pub timeout: Option<Duration>,
+    /// Another account's role to assume (STS AssumeRole).
+    pub role_arn: Option<String>,
+    /// The external id the role requires.
+    pub external_id: Option<String>,
+    /// The role session name.
+    pub session_name: Option<String>,
 }
 
 /// A field was refused: which one, and why.
@@ -56,6 +62,20 @@ impl ScanFields {
                 return Err(FieldError::new("profile", "must not be empty"));
             }
         }
+        let role = match self.role_arn {
+            Some(role_arn) => Some(AssumeRole {
+                role_arn,
+                external_id: self.external_id,
+                session_name: self.session_name,
+            }),
+            None if self.external_id.is_some() => {
+                return Err(FieldError::new("external_id", "needs role_arn"))
+            }
+            None if self.session_name.is_some() => {
+                return Err(FieldError::new("session_name", "needs role_arn"))
+            }
+            None => None,
+        };
         let request = DiscoveryRequest {
             regions: self.regions,
             datasets,
@@ -65,6 +85,7 @@ impl ScanFields {
                 .timeout
                 .unwrap_or(tollgate_engine::request::DEFAULT_TIMEOUT),
             credentials: None,
+            role,
         };
         request.validate().map_err(|e| match e {
             RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {
@@ -77,6 +98,7 @@ impl ScanFields {
                 "endpoint_url",
                 format!("{url:?} must start with http:// or https://"),
             ),
+            RequestError::BadRole(e) => FieldError::new(e.field(), e.to_string()),
             other => FieldError::new("request", other.to_string()),
         })
     }
@@ -84,10 +106,11 @@ impl ScanFields {
 
 /// Two requests with the same key are one scan: a second submission joins the first
 /// while it is queued or running. The account is not known before the scan resolves
-/// it, so the key uses what selects the account (profile, endpoint) instead.
+/// it, so the key uses what selects the account (profile, role, endpoint) instead.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct JoinKey {
     profile: Option<String>,
+    role: Option<AssumeRole>,
     endpoint_url: Option<String>,
     regions: Vec<String>,
     datasets: Vec<Dataset>,
@@ -98,6 +121,7 @@ impl JoinKey {
     pub fn of(request: &DiscoveryRequest) -> JoinKey {
         JoinKey {
             profile: request.profile.clone(),
+            role: request.role.clone(),
             endpoint_url: request.endpoint_url.clone(),
             regions: request.regions.clone(),
             datasets: request.datasets.clone(),
@@ -145,5 +169,39 @@ mod tests {
         .into_request()
         .unwrap_err();
         assert_eq!(err.field, "endpoint_url");
+        let role = |arn: &str, session: Option<&str>| ScanFields {
+            role_arn: Some(arn.into()),
+            session_name: session.map(str::to_string),
+            ..Default::default()
+        };
+        let err = role("arn:aws:iam::1:role/x", None)
+            .into_request()
+            .unwrap_err();
+        assert_eq!(err.field, "role_arn");
+        let err = role("arn:aws:iam::111111111111:role/x", Some("?"))
+            .into_request()
+            .unwrap_err();
+        assert_eq!(err.field, "session_name");
+        let err = ScanFields {
+            external_id: Some("abc".into()),
+            ..Default::default()
+        }
+        .into_request()
+        .unwrap_err();
+        assert_eq!(err.field, "external_id");
+    }
+
+    #[test]
+    fn another_role_is_another_scan() {
+        let base = fields(&["us-east-1"], &["kms-keys"]);
+        let with_role = ScanFields {
+            role_arn: Some("arn:aws:iam::111111111111:role/scanner".into()),
+            ..base.clone()
+        };
+        let (a, b) = (
+            base.into_request().unwrap(),
+            with_role.into_request().unwrap(),
+        );
+        assert_ne!(JoinKey::of(&a), JoinKey::of(&b));
     }
 }

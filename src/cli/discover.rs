@@ -17,7 +17,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tollgate_engine::aws::check_credentials;
 use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
 use tollgate_engine::collectors::DatasetProgress;
-use tollgate_engine::request::{FALLBACK_REGION, MAX_TIMEOUT};
+use tollgate_engine::request::{AssumeRole, RequestError, FALLBACK_REGION, MAX_TIMEOUT};
 use tollgate_engine::{
     Dataset, DatasetStatus, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig, ScanHandle,
 };
@@ -54,6 +54,16 @@ pub struct DiscoverArgs {
     /// AWS profile (default: the default credential chain).
     #[arg(long, value_name = "PROFILE")]
     pub profile: Option<String>,
+    /// Scan another account: assume this IAM role (STS AssumeRole, signed by the
+    /// profile's or the default chain's credentials).
+    #[arg(long, value_name = "ARN")]
+    pub role_arn: Option<String>,
+    /// The external id the role's trust policy requires.
+    #[arg(long, value_name = "ID", requires = "role_arn")]
+    pub external_id: Option<String>,
+    /// The role session name (default: tollgate).
+    #[arg(long, value_name = "NAME", requires = "role_arn")]
+    pub session_name: Option<String>,
     /// Write the JSON report here instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -153,8 +163,19 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         profile: args.profile,
         timeout: args.scan.timeout,
         credentials: None,
+        role: args.role_arn.map(|role_arn| AssumeRole {
+            role_arn,
+            external_id: args.external_id,
+            session_name: args.session_name,
+        }),
     }
-    .validate()?;
+    .validate()
+    .map_err(|e| match e {
+        RequestError::BadRole(role) => {
+            anyhow::anyhow!("--{}: {role}", role.field().replace('_', "-"))
+        }
+        other => other.into(),
+    })?;
     rt.block_on(async move {
         preflight(&request).await?;
         let engine = Engine::open(config)?;

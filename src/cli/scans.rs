@@ -33,7 +33,7 @@ pub enum ScansCommand {
     /// running scan is joined instead.
     Submit {
         /// A target from the service's configuration.
-        #[arg(long, conflicts_with_all = ["regions", "datasets", "endpoint_url", "profile", "timeout"])]
+        #[arg(long, conflicts_with_all = ["regions", "datasets", "endpoint_url", "profile", "timeout", "role_arn"])]
         target: Option<String>,
         /// Regions, comma-separated.
         #[arg(long, value_delimiter = ',', value_name = "REGION")]
@@ -50,6 +50,15 @@ pub enum ScansCommand {
         /// Deadline of the whole scan (90s, 5m, 1h).
         #[arg(long, value_name = "DURATION")]
         timeout: Option<String>,
+        /// Scan another account: the IAM role to assume (STS AssumeRole).
+        #[arg(long, value_name = "ARN")]
+        role_arn: Option<String>,
+        /// The external id the role requires.
+        #[arg(long, value_name = "ID", requires = "role_arn")]
+        external_id: Option<String>,
+        /// The role session name (default: tollgate).
+        #[arg(long, value_name = "NAME", requires = "role_arn")]
+        session_name: Option<String>,
         /// Wait until the scan finishes and print its status.
         #[arg(long)]
         wait: bool,
@@ -89,6 +98,9 @@ pub fn run(args: ScansArgs) -> anyhow::Result<ExitCode> {
             endpoint_url,
             profile,
             timeout,
+            role_arn,
+            external_id,
+            session_name,
             wait,
         } => {
             let body = match target {
@@ -102,6 +114,9 @@ pub fn run(args: ScansArgs) -> anyhow::Result<ExitCode> {
                         ("endpoint_url", endpoint_url),
                         ("profile", profile),
                         ("timeout", timeout),
+                        ("role_arn", role_arn),
+                        ("external_id", external_id),
+                        ("session_name", session_name),
                     ] {
                         if let Some(value) = value {
                             body[key] = value.into();

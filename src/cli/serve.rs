@@ -18,6 +18,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::signal::unix::{signal, SignalKind};
 use tollgate_actors::{Coordinator, TokioClock};
+use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
 use tollgate_service::{RunningService, ServiceConfig, ServiceOptions, StateDir, StateDirEnv};
 use tollgate_storage::{read_holder, AdmissionDir, CoordinatorLock};
 
@@ -37,6 +38,10 @@ pub struct ServeArgs {
     /// Where the HTTP API listens (port 0 picks a free port).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
     pub listen: SocketAddr,
+    /// Write one JSON line per admission or physical attempt of every scan here (as
+    /// `tollgate discover --telemetry`).
+    #[arg(long, value_name = "FILE")]
+    pub telemetry: Option<PathBuf>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -48,6 +53,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     let state_dir = StateDir::resolve(&StateDirEnv::from_process_env())?;
     let dir = AdmissionDir::resolve(&config.dir_env)?;
+    let telemetry: Option<Arc<dyn TelemetrySink>> = match args.telemetry.as_deref() {
+        Some(path) => Some(Arc::new(FileTelemetry::create(path).with_context(
+            || format!("creating the telemetry file {}", path.display()),
+        )?)),
+        None => None,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -58,6 +69,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         service_config,
         state_dir,
         listen: args.listen,
+        telemetry,
     }))
 }
 
@@ -67,6 +79,7 @@ struct Setup {
     service_config: ServiceConfig,
     state_dir: StateDir,
     listen: SocketAddr,
+    telemetry: Option<Arc<dyn TelemetrySink>>,
 }
 
 async fn serve(setup: Setup) -> anyhow::Result<ExitCode> {
@@ -76,6 +89,7 @@ async fn serve(setup: Setup) -> anyhow::Result<ExitCode> {
         service_config,
         state_dir,
         listen,
+        telemetry,
     } = setup;
     let mut term = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
@@ -119,6 +133,7 @@ async fn serve(setup: Setup) -> anyhow::Result<ExitCode> {
         admission_dir: (dir.path().display().to_string(), dir.source().to_string()),
         policies,
         clock: Arc::new(TokioClock::system()),
+        telemetry,
     })
     .await
     {

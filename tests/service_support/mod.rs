@@ -174,3 +174,26 @@ pub fn http(
         .unwrap_or_else(|| panic!("no status in {head:?}"));
     (status, body.to_string())
 }
+
+/// Create `n` DynamoDB tables named `{prefix}t{i}` in the moto at `moto_url` (one
+/// JSON-protocol request each, without the AWS SDK).
+pub fn create_tables(moto_url: &str, prefix: &str, n: usize) {
+    let port: u16 = moto_url.rsplit(':').next().unwrap().parse().unwrap();
+    for i in 0..n {
+        let body = format!(
+            r#"{{"TableName":"{prefix}t{i}","AttributeDefinitions":[{{"AttributeName":"pk","AttributeType":"S"}}],"KeySchema":[{{"AttributeName":"pk","KeyType":"HASH"}}],"BillingMode":"PAY_PER_REQUEST"}}"#
+        );
+        let request = format!(
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+             Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=00\r\n\
+             X-Amz-Target: DynamoDB_20120810.CreateTable\r\nContent-Type: application/x-amz-json-1.1\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "CreateTable: {answer}");
+    }
+}

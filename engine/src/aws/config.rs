@@ -33,6 +33,8 @@ use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use tollgate_quota::Clock;
 
+use crate::aws::assume_role::AssumeRole;
+
 /// Connect timeout of the inner client (the SDK's default for current behavior versions).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(3_100);
 
@@ -78,6 +80,19 @@ pub async fn sdk_config_with_credentials(
     endpoint_url: Option<&str>,
     credentials: Option<Credentials>,
 ) -> SdkConfig {
+    sdk_config_assuming(inner, profile, region, endpoint_url, credentials, None).await
+}
+
+/// [`sdk_config_with_credentials`], then, with a `role`, that role's credentials on top
+/// (STS `AssumeRole` signed by the chain, see [`AssumeRole`]).
+pub async fn sdk_config_assuming(
+    inner: SharedHttpClient,
+    profile: Option<&str>,
+    region: Option<&str>,
+    endpoint_url: Option<&str>,
+    credentials: Option<Credentials>,
+    role: Option<&AssumeRole>,
+) -> SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
         .http_client(inner)
         .retry_config(RetryConfig::disabled())
@@ -95,14 +110,13 @@ pub async fn sdk_config_with_credentials(
     if let Some(credentials) = credentials {
         loader = loader.credentials_provider(credentials);
     }
+    let mut sdk = loader.load().await;
+    if let Some(role) = role {
+        sdk = role.apply(sdk).await;
+    }
     // The credential providers captured the inner client while loading; service clients
     // get the refusing one.
-    loader
-        .load()
-        .await
-        .into_builder()
-        .http_client(UngatedRefusal)
-        .build()
+    sdk.into_builder().http_client(UngatedRefusal).build()
 }
 
 /// Stalled-stream protection without its upload half. The admission wait happens inside

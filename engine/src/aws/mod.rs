@@ -24,9 +24,12 @@
 //!   typed `CredentialsError`; safe descriptions of credential failures (no process output).
 //! - [`identity`]: STS `GetCallerIdentity` with its own budget; the unresolved fallback.
 //! - [`telemetry`]: `aws: attempt` events and their sinks.
+//! - [`assume_role`]: `AssumeRole`, another account's credentials through STS on top
+//!   of the base chain.
 //! - [`config`]: `sdk_config` (retries disabled, credential providers ungated), the shared
 //!   inner HTTP client, the refusing default client, the clock-driven time source.
 
+pub mod assume_role;
 pub mod backoff;
 pub mod call;
 pub mod config;
@@ -40,11 +43,13 @@ mod sdk_error;
 pub mod taxonomy;
 pub mod telemetry;
 
+pub use assume_role::{AssumeRole, RoleError};
 pub use backoff::{Jitter, RetrySettings, DEFAULT_MAX_ATTEMPTS};
 pub use call::AwsGate;
 pub use config::{
     default_http_client, gated_stalled_stream_protection, gated_timeouts, sdk_config,
-    sdk_config_with, sdk_config_with_credentials, ClockTimeSource, UngatedRefusal,
+    sdk_config_assuming, sdk_config_with, sdk_config_with_credentials, ClockTimeSource,
+    UngatedRefusal,
 };
 pub use context::{CallContext, ScanId};
 pub use credentials::{

@@ -16,6 +16,9 @@
 //! profile = "prod"                  # optional
 //! endpoint_url = "http://127.0.0.1:5000"  # optional (emulators)
 //! timeout = "5m"                    # optional
+//! role_arn = "arn:aws:iam::111111111111:role/scanner"  # optional: scan that account
+//! external_id = "..."               # optional, with role_arn
+//! session_name = "tollgate"         # optional, with role_arn (default tollgate)
 //!
 //! [[schedule]]
 //! target = "prod"
@@ -190,6 +193,9 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
             "datasets" => target.datasets.as_ref().map(|d| d.span()),
             "endpoint_url" => target.endpoint_url.as_ref().map(|e| e.span()),
             "timeout" => target.timeout.as_ref().map(|t| t.span()),
+            "role_arn" => target.role_arn.as_ref().map(|r| r.span()),
+            "external_id" => target.external_id.as_ref().map(|r| r.span()),
+            "session_name" => target.session_name.as_ref().map(|r| r.span()),
             _ => Some(target.name.span()),
         };
         let fields = ScanFields {
@@ -206,6 +212,9 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
             endpoint_url: target.endpoint_url.as_ref().map(|e| e.get_ref().clone()),
             profile: target.profile.clone(),
             timeout,
+            role_arn: target.role_arn.as_ref().map(|r| r.get_ref().clone()),
+            external_id: target.external_id.as_ref().map(|r| r.get_ref().clone()),
+            session_name: target.session_name.as_ref().map(|r| r.get_ref().clone()),
         };
         let request = fields
             .into_request()

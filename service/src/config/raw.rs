@@ -47,6 +47,9 @@ pub struct RawTarget {
     pub profile: Option<String>,
     pub endpoint_url: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
+    pub role_arn: Option<Spanned<String>>,
+    pub external_id: Option<Spanned<String>>,
+    pub session_name: Option<Spanned<String>>,
 }
 
 /// One `[[schedule]]`.

@@ -34,6 +34,18 @@ timeout = "90s"
 }
 
 #[test]
+fn a_target_may_scan_another_account_through_a_role() {
+    let config = parse(
+        "[[target]]\nname = \"other\"\nrole_arn = \"arn:aws:iam::111111111111:role/scanner\"\nexternal_id = \"tenant-42\"\n",
+    )
+    .unwrap();
+    let role = config.targets["other"].role.clone().unwrap();
+    assert_eq!(role.role_arn, "arn:aws:iam::111111111111:role/scanner");
+    assert_eq!(role.external_id.as_deref(), Some("tenant-42"));
+    assert_eq!(role.session_name(), "tollgate");
+}
+
+#[test]
 fn an_empty_file_gives_the_defaults() {
     assert_eq!(parse("").unwrap(), ServiceConfig::default());
 }
@@ -87,6 +99,21 @@ fn bad_values_name_their_line_and_key() {
             "[service]\nretention = { days = -1 }\n",
             2,
             "service.retention.days",
+        ),
+        (
+            "[[target]]\nname = \"a\"\nregions = []\nrole_arn = \"arn:aws:iam::42:role/x\"\n",
+            4,
+            "target[0].role_arn",
+        ),
+        (
+            "[[target]]\nname = \"a\"\nrole_arn = \"arn:aws:iam::111111111111:role/x\"\nsession_name = \"a b\"\n",
+            4,
+            "target[0].session_name",
+        ),
+        (
+            "[[target]]\nname = \"a\"\nexternal_id = \"abc\"\n",
+            3,
+            "target[0].external_id",
         ),
     ];
     for (text, line, key) in cases {

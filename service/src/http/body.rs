@@ -10,13 +10,16 @@ use super::error::ApiError;
 use crate::duration::parse_duration;
 use crate::scan_request::ScanFields;
 
-const FIELDS: [&str; 6] = [
+const FIELDS: [&str; 9] = [
     "target",
     "regions",
     "datasets",
     "endpoint_url",
     "profile",
     "timeout",
+    "role_arn",
+    "external_id",
+    "session_name",
 ];
 
 fn strings(field: &str, value: &Value) -> Result<Vec<String>, ApiError> {
@@ -93,6 +96,15 @@ pub fn parse_submission(
     if let Some(v) = map.get("profile") {
         fields.profile = Some(string("profile", v)?);
     }
+    if let Some(v) = map.get("role_arn") {
+        fields.role_arn = Some(string("role_arn", v)?);
+    }
+    if let Some(v) = map.get("external_id") {
+        fields.external_id = Some(string("external_id", v)?);
+    }
+    if let Some(v) = map.get("session_name") {
+        fields.session_name = Some(string("session_name", v)?);
+    }
     if let Some(v) = map.get("timeout") {
         let timeout = match v {
             Value::String(text) => {
@@ -152,6 +164,8 @@ mod tests {
             (r#"{"regions":"us-east-1"}"#, "regions:"),
             (r#"{"datasets":["ec2"]}"#, "datasets:"),
             (r#"{"timeout":"soon"}"#, "timeout:"),
+            (r#"{"role_arn":"scanner"}"#, "role_arn:"),
+            (r#"{"role_arn":7}"#, "role_arn:"),
             (r#"{"color":"red"}"#, "color:"),
             (r#"{"target":"dev"}"#, "target:"),
             (r#"{"target":"prod","regions":[]}"#, "regions:"),

@@ -6,7 +6,7 @@ use tokio::sync::oneshot;
 use tollgate_engine::aws::ScanId;
 use tollgate_engine::output::{rfc3339, DatasetReport, Reason};
 use tollgate_engine::supervisor::{AwaitReport, ForgetScan, Supervisor};
-use tollgate_engine::{DatasetStatus, DiscoveryReport};
+use tollgate_engine::{DatasetStatus, DiscoveryReport, DiscoveryRequest};
 use tollgate_quota::Timestamp;
 
 use super::{Active, ManagerError, ScanManager};
@@ -89,6 +89,49 @@ impl ScanManager {
             .await?;
         self.shared.deps.metrics.scan_finished(status, None);
         Ok(record)
+    }
+
+    /// A submission refused before it was queued (a scheduled scan whose credentials
+    /// cannot be had): stored at once as a `failed` scan whose report says why, so the
+    /// history and the page show the refusal. Returns its id.
+    pub async fn record_refused(
+        &self,
+        target: Option<String>,
+        request: &DiscoveryRequest,
+        why: &str,
+    ) -> Result<String, ManagerError> {
+        let now = self.now();
+        let record = ScanRecord {
+            scan_id: super::new_scan_id(),
+            target,
+            status: ScanStatus::Failed,
+            queued_at: now,
+            started_at: None,
+            finished_at: Some(now),
+            account: None,
+            regions: request.regions.clone(),
+            datasets: request
+                .datasets
+                .iter()
+                .map(|d| d.name().to_string())
+                .collect(),
+            final_progress: Vec::new(),
+        };
+        let report = unstarted_report(&record, DatasetStatus::Failed, why, now);
+        self.shared
+            .deps
+            .history
+            .finish(&record, Some(&report))
+            .await?;
+        self.shared
+            .deps
+            .metrics
+            .scan_finished(ScanStatus::Failed, None);
+        self.shared
+            .deps
+            .history
+            .apply_retention(self.shared.deps.retention, now)?;
+        Ok(record.scan_id)
     }
 
     /// The engine refused the scan (or is gone): stored `failed` with a report saying why.

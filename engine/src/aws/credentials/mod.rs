@@ -49,7 +49,9 @@ pub struct CredentialsCheck {
 }
 
 /// Check that `request`'s credentials can be had (see the module docs). Static
-/// credentials in the request (the demo, tests) pass without touching the user's.
+/// credentials in the request (the demo, tests) pass without touching the user's. With
+/// a role to assume, this checks the base credentials that sign `AssumeRole`; the role
+/// itself is assumed when the scan starts, and a refusal fails the scan naming the role.
 pub async fn check_credentials(
     request: &DiscoveryRequest,
 ) -> Result<CredentialsCheck, CredentialsError> {
