@@ -32,6 +32,13 @@
 //! it is the same event and does not deepen the penalty. Because the cooldown blocks new
 //! starts for at least 500 ms after a failure, that interval is the cooldown itself.
 //!
+//! Only throttles teach the ceiling. A transient failure (5xx, timeout) halves the rate
+//! and starts the cooldown like a throttle, but neither sets nor confirms a ceiling: it
+//! says the service is failing, not what rate it sustains. A ceiling learned from the
+//! 503s of a 90-second outage would hold the key near 1/32 of its rate after the
+//! recovery, climbing 5% per probe interval (the outage bench measured minutes of it);
+//! without one, the successes after the recovery double the rate back to full.
+//!
 //! The rate factor is fixed-point ([`FULL`] = the configured rate), so the state stays
 //! exactly comparable and serialises without rounding.
 
@@ -234,12 +241,17 @@ impl Penalty {
                 if !after_latest_failure {
                     return false; // same event as the latest failure
                 }
-                if self.ceiling.is_some() {
-                    self.probe_backoff = (self.probe_backoff + 1).min(MAX_PROBE_BACKOFF);
+                // Only a throttle says what rate the server sustains; a 5xx says the
+                // service is failing, and a ceiling learned during an outage would keep
+                // the key at a fraction of its rate long after the recovery.
+                if outcome == Outcome::Throttled {
+                    if self.ceiling.is_some() {
+                        self.probe_backoff = (self.probe_backoff + 1).min(MAX_PROBE_BACKOFF);
+                    }
+                    self.ceiling = Some(self.factor);
+                    self.last_probe_at = Some(now);
                 }
-                self.ceiling = Some(self.factor);
                 self.factor = (self.factor / 2).max(FLOOR);
-                self.last_probe_at = Some(now);
                 self.consecutive_failures = self.consecutive_failures.saturating_add(1);
                 self.cooldown_until = Some(now + Self::cooldown_for(self.consecutive_failures));
                 self.last_failure_at = Some(now);
@@ -432,6 +444,37 @@ mod tests {
         assert_eq!(p.rate_fraction(), 0.25);
         let back: Penalty = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p);
+    }
+
+    #[test]
+    fn transient_failures_slow_the_key_but_teach_no_ceiling() {
+        let mut p = Penalty::default();
+        // a 90-second outage: a transient failure every few seconds, each admitted after
+        // the previous one
+        for i in 0..30u64 {
+            assert!(p.observe(Outcome::Transient, ms(i * 3_000), ms(i * 3_000 + 1)));
+        }
+        assert_eq!(p.rate_fraction(), f64::from(FLOOR) / f64::from(FULL));
+        assert_eq!(p.ceiling_fraction(), None);
+        assert_eq!(p.probe_interval(), PROBE_INTERVAL);
+        // after the recovery, each success admitted after the last failure doubles the
+        // rate: five of them and the key is back at its configured rate
+        let last = ms(29 * 3_000 + 1);
+        for i in 1..=MAX_PENALTY_STEPS as u64 {
+            p.observe(
+                Outcome::Success,
+                last + Duration::from_millis(i),
+                last + Duration::from_millis(i + 1),
+            );
+        }
+        assert!(p.is_clear(), "{p:?}");
+        // a ceiling learned from a throttle is kept (and not confirmed) by a 5xx
+        let mut q = Penalty::default();
+        q.observe(Outcome::Throttled, ms(0), ms(1));
+        let ceiling = q.ceiling_fraction();
+        q.observe(Outcome::Transient, ms(10_000), ms(10_001));
+        assert_eq!(q.ceiling_fraction(), ceiling);
+        assert_eq!(q.probe_interval(), PROBE_INTERVAL);
     }
 
     #[test]
