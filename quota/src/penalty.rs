@@ -15,9 +15,8 @@
 //!   step off, as seed 000), but only up to 7/8 of the ceiling ([`HEADROOM`]);
 //! - *probing*: at that cap, the ceiling rises by 5% of the configured rate at most once
 //!   per 5 s without a failure (seed 001's additive increase: [`PROBE_STEP`],
-//!   [`PROBE_INTERVAL`]), so a server that recovered, or a quota that was raised, is found
-//!   again; once the cap reaches the configured rate the ceiling is forgotten. A failure
-//!   while a ceiling is known confirms it, so the probe interval doubles (up to
+//!   again; once the cap reaches the configured rate the ceiling is forgotten. A throttle
+//!   of a key back at its cap confirms the ceiling, so the probe interval doubles (up to
 //!   [`MAX_PROBE_INTERVAL`]): a server quota that really is below the policy is probed
 //!   ever more rarely instead of being throttled into every 10 s.
 //!
@@ -31,6 +30,10 @@
 //! attempt admitted before the latest recorded failure was in flight at the same time, so
 //! it is the same event and does not deepen the penalty. Because the cooldown blocks new
 //! starts for at least 500 ms after a failure, that interval is the cooldown itself.
+//!
+//! The ceiling is the rate at which a run of throttles started (the first throttle after
+//! a success): the throttles of a storm that follow, every attempt refused whatever the
+//! rate, would otherwise sink it to 1/32.
 //!
 //! Only throttles teach the ceiling. A transient failure (5xx, timeout) halves the rate
 //! and starts the cooldown like a throttle, but neither sets nor confirms a ceiling: it
@@ -244,15 +247,15 @@ impl Penalty {
                 // Only a throttle says what rate the server sustains; a 5xx says the
                 // service is failing, and a ceiling learned during an outage would keep
                 // the key at a fraction of its rate long after the recovery.
-                if outcome == Outcome::Throttled {
-                    // A throttle of a key that had recovered to its cap (successes since
-                    // the previous failure) confirms the ceiling; the throttles of a storm
-                    // (every attempt refused whatever the rate, one after the other) say
-                    // nothing about the probe step, and doubling the probe interval on
-                    // each left the key creeping up 5% per 80 s for many minutes after
-                    // the storm (the outage bench measured it).
-                    let recovered = self.consecutive_failures == 0;
-                    if self.ceiling.is_some() && recovered && self.factor >= self.recovery_cap() {
+                // The ceiling is the rate at which a run of failures started: the first
+                // throttle after a success. The throttles of a storm that follow it (every
+                // attempt refused whatever the rate, one after the other) say nothing
+                // about the rate the server sustains: letting each of them set the
+                // ceiling sank it to 1/32 and left the key creeping back 5% per probe
+                // for minutes after the storm (the outage bench measured it). A throttle
+                // of a key back at its cap confirms the ceiling and slows the probing.
+                if outcome == Outcome::Throttled && self.consecutive_failures == 0 {
+                    if self.ceiling.is_some() && self.factor >= self.recovery_cap() {
                         self.probe_backoff = (self.probe_backoff + 1).min(MAX_PROBE_BACKOFF);
                     }
                     self.ceiling = Some(self.factor);
@@ -408,21 +411,25 @@ mod tests {
     }
 
     #[test]
-    fn a_throttle_storm_does_not_slow_the_probing() {
-        // every attempt refused whatever the rate: the ceiling sinks with the rate, but
-        // nothing confirms a probe step, so the key probes back up every 5 s afterwards
+    fn a_throttle_storm_keeps_the_ceiling_it_started_at() {
+        // every attempt refused whatever the rate, one throttle after the other: the rate
+        // sinks to the floor, the ceiling stays where the storm started, the probing is
+        // not slowed, and after the storm the successes double the rate back to 7/8 of
+        // that ceiling
         let mut p = Penalty::default();
         for i in 0..30u64 {
             p.observe(Outcome::Throttled, ms(i * 3_000), ms(i * 3_000 + 1));
         }
-        assert_eq!(p.probe_interval(), PROBE_INTERVAL);
         assert_eq!(p.rate_fraction(), f64::from(FLOOR) / f64::from(FULL));
+        assert_eq!(p.ceiling_fraction(), Some(1.0));
+        assert_eq!(p.probe_interval(), PROBE_INTERVAL);
+        let last = 29 * 3_000 + 1;
+        for i in 1..=MAX_PENALTY_STEPS as u64 {
+            p.observe(Outcome::Success, ms(last + i), ms(last + i));
+        }
+        assert_eq!(p.rate_fraction(), HEADROOM);
     }
 
-    /// The fleet benchmark's finding: against a server that sustains only 70% of the
-    /// policy, seed 000's recovery (one step back per success) returned to the throttled
-    /// rate within a few requests and was throttled again about every second. With the
-    /// learned ceiling, failures become rare and the rate settles just below the server's.
     #[test]
     fn settles_below_a_server_quota_under_the_policy_instead_of_oscillating() {
         const POLICY: f64 = 10.0;
