@@ -206,7 +206,11 @@ impl Handler<Breakers> for BreakerBoard {
                 scope: scope.to_string(),
                 state: e.breaker.state(now),
                 reopens_at: e.breaker.reopens_at(now),
-                next_open_secs: e.breaker.open_for().as_secs(),
+                // a failed probe at the end of this opening re-opens for this long
+                next_open_secs: e
+                    .breaker
+                    .opening_at(e.breaker.reopens_at(now).unwrap_or(now))
+                    .as_secs(),
                 waiting: e.waiting.len(),
             })
             .collect();

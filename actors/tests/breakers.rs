@@ -63,14 +63,14 @@ fn five_transient_answers_open_the_scope_and_a_short_deadline_fails_at_once_nami
         let before = clock.now();
         // Another operation group of the same service meets the same breaker.
         let err = handle
-            .breaker_pass(&other_group(), secs(10))
+            .breaker_pass(&other_group(), secs(3))
             .await
             .unwrap_err();
         assert_eq!(clock.now(), before, "it failed at once, without waiting");
         match err {
             AdmissionError::BreakerOpen { scope, reopens_at } => {
                 assert_eq!(scope, SCOPE);
-                assert_eq!(reopens_at, before + secs(60));
+                assert_eq!(reopens_at, before + tollgate_quota::BASE_OPEN);
             }
             other => panic!("expected breaker_open, got {other:?}"),
         }
@@ -81,7 +81,10 @@ fn five_transient_answers_open_the_scope_and_a_short_deadline_fails_at_once_nami
             status.breakers[0].state,
             BreakerState::Open { .. }
         ));
-        assert_eq!(status.breakers[0].reopens_at, Some(before + secs(60)));
+        assert_eq!(
+            status.breakers[0].reopens_at,
+            Some(before + tollgate_quota::BASE_OPEN)
+        );
     });
 }
 
@@ -136,9 +139,9 @@ fn callers_whose_deadline_allows_wait_for_the_one_probe_and_go_when_it_succeeds(
             match pass {
                 Passage::Probe(_) => {
                     probes += 1;
-                    assert_eq!(at, opened + secs(62));
+                    assert_eq!(at, opened + secs(7));
                 }
-                Passage::Go => assert_eq!(at, opened + secs(62), "released by the probe's answer"),
+                Passage::Go => assert_eq!(at, opened + secs(7), "released by the probe's answer"),
                 Passage::Wait { .. } => panic!("a pass never answers wait"),
             }
         }
@@ -147,22 +150,26 @@ fn callers_whose_deadline_allows_wait_for_the_one_probe_and_go_when_it_succeeds(
 }
 
 #[test]
-fn each_failed_probe_doubles_the_opening_up_to_six_hundred_seconds() {
+fn each_failed_probe_reopens_for_a_tenth_of_the_failures_age_up_to_six_hundred_seconds() {
     paused_system().block_on(async {
         let (handle, clock) = start();
         fail_five(&handle).await;
         let mut openings = Vec::new();
         let mut opened = clock.now();
-        for _ in 0..6 {
+        for _ in 0..80 {
             let Passage::Probe(lease) = handle.breaker_pass(&key(), secs(700)).await.unwrap()
             else {
                 panic!("the first caller after the opening probes");
             };
-            openings.push((clock.now() - opened).as_secs());
+            openings.push((clock.now() - opened).as_millis() as u64);
             opened = clock.now();
             handle.breaker_report(&key(), Some(Outcome::Transient), Some(lease.id));
         }
-        assert_eq!(openings, [60, 120, 240, 480, 600, 600]);
+        // 5 s until the failure is 50 s old, then a tenth of its age, up to 600 s
+        assert_eq!(openings[..11], [5_000; 11], "{openings:?}");
+        assert_eq!(openings[11], 5_500, "{openings:?}");
+        assert!(openings.windows(2).all(|w| w[0] <= w[1]), "{openings:?}");
+        assert_eq!(*openings.last().unwrap(), 600_000, "{openings:?}");
     });
 }
 

@@ -3,8 +3,8 @@
 //! selected by an environment variable), so every request crosses the admission socket
 //! between separate processes, as `tollgate` processes do.
 //!
-//! Real time: the breaker test waits out the real 60 s opening (the constant is not
-//! configurable on purpose), so it takes about a minute.
+//! Real time: the breaker test waits out the real 5 s first opening (the constant is not
+//! configurable on purpose).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

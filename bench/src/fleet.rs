@@ -30,6 +30,7 @@ use clap::Args;
 use serde::Serialize;
 use tollgate_sim::{Scenario, Simulator};
 
+use crate::fleet_outage::OutageFigures;
 use crate::fleet_process::{failure, sdk_process, tollgate_process, ProcessResult};
 
 /// Longest a tollgate process may run before the bench calls it failed.
@@ -114,6 +115,9 @@ struct ModeResult {
     items_expected_per_process: u64,
     per_process: Vec<ProcessResult>,
     server_per_operation: BTreeMap<String, ServerOp>,
+    /// Only when the scenario has an outage (`fleet_outage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outage: Option<OutageFigures>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -263,6 +267,8 @@ fn run_mode(
     };
     let admission = dir.join("admission");
 
+    // The fault windows and arrivals count from here, with the scan.
+    simulator.reset();
     let started = Instant::now();
     let mut children = Vec::new();
     for i in 0..k {
@@ -319,6 +325,7 @@ fn run_mode(
         .collect();
     let completion = finished.iter().map(|(_, d)| *d).max().unwrap_or_default();
     let stats = simulator.stats();
+    let arrivals = simulator.arrivals();
     rt.block_on(server.shutdown());
 
     let expected = scenario.inventory_counts();
@@ -337,6 +344,16 @@ fn run_mode(
     let ideal_s = crate::fleet_ideal::ideal_seconds(scenario, k);
     let completion_s = completion.as_secs_f64();
     let sum = |f: fn(&ProcessResult) -> u64| per_process.iter().map(f).sum::<u64>();
+    let outage = crate::fleet_outage::outage(scenario).map(|fault| {
+        crate::fleet_outage::figures(
+            fault,
+            &arrivals,
+            items_expected * k as u64,
+            sum(|p| p.items_complete),
+            completion,
+            crate::fleet_outage::remaining_ideal(scenario, k, fault),
+        )
+    });
     Ok(ModeResult {
         mode,
         processes: k,
@@ -368,6 +385,7 @@ fn run_mode(
                 )
             })
             .collect(),
+        outage,
     })
 }
 
@@ -419,7 +437,45 @@ fn print_table(report: &Report) {
             .collect();
         println!("  {:<17} {}", mode_name(m.mode), items.join(" "));
     }
+    print_outage(report);
     if let Some(r) = report.throttled_ratio_adaptive_to_tollgate {
         println!("throttled responses, sdk-adaptive / tollgate: {r:.1}×");
+    }
+}
+
+/// The outage table, when the scenario has an outage.
+fn print_outage(report: &Report) {
+    let Some(first) = report.modes.iter().find_map(|m| m.outage.as_ref()) else {
+        return;
+    };
+    println!(
+        "outage from {:.0} s to {:.0} s (recovery); target: done within {:.0} s of the \
+         recovery plus the remaining ideal",
+        first.from_s,
+        first.until_s,
+        crate::fleet_outage::TARGET_SLACK_S
+    );
+    println!(
+        "{:<17} {:>16} {:>14} {:>10} {:>18} {:>16} {:>7}",
+        "mode",
+        "attempts-in-it",
+        "other-in-it",
+        "items-lost",
+        "recovery→done",
+        "remaining-ideal",
+        "target"
+    );
+    for m in &report.modes {
+        let Some(o) = &m.outage else { continue };
+        println!(
+            "{:<17} {:>16} {:>14} {:>10} {:>17.1}s {:>15.1}s {:>7}",
+            mode_name(m.mode),
+            o.attempts_during,
+            o.attempts_during_other,
+            o.items_lost,
+            o.recovery_to_completion_s,
+            o.remaining_ideal_s,
+            if o.within_target { "met" } else { "missed" }
+        );
     }
 }

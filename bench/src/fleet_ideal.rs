@@ -16,9 +16,18 @@ use tollgate_sim::Scenario;
 
 /// The ideal, in seconds, for `k` discoveries of `scenario`.
 pub fn ideal_seconds(scenario: &Scenario, k: usize) -> f64 {
+    per_operation(scenario, k)
+        .into_iter()
+        .map(|(_, _, seconds)| seconds)
+        .fold(0.0, f64::max)
+}
+
+/// `(region, operation, seconds)`: how long the server bucket of each operation a
+/// discovery calls needs to serve `k` discoveries' calls against it.
+pub fn per_operation(scenario: &Scenario, k: usize) -> Vec<(String, String, f64)> {
     let share_left = 1.0 - scenario.quotas.background_share;
-    let mut slowest: f64 = 0.0;
-    for calls in scenario.expected_calls_by_region().into_values() {
+    let mut out = Vec::new();
+    for (region, calls) in scenario.expected_calls_by_region() {
         let mut per_bucket: BTreeMap<&str, u64> = BTreeMap::new();
         for (op, n) in &calls {
             *per_bucket.entry(scenario.quota_bucket(op)).or_default() += n;
@@ -27,10 +36,10 @@ pub fn ideal_seconds(scenario: &Scenario, k: usize) -> f64 {
             let (rate, burst) = scenario.server_quota(op);
             let total = per_bucket[scenario.quota_bucket(op)] as f64 * k as f64;
             let seconds = (total - f64::from(burst)).max(0.0) / (rate * share_left);
-            slowest = slowest.max(seconds);
+            out.push((region.clone(), op.clone(), seconds));
         }
     }
-    slowest
+    out
 }
 
 #[cfg(test)]

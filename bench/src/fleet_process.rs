@@ -15,7 +15,8 @@ pub struct ProcessResult {
     pub attempts: u64,
     pub retries: u64,
     pub gave_up_calls: u64,
-    /// Items fully read / items in the scenario, over the four datasets.
+    /// Items fully read, over the four datasets (a partial dataset's items less its lost
+    /// per-item reads).
     pub items_complete: u64,
     /// Every dataset complete, with every item of the scenario.
     pub complete: bool,
@@ -88,12 +89,7 @@ pub fn tollgate_process(
             for dataset in datasets.values() {
                 let complete = dataset.get("status").and_then(|s| s.as_str()) == Some("complete");
                 all_complete &= complete;
-                if complete {
-                    p.items_complete += dataset
-                        .get("items")
-                        .and_then(|i| i.as_array())
-                        .map_or(0, |i| i.len() as u64);
-                }
+                p.items_complete += items_read(dataset);
             }
         } else {
             all_complete = false;
@@ -101,6 +97,30 @@ pub fn tollgate_process(
         p.complete = all_complete && p.items_complete == items_expected;
     }
     Ok((p, true))
+}
+
+/// Items of one dataset of a tollgate report read in full: the items listed, less one
+/// per per-item read that was lost (a reason with a `field`, other than `unavailable`,
+/// which is the account's answer, not a loss). A partial dataset's items count too, so
+/// that a scan that lost 3 keys of 106 has lost 3 items, not 106; an item that lost two
+/// reads is counted lost twice, so the figure errs towards loss.
+fn items_read(dataset: &serde_json::Value) -> u64 {
+    let listed = dataset
+        .get("items")
+        .and_then(|i| i.as_array())
+        .map_or(0, |i| i.len() as u64);
+    let lost: u64 = dataset
+        .get("reasons")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|r| {
+            r.get("field").is_some_and(|f| !f.is_null())
+                && r.get("kind").and_then(|k| k.as_str()) != Some("unavailable")
+        })
+        .filter_map(|r| r.get("count").and_then(|c| c.as_u64()))
+        .sum();
+    listed.saturating_sub(lost)
 }
 
 /// A plain-SDK process: its one-line JSON summary.
@@ -141,6 +161,27 @@ pub fn sdk_process(
 mod tests {
     use super::*;
     use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn a_partial_dataset_loses_its_lost_reads_not_all_its_items() {
+        let dataset = serde_json::json!({
+            "status": "partial",
+            "items": [{"key_id": "a"}, {"key_id": "b"}, {"key_id": "c"}, {"key_id": "d"}],
+            "reasons": [
+                {"operation": "kms:GetKeyLastUsage", "field": "last_used_at",
+                 "kind": "breaker_open", "message": "m", "count": 2},
+                {"operation": "kms:DescribeKey", "field": "key_state",
+                 "kind": "unavailable", "message": "m", "count": 4},
+                {"operation": "kms:ListKeys", "kind": "transient", "message": "m", "count": 1}
+            ]
+        });
+        assert_eq!(items_read(&dataset), 2);
+        let complete = serde_json::json!({"status": "complete", "items": [{}, {}], "reasons": []});
+        assert_eq!(items_read(&complete), 2);
+        let worse = serde_json::json!({"items": [{}], "reasons": [
+            {"field": "x", "kind": "throttled", "count": 5}]});
+        assert_eq!(items_read(&worse), 0);
+    }
 
     #[test]
     fn crashes_and_missing_reports_are_failures_and_partial_discoveries_are_not() {

@@ -26,6 +26,7 @@ mod echo;
 mod exe;
 mod fleet;
 mod fleet_ideal;
+mod fleet_outage;
 mod fleet_process;
 mod fleet_sdk;
 mod in_process;

@@ -87,12 +87,66 @@ fn every_mode_discovers_the_whole_account_and_counts_agree() {
         for p in m["per_process"].as_array().unwrap() {
             assert_eq!(p["items_complete"], 13, "{name}: {p}");
         }
+        assert!(m.get("outage").is_none(), "no outage in the scenario: {m}");
     }
     // per discovery: S3 1 listing + 6×2 reads; Lambda 1 + 3; DynamoDB 1 + 2; KMS 1 + 2×2;
     // tollgate also resolves the caller (STS) once per process
     let sdk_calls = 1 + 12 + 1 + 3 + 1 + 2 + 1 + 4;
     assert_eq!(modes[1]["logical_requests"], 2 * sdk_calls);
     assert_eq!(modes[0]["logical_requests"], 2 * (sdk_calls + 1));
+}
+
+/// TINY with KMS answering 503 for the first 3 s of the scan.
+fn tiny_outage() -> String {
+    format!(
+        "{TINY}\n[[faults]]\nkind = \"server_error\"\nstatus = 503\noperations = [\"kms:*\"]\nuntil_ms = 3000\n"
+    )
+}
+
+#[test]
+fn an_outage_scenario_reports_the_windows_attempts_losses_and_recovery() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("outage.toml");
+    std::fs::write(&scenario, tiny_outage()).unwrap();
+    let out = Command::new(support::tollgate_exe())
+        .args(["bench", "fleet", "--processes", "2", "--json"])
+        .args(["--mode", "tollgate,sdk-standard"])
+        .arg("--scenario")
+        .arg(&scenario)
+        .env("TOLLGATE_QUOTA_OVERRIDES", "")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench fleet failed: {stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for m in report["modes"].as_array().unwrap() {
+        let o = &m["outage"];
+        assert_eq!(o["from_s"], 0.0, "{m}");
+        assert_eq!(o["until_s"], 3.0, "{m}");
+        // both processes' first KMS listing went out inside the window
+        assert!(o["attempts_during"].as_u64().unwrap() >= 2, "{m}");
+        let lost = o["items_lost"].as_u64().unwrap();
+        let read: u64 = m["per_process"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["items_complete"].as_u64().unwrap())
+            .sum();
+        assert_eq!(lost + read, 2 * 13, "{m}");
+        let completion = m["completion_s"].as_f64().unwrap();
+        let after = o["recovery_to_completion_s"].as_f64().unwrap();
+        assert!((completion - 3.0 - after).abs() < 1e-6, "{m}");
+    }
+    // tollgate waits for the breaker's probe and loses nothing; it ends after the recovery
+    let tollgate = &report["modes"][0];
+    assert_eq!(tollgate["mode"], "tollgate");
+    assert_eq!(tollgate["outage"]["items_lost"], 0, "{tollgate}");
+    assert!(
+        tollgate["outage"]["recovery_to_completion_s"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
 }
 
 /// A slow account: every call held 300 ms, so a discovery takes seconds.

@@ -878,11 +878,14 @@ fn a_call_meeting_a_breaker_open_past_its_deadline_fails_unsent_naming_the_scope
             PolicyTable::defaults(),
             None,
         );
+        // The five attempts are sent at 0, 0.5, 1.5, 3.5 and 7.5 s (the key's cooldown
+        // after each failure, longer than its jittered backoff); the fifth 503 opens the
+        // scope's breaker until 12.5 s, after an 11.5 s deadline, so the sixth attempt
+        // (ready by 10.7 s at the latest) is not sent.
         let err = h
-            .call(&context_for(Duration::from_secs(30)))
+            .call(&context_for(Duration::from_millis(11_500)))
             .await
             .unwrap_err();
-        // Five 503s open the scope's breaker for 60 s; the sixth attempt is not sent.
         assert_eq!(err.kind(), CallErrorKind::BreakerOpen, "{err}");
         assert_eq!(h.fake.seen().len(), 5);
         assert!(
@@ -913,7 +916,7 @@ fn a_call_whose_deadline_allows_waits_for_the_probe_and_completes_after_the_outa
         let at = h.dispatch_offsets(start);
         assert_eq!(at.len(), 6, "five failures, then the probe: {at:?}");
         assert!(
-            at[5] - at[4] >= Duration::from_secs(60),
+            at[5] - at[4] >= tollgate_quota::BASE_OPEN,
             "nothing is sent while the breaker is open: {at:?}"
         );
         let status = h.handle.coordination().await.unwrap();

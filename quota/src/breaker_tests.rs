@@ -21,7 +21,7 @@ fn probe(b: &mut Breaker, now: Timestamp) -> ProbeLease {
 }
 
 #[test]
-fn five_consecutive_transient_answers_open_the_breaker_for_sixty_seconds() {
+fn five_consecutive_transient_answers_open_the_breaker_for_five_seconds() {
     let mut b = Breaker::default();
     fail_n(&mut b, FAILURE_THRESHOLD - 1, at(1));
     assert_eq!(b.pass(at(1)), Passage::Go, "four failures keep it closed");
@@ -29,11 +29,11 @@ fn five_consecutive_transient_answers_open_the_breaker_for_sixty_seconds() {
     assert_eq!(
         b.pass(at(3)),
         Passage::Wait {
-            at: at(62),
+            at: at(7),
             reason: BreakerWait::Open
         }
     );
-    assert_eq!(b.reopens_at(at(3)), Some(at(62)));
+    assert_eq!(b.reopens_at(at(3)), Some(at(7)));
 }
 
 #[test]
@@ -75,11 +75,11 @@ fn throttles_neither_count_nor_reset_while_closed() {
 fn after_the_opening_exactly_one_caller_probes_and_the_others_wait_for_its_lease() {
     let mut b = Breaker::default();
     fail_n(&mut b, 5, at(0));
-    let lease = probe(&mut b, at(60));
-    assert_eq!(lease.expires_at, at(60) + PROBE_LEASE);
+    let lease = probe(&mut b, at(5));
+    assert_eq!(lease.expires_at, at(5) + PROBE_LEASE);
     for _ in 0..10 {
         assert_eq!(
-            b.pass(at(61)),
+            b.pass(at(6)),
             Passage::Wait {
                 at: lease.expires_at,
                 reason: BreakerWait::ProbeInFlight
@@ -92,30 +92,82 @@ fn after_the_opening_exactly_one_caller_probes_and_the_others_wait_for_its_lease
 fn a_successful_probe_closes_the_breaker_and_restores_the_base_opening() {
     let mut b = Breaker::default();
     fail_n(&mut b, 5, at(0));
-    let lease = probe(&mut b, at(60));
-    b.record(Outcome::Transient, Some(lease.id), at(61));
-    let lease = probe(&mut b, at(181));
-    assert!(b.record(Outcome::Success, Some(lease.id), at(182)));
-    assert_eq!(b.pass(at(182)), Passage::Go);
+    // a long failure: the re-opening at 100 s lasts 10 s
+    let lease = probe(&mut b, at(100));
+    b.record(Outcome::Transient, Some(lease.id), at(100));
+    assert_eq!(b.reopens_at(at(100)), Some(at(110)));
+    let lease = probe(&mut b, at(110));
+    assert!(b.record(Outcome::Success, Some(lease.id), at(111)));
+    assert_eq!(b.pass(at(111)), Passage::Go);
     assert_eq!(b.open_for(), BASE_OPEN);
+    // the next failure is a new one: its first opening is the base again
     fail_n(&mut b, 5, at(200));
-    assert_eq!(b.reopens_at(at(200)), Some(at(260)));
+    assert_eq!(b.reopens_at(at(200)), Some(at(205)));
 }
 
-#[test]
-fn each_failed_probe_doubles_the_opening_up_to_six_hundred_seconds() {
-    let mut b = Breaker::default();
-    let mut now = at(0);
-    fail_n(&mut b, 5, now);
+/// Fail every probe from `start` for as long as `until` and return the openings.
+fn failed_probes(b: &mut Breaker, start: Timestamp, until: Duration) -> Vec<Duration> {
+    let mut now = start;
+    fail_n(b, 5, now);
     let mut openings = vec![b.reopens_at(now).unwrap() - now];
-    for _ in 0..6 {
+    while now - start < until {
         now = b.reopens_at(now).unwrap();
-        let lease = probe(&mut b, now);
+        let lease = probe(b, now);
         b.record(Outcome::Transient, Some(lease.id), now);
         openings.push(b.reopens_at(now).unwrap() - now);
     }
-    let secs: Vec<u64> = openings.iter().map(Duration::as_secs).collect();
-    assert_eq!(secs, [60, 120, 240, 480, 600, 600, 600]);
+    openings
+}
+
+#[test]
+fn each_failed_probe_reopens_for_a_tenth_of_the_failures_age_up_to_six_hundred_seconds() {
+    let mut b = Breaker::default();
+    let openings = failed_probes(&mut b, at(0), Duration::from_secs(3 * 3_600));
+    let secs: Vec<f64> = openings.iter().map(Duration::as_secs_f64).collect();
+    // 5 s until the failure is 50 s old, then a tenth of its age (×1.1 per probe)
+    assert_eq!(secs[..11], [5.0; 11]);
+    assert!((secs[11] - 5.5).abs() < 1e-9, "{secs:?}");
+    assert!((secs[12] - 6.05).abs() < 1e-9, "{secs:?}");
+    assert!(secs.windows(2).all(|w| w[0] <= w[1]));
+    // after 6000 s (100 minutes) of failure, 600 s and no more
+    assert_eq!(*secs.last().unwrap(), 600.0);
+    assert_eq!(
+        secs.iter().filter(|s| **s == 600.0).count(),
+        secs.len() - secs.iter().position(|s| *s == 600.0).unwrap()
+    );
+}
+
+proptest! {
+    /// Whatever the outage's length L (from the opening), the first probe after the
+    /// recovery is sent within max(5 s, L / 10) of it, and the probes sent during the
+    /// outage stay few: 10 in the first 50 s, then one per 10% of growth.
+    #[test]
+    fn a_recovery_is_found_within_a_tenth_of_the_outage(outage_ms in 1u64..20_000_000) {
+        let outage = Duration::from_millis(outage_ms);
+        let mut b = Breaker::default();
+        let start = at(1_000);
+        fail_n(&mut b, 5, start);
+        let mut now = start;
+        let mut probes = 0u32;
+        loop {
+            now = b.reopens_at(now).unwrap();
+            let lease = probe(&mut b, now);
+            probes += 1;
+            if now - start >= outage {
+                b.record(Outcome::Success, Some(lease.id), now);
+                break;
+            }
+            b.record(Outcome::Transient, Some(lease.id), now);
+        }
+        prop_assert_eq!(b.pass(now), Passage::Go);
+        let late = (now - start) - outage;
+        prop_assert!(late <= BASE_OPEN.max(outage / OPEN_SHARE), "late {late:?} for {outage:?}");
+        // 10 probes at 5 s, then ln(age / 50 s) / ln(1.1), then one per 600 s
+        let age = outage.as_secs_f64().max(50.0);
+        let growing = ((age.min(6_000.0) / 50.0).ln() / 1.1f64.ln()).ceil();
+        let capped = ((age - 6_000.0).max(0.0) / 600.0).ceil();
+        prop_assert!(f64::from(probes) <= 11.0 + growing + capped + 1.0, "{probes} probes for {outage:?}");
+    }
 }
 
 #[test]
@@ -133,8 +185,8 @@ fn a_throttled_or_fatal_probe_answer_closes_the_breaker() {
 fn answers_of_calls_sent_before_the_opening_do_not_move_an_open_or_half_open_breaker() {
     let mut b = Breaker::default();
     fail_n(&mut b, 5, at(0));
-    assert!(!b.record(Outcome::Success, None, at(10)));
-    assert!(matches!(b.state(at(10)), BreakerState::Open { .. }));
+    assert!(!b.record(Outcome::Success, None, at(3)));
+    assert!(matches!(b.state(at(3)), BreakerState::Open { .. }));
     let lease = probe(&mut b, at(60));
     assert!(!b.record(Outcome::Success, None, at(61)));
     assert!(!b.record(Outcome::Transient, Some(ProbeId(lease.id.0 + 7)), at(61)));
@@ -201,10 +253,10 @@ fn outcome() -> impl Strategy<Value = Outcome> {
 
 proptest! {
     /// Bounds that hold after any sequence of answers, passes and abandons: the opening
-    /// stays within [60 s, 600 s], at most one live probe lease exists, and an open
+    /// stays within [5 s, 600 s], at most one live probe lease exists, and an open
     /// breaker never lets a caller through before its instant.
     #[test]
-    fn openings_stay_between_sixty_and_six_hundred_seconds_and_only_one_probe_is_live(
+    fn openings_stay_between_five_and_six_hundred_seconds_and_only_one_probe_is_live(
         steps in proptest::collection::vec((outcome(), 0u64..200, any::<bool>()), 1..200)
     ) {
         let mut b = Breaker::default();

@@ -44,7 +44,10 @@ pub mod state;
 pub mod time;
 pub mod window;
 
-pub use breaker::{Breaker, BreakerScope, BreakerState, BreakerWait, Passage, ProbeId, ProbeLease};
+pub use breaker::{
+    Breaker, BreakerScope, BreakerState, BreakerWait, Passage, ProbeId, ProbeLease, BASE_OPEN,
+    MAX_OPEN,
+};
 pub use defaults::default_policy;
 pub use key::{operation_group, AccountScope, KeyError, Partition, QuotaKey, ServiceGroup};
 pub use lease::{Lease, LeaseLedger, RenewalTicket};

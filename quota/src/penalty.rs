@@ -15,9 +15,8 @@
 //!   step off, as seed 000), but only up to 7/8 of the ceiling ([`HEADROOM`]);
 //! - *probing*: at that cap, the ceiling rises by 5% of the configured rate at most once
 //!   per 5 s without a failure (seed 001's additive increase: [`PROBE_STEP`],
-//!   [`PROBE_INTERVAL`]), so a server that recovered, or a quota that was raised, is found
-//!   again; once the cap reaches the configured rate the ceiling is forgotten. A failure
-//!   while a ceiling is known confirms it, so the probe interval doubles (up to
+//!   again; once the cap reaches the configured rate the ceiling is forgotten. A throttle
+//!   of a key back at its cap confirms the ceiling, so the probe interval doubles (up to
 //!   [`MAX_PROBE_INTERVAL`]): a server quota that really is below the policy is probed
 //!   ever more rarely instead of being throttled into every 10 s.
 //!
@@ -31,6 +30,17 @@
 //! attempt admitted before the latest recorded failure was in flight at the same time, so
 //! it is the same event and does not deepen the penalty. Because the cooldown blocks new
 //! starts for at least 500 ms after a failure, that interval is the cooldown itself.
+//!
+//! The ceiling is the rate at which a run of throttles started (the first throttle after
+//! a success): the throttles of a storm that follow, every attempt refused whatever the
+//! rate, would otherwise sink it to 1/32.
+//!
+//! Only throttles teach the ceiling. A transient failure (5xx, timeout) halves the rate
+//! and starts the cooldown like a throttle, but neither sets nor confirms a ceiling: it
+//! says the service is failing, not what rate it sustains. A ceiling learned from the
+//! 503s of a 90-second outage would hold the key near 1/32 of its rate after the
+//! recovery, climbing 5% per probe interval (the outage bench measured minutes of it);
+//! without one, the successes after the recovery double the rate back to full.
 //!
 //! The rate factor is fixed-point ([`FULL`] = the configured rate), so the state stays
 //! exactly comparable and serialises without rounding.
@@ -234,12 +244,24 @@ impl Penalty {
                 if !after_latest_failure {
                     return false; // same event as the latest failure
                 }
-                if self.ceiling.is_some() {
-                    self.probe_backoff = (self.probe_backoff + 1).min(MAX_PROBE_BACKOFF);
+                // Only a throttle says what rate the server sustains; a 5xx says the
+                // service is failing, and a ceiling learned during an outage would keep
+                // the key at a fraction of its rate long after the recovery.
+                // The ceiling is the rate at which a run of failures started: the first
+                // throttle after a success. The throttles of a storm that follow it (every
+                // attempt refused whatever the rate, one after the other) say nothing
+                // about the rate the server sustains: letting each of them set the
+                // ceiling sank it to 1/32 and left the key creeping back 5% per probe
+                // for minutes after the storm (the outage bench measured it). A throttle
+                // of a key back at its cap confirms the ceiling and slows the probing.
+                if outcome == Outcome::Throttled && self.consecutive_failures == 0 {
+                    if self.ceiling.is_some() && self.factor >= self.recovery_cap() {
+                        self.probe_backoff = (self.probe_backoff + 1).min(MAX_PROBE_BACKOFF);
+                    }
+                    self.ceiling = Some(self.factor);
+                    self.last_probe_at = Some(now);
                 }
-                self.ceiling = Some(self.factor);
                 self.factor = (self.factor / 2).max(FLOOR);
-                self.last_probe_at = Some(now);
                 self.consecutive_failures = self.consecutive_failures.saturating_add(1);
                 self.cooldown_until = Some(now + Self::cooldown_for(self.consecutive_failures));
                 self.last_failure_at = Some(now);
@@ -374,18 +396,40 @@ mod tests {
         let mut p = Penalty::default();
         p.observe(Outcome::Throttled, ms(0), ms(0));
         assert_eq!(p.probe_interval().as_secs(), 5);
-        p.observe(Outcome::Throttled, ms(1_000), ms(1_000));
-        assert_eq!(p.probe_interval().as_secs(), 10);
-        for i in 0..6u64 {
-            p.observe(Outcome::Throttled, ms(2_000 + i), ms(2_000 + i));
+        // each time the key is back at 7/8 of its ceiling and throttled there, the
+        // ceiling is confirmed and the probing slows down
+        let mut t = 1_000u64;
+        for expected in [10, 20, 40, 80, 80] {
+            while p.factor < p.recovery_cap() {
+                p.observe(Outcome::Success, ms(t), ms(t));
+                t += 1;
+            }
+            p.observe(Outcome::Throttled, ms(t), ms(t));
+            t += 1;
+            assert_eq!(p.probe_interval().as_secs(), expected);
         }
-        assert_eq!(p.probe_interval().as_secs(), 80);
     }
 
-    /// The fleet benchmark's finding: against a server that sustains only 70% of the
-    /// policy, seed 000's recovery (one step back per success) returned to the throttled
-    /// rate within a few requests and was throttled again about every second. With the
-    /// learned ceiling, failures become rare and the rate settles just below the server's.
+    #[test]
+    fn a_throttle_storm_keeps_the_ceiling_it_started_at() {
+        // every attempt refused whatever the rate, one throttle after the other: the rate
+        // sinks to the floor, the ceiling stays where the storm started, the probing is
+        // not slowed, and after the storm the successes double the rate back to 7/8 of
+        // that ceiling
+        let mut p = Penalty::default();
+        for i in 0..30u64 {
+            p.observe(Outcome::Throttled, ms(i * 3_000), ms(i * 3_000 + 1));
+        }
+        assert_eq!(p.rate_fraction(), f64::from(FLOOR) / f64::from(FULL));
+        assert_eq!(p.ceiling_fraction(), Some(1.0));
+        assert_eq!(p.probe_interval(), PROBE_INTERVAL);
+        let last = 29 * 3_000 + 1;
+        for i in 1..=MAX_PENALTY_STEPS as u64 {
+            p.observe(Outcome::Success, ms(last + i), ms(last + i));
+        }
+        assert_eq!(p.rate_fraction(), HEADROOM);
+    }
+
     #[test]
     fn settles_below_a_server_quota_under_the_policy_instead_of_oscillating() {
         const POLICY: f64 = 10.0;
@@ -432,6 +476,37 @@ mod tests {
         assert_eq!(p.rate_fraction(), 0.25);
         let back: Penalty = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p);
+    }
+
+    #[test]
+    fn transient_failures_slow_the_key_but_teach_no_ceiling() {
+        let mut p = Penalty::default();
+        // a 90-second outage: a transient failure every few seconds, each admitted after
+        // the previous one
+        for i in 0..30u64 {
+            assert!(p.observe(Outcome::Transient, ms(i * 3_000), ms(i * 3_000 + 1)));
+        }
+        assert_eq!(p.rate_fraction(), f64::from(FLOOR) / f64::from(FULL));
+        assert_eq!(p.ceiling_fraction(), None);
+        assert_eq!(p.probe_interval(), PROBE_INTERVAL);
+        // after the recovery, each success admitted after the last failure doubles the
+        // rate: five of them and the key is back at its configured rate
+        let last = ms(29 * 3_000 + 1);
+        for i in 1..=MAX_PENALTY_STEPS as u64 {
+            p.observe(
+                Outcome::Success,
+                last + Duration::from_millis(i),
+                last + Duration::from_millis(i + 1),
+            );
+        }
+        assert!(p.is_clear(), "{p:?}");
+        // a ceiling learned from a throttle is kept (and not confirmed) by a 5xx
+        let mut q = Penalty::default();
+        q.observe(Outcome::Throttled, ms(0), ms(1));
+        let ceiling = q.ceiling_fraction();
+        q.observe(Outcome::Transient, ms(10_000), ms(10_001));
+        assert_eq!(q.ceiling_fraction(), ceiling);
+        assert_eq!(q.probe_interval(), PROBE_INTERVAL);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::lease::{self, Lease};
 use crate::penalty::{Outcome, Penalty};
 use crate::policy::Policy;
 use crate::reservation::{Owner, ReservationId, Reservations};
-use crate::retry::RetryAllowance;
+use crate::retry::{RetryAllowance, RETRY_COSTS};
 use crate::time::Timestamp;
 use crate::window::{RollingWindow, WindowShape};
 
@@ -119,6 +119,9 @@ pub struct QuotaState {
     reservations: Reservations,
     last_active_at: Timestamp,
     paused_until: Option<Timestamp>,
+    /// The class of the key's latest failure (throttle or transient): what the next
+    /// retry is priced as under [`RETRY_COSTS`].
+    last_failure: Outcome,
 }
 
 impl QuotaState {
@@ -129,10 +132,11 @@ impl QuotaState {
             bucket: TokenBucket::full(policy.burst(), now),
             window: RollingWindow::default(),
             penalty: Penalty::default(),
-            retry: RetryAllowance::full(policy.retry_capacity()),
+            retry: RetryAllowance::full(RETRY_COSTS, policy.retry_capacity()),
             reservations: Reservations::default(),
             last_active_at: now,
             paused_until: None,
+            last_failure: Outcome::Transient,
         }
     }
 
@@ -187,7 +191,7 @@ impl QuotaState {
             .refill(self.policy.burst(), self.effective_rate(), now);
         self.policy = next;
         self.bucket.refill(next.burst(), self.effective_rate(), now);
-        self.retry.clamp(next.retry_capacity());
+        self.retry.clamp(RETRY_COSTS, next.retry_capacity());
         true
     }
 
@@ -203,7 +207,7 @@ impl QuotaState {
         self.policy = policy;
         self.bucket
             .refill(policy.burst(), self.effective_rate(), now);
-        self.retry.clamp(policy.retry_capacity());
+        self.retry.clamp(RETRY_COSTS, policy.retry_capacity());
         true
     }
 
@@ -248,7 +252,7 @@ impl QuotaState {
                 burst: self.policy.burst(),
             });
         }
-        if request.retry && self.retry.units() == 0 {
+        if request.retry && !self.retry.can_spend(RETRY_COSTS, self.last_failure) {
             return Admission::Refused(Refusal::RetryAllowanceExhausted);
         }
         if let Some(at) = self.paused_until(now) {
@@ -279,7 +283,7 @@ impl QuotaState {
         }
         self.window.record(shape, now);
         self.bucket.take(cost, burst, rate, now);
-        let retry_spent = request.retry && self.retry.try_spend();
+        let retry_spent = request.retry && self.retry.try_spend(RETRY_COSTS, self.last_failure);
         self.last_active_at = self.last_active_at.max(now);
         Admission::Granted(Grant {
             admitted_at: now,
@@ -288,21 +292,27 @@ impl QuotaState {
     }
 
     /// An attempt's outcome, for an attempt admitted at `admitted_at`. A success refunds
-    /// one retry unit; throttles and transient failures deepen the penalty. True if this
-    /// was a new failure event (the penalty deepened).
+    /// the cost model's refund to the retry allowance; throttles and transient failures
+    /// deepen the penalty and price the key's next retry. True if this was a new failure
+    /// event (the penalty deepened).
     pub fn feedback(&mut self, outcome: Outcome, admitted_at: Timestamp, now: Timestamp) -> bool {
         let rate_before = self.effective_rate();
         self.bucket.refill(self.policy.burst(), rate_before, now);
         let changed = self.penalty.observe(outcome, admitted_at, now);
-        if outcome == Outcome::Success {
-            self.retry.refund(self.policy.retry_capacity());
+        match outcome {
+            Outcome::Success => self
+                .retry
+                .refund_success(RETRY_COSTS, self.policy.retry_capacity()),
+            Outcome::Throttled | Outcome::Transient => self.last_failure = outcome,
+            Outcome::Fatal => {}
         }
         changed && outcome != Outcome::Success
     }
 
     /// Return a retry unit that was spent but never dispatched.
     pub fn refund_retry(&mut self) {
-        self.retry.refund(self.policy.retry_capacity());
+        self.retry
+            .refund_retry(RETRY_COSTS, self.last_failure, self.policy.retry_capacity());
     }
 
     /// A read-only summary for status output.
@@ -377,7 +387,7 @@ impl QuotaState {
             mut reservations,
             paused_until,
         } = record.durable;
-        retry.clamp(policy.retry_capacity());
+        retry.clamp(RETRY_COSTS, policy.retry_capacity());
         let reaped = reservations.reap(now, pid_alive);
         let shape = WindowShape::for_rate(policy.rate_per_second());
         let (bucket, window, last_active_at, restored) = match (record.live, record.lease) {
@@ -390,7 +400,7 @@ impl QuotaState {
             (Some(live), Some(lease)) => {
                 let (bucket, window) =
                     lease::restore(&lease, &policy, live.bucket, live.window, now);
-                retry.charge(u32::try_from(lease.starts).unwrap_or(u32::MAX));
+                retry.charge(RETRY_COSTS, u32::try_from(lease.starts).unwrap_or(u32::MAX));
                 (
                     bucket,
                     window,
@@ -414,6 +424,7 @@ impl QuotaState {
             reservations,
             last_active_at,
             paused_until: paused_until.filter(|until| *until > now),
+            last_failure: Outcome::Transient,
         };
         (
             state,
