@@ -474,7 +474,12 @@ region = "us-east-1"
     let sim = Simulator::new(scenario);
     let run = paused_system().block_on(discover(&sim, vec![Dataset::DynamoDbTables]));
     let tables = run.report.dataset(Dataset::DynamoDbTables).unwrap();
-    assert_eq!(tables.status, DatasetStatus::Complete, "{:#?}", tables.reasons);
+    assert_eq!(
+        tables.status,
+        DatasetStatus::Complete,
+        "{:#?}",
+        tables.reasons
+    );
     assert_eq!(tables.items.len(), 1);
     let arrivals = sim.arrivals();
     let lists = arrivals_of(&arrivals, "dynamodb:ListTables");

@@ -312,7 +312,14 @@ mod tests {
         h.insert("x-amz-retry-after", "86400000");
         assert_eq!(retry_after(&h, NOW).retry_after, Some(MAX_PAUSE));
         assert_eq!(retry_after(&h, NOW).amz_retry_after, Some(MAX_PAUSE));
-        for junk in ["-3", "NaN", "inf", "soon", "Wed, 32 Oct 2026 07:28:00 GMT", ""] {
+        for junk in [
+            "-3",
+            "NaN",
+            "inf",
+            "soon",
+            "Wed, 32 Oct 2026 07:28:00 GMT",
+            "",
+        ] {
             h.insert("retry-after", junk);
             assert_eq!(retry_after(&h, NOW).retry_after, None, "{junk:?}");
         }
@@ -355,7 +362,10 @@ mod tests {
             Some(MAX_PAUSE)
         );
         // A date in the past, or the reference instant itself, asks for no pause.
-        for past in ["Wed, 21 Oct 2015 07:28:00 GMT", "Wed, 21 Oct 2026 07:28:00 GMT"] {
+        for past in [
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            "Wed, 21 Oct 2026 07:28:00 GMT",
+        ] {
             assert_eq!(date_wait(past, None, NOW), None, "{past}");
         }
         assert_eq!(
