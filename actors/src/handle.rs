@@ -252,6 +252,12 @@ impl ReservationGuard {
         self.key.as_str()
     }
 
+    /// The admission clock's current instant (a server's HTTP-date hints are read
+    /// against it when the answer carries no `Date`).
+    pub fn now(&self) -> Timestamp {
+        self.handle.now()
+    }
+
     /// The reservation id.
     pub fn id(&self) -> ReservationId {
         ReservationId(self.id.load(Ordering::Acquire))

@@ -42,24 +42,35 @@ pub const POLICY_FILE_ENV: &str = "TOLLGATE_POLICY_FILE";
 /// The defaults with the policy file at `path` over them.
 pub fn policy_file_table(path: &Path) -> Result<PolicyTable, ConfigError> {
     let name = path.display().to_string();
-    let fail = |problem: String| ConfigError::PolicyFile {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::PolicyFile {
         path: name.clone(),
-        problem,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        fail(format!(
-            "cannot read it ({e}); fix the path or unset {POLICY_FILE_ENV}"
-        ))
+        problem: format!("cannot read it ({e}); fix the path or unset {POLICY_FILE_ENV}"),
     })?;
     let is_json = match path.extension().and_then(|e| e.to_str()) {
-        Some("json") => true,
-        Some("toml") => false,
-        _ => text.trim_start().starts_with('{'),
+        Some("json") => Some(true),
+        Some("toml") => Some(false),
+        _ => None,
     };
+    policy_text_table(&text, &name, is_json)
+}
+
+/// The defaults with a policy file's `text` over them; `name` names it in errors.
+/// `is_json`: the format if the file's extension says (`None`: JSON when the text starts
+/// with `{`, else TOML).
+pub fn policy_text_table(
+    text: &str,
+    name: &str,
+    is_json: Option<bool>,
+) -> Result<PolicyTable, ConfigError> {
+    let fail = |problem: String| ConfigError::PolicyFile {
+        path: name.to_owned(),
+        problem,
+    };
+    let is_json = is_json.unwrap_or_else(|| text.trim_start().starts_with('{'));
     let json = if is_json {
-        text
+        text.to_owned()
     } else {
-        let value: serde_json::Value = toml::from_str(&text).map_err(|e| {
+        let value: serde_json::Value = toml::from_str(text).map_err(|e| {
             let line = e
                 .span()
                 .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
@@ -70,7 +81,7 @@ pub fn policy_file_table(path: &Path) -> Result<PolicyTable, ConfigError> {
         })?;
         value.to_string()
     };
-    Ok(PolicyTable::defaults().apply_overrides(&json, &name)?)
+    Ok(PolicyTable::defaults().apply_overrides(&json, name)?)
 }
 
 impl EngineConfig {

@@ -8,6 +8,8 @@
 //!   within its 10/s policy (token-bucket conformant, and per second).
 //! - A full discovery of the demo account: every dataset complete and equal to the
 //!   scenario's inventory; the throttle storm's retries are in the report.
+//! - A throttle whose `Retry-After` is an HTTP date holds the key until that date, read
+//!   against the answer's `Date` header (the simulator's calendar is not the clock's).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -446,5 +448,49 @@ fn demo_account_discovered_complete_and_the_throttle_storm_is_retried() {
         storm,
         run.elapsed.as_secs_f64(),
         wall.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_retry_after_http_date_holds_the_key_until_that_date() {
+    // The simulator's calendar starts in 2026, the admission clock (START) in 2027: the
+    // wait comes from the answer's own Date header, not from comparing clocks.
+    let text = r#"
+account = "123456789012"
+regions = ["us-east-1"]
+[latency]
+default = { kind = "fixed", ms = 5 }
+[[faults]]
+kind = "throttle"
+operations = ["dynamodb:ListTables"]
+until_ms = 100
+retry_after_ms = 20000
+retry_after_date = true
+[[inventory.tables]]
+name = "orders"
+region = "us-east-1"
+"#;
+    let scenario = Scenario::parse(text, "retry-after-date.toml").unwrap();
+    let sim = Simulator::new(scenario);
+    let run = paused_system().block_on(discover(&sim, vec![Dataset::DynamoDbTables]));
+    let tables = run.report.dataset(Dataset::DynamoDbTables).unwrap();
+    assert_eq!(
+        tables.status,
+        DatasetStatus::Complete,
+        "{:#?}",
+        tables.reasons
+    );
+    assert_eq!(tables.items.len(), 1);
+    let arrivals = sim.arrivals();
+    let lists = arrivals_of(&arrivals, "dynamodb:ListTables");
+    assert_eq!(lists.len(), 2, "one throttled, one served: {lists:?}");
+    assert_eq!(lists[0].outcome, tollgate_sim::Outcome::Throttled);
+    assert_eq!(lists[1].outcome, tollgate_sim::Outcome::Served);
+    // Without reading the date the retry would go after the throttle backoff (at most
+    // 1 s) and the key's cooldown; with it, not before the 20 s the date stands for.
+    let gap = lists[1].at - lists[0].at;
+    assert!(
+        gap >= Duration::from_millis(19_900) && gap < Duration::from_secs(25),
+        "retried {gap:?} after the throttle"
     );
 }

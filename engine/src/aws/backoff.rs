@@ -18,13 +18,20 @@
 //!
 //! Either hint on a throttle or a 503 also pauses the whole key for every process
 //! (`ReservationGuard::pause`, capped at 300 s by the key); docs/architecture.md says
-//! which rule wins where the seeds differ. HTTP-date forms of `Retry-After` are ignored:
-//! reading them would need a wall clock here, and AWS services send seconds.
+//! which rule wins where the seeds differ.
+//!
+//! `Retry-After` may also be an HTTP date (RFC 9110: IMF-fixdate, and the obsolete
+//! RFC 850 and asctime forms). It is read relative to the answer's own `Date` header
+//! when that parses (so a client whose clock is off still waits what the server meant),
+//! else relative to the admission clock's instant, which is injected (Unix time in
+//! production); a date in the past asks for nothing. Both forms are capped at
+//! [`MAX_PAUSE`] (300 s, seed 001), the longest the key itself would pause.
 
 use std::num::NonZeroU32;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 use aws_smithy_runtime_api::http::Headers;
+use tollgate_quota::{Timestamp, MAX_PAUSE};
 
 use crate::aws::taxonomy::ErrorClass;
 
@@ -43,7 +50,8 @@ pub const AMZ_RETRY_AFTER_SLACK: Duration = Duration::from_secs(5);
 /// The delays a server's answer asked for, by header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ServerDelay {
-    /// `Retry-After`, in seconds: a floor for this call's retry.
+    /// `Retry-After` (seconds, or an HTTP date read as the time until it): a floor for
+    /// this call's retry.
     pub retry_after: Option<Duration>,
     /// `x-amz-retry-after`, in milliseconds: this call's retry, clamped to
     /// `[computed, computed + 5 s]`.
@@ -51,9 +59,12 @@ pub struct ServerDelay {
 }
 
 impl ServerDelay {
-    /// How long the key should pause, if the answer asked at all: the longer hint.
+    /// How long the key should pause, if the answer asked at all: the longer hint (a
+    /// zero hint asks for nothing).
     pub fn key_pause(&self) -> Option<Duration> {
-        self.retry_after.max(self.amz_retry_after)
+        self.retry_after
+            .max(self.amz_retry_after)
+            .filter(|d| !d.is_zero())
     }
 }
 
@@ -132,21 +143,46 @@ pub fn random_unit() -> f64 {
 }
 
 /// The server's requested delays: `x-amz-retry-after` (milliseconds) and `Retry-After`
-/// (seconds, possibly fractional).
-pub fn retry_after(headers: &Headers) -> ServerDelay {
+/// (seconds, possibly fractional, or an HTTP date), each capped at [`MAX_PAUSE`]. `now`
+/// is the admission clock's instant, the reference for a date when the answer has no
+/// usable `Date` header.
+pub fn retry_after(headers: &Headers, now: Timestamp) -> ServerDelay {
     let amz = headers
         .get("x-amz-retry-after")
         .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_millis);
+        .map(|ms| Duration::from_millis(ms).min(MAX_PAUSE));
     let standard = headers
         .get("retry-after")
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(|s| Duration::from_secs_f64(s.min(86_400.0)));
+        .and_then(|v| retry_after_value(v, headers.get("date"), now));
     ServerDelay {
         retry_after: standard,
         amz_retry_after: amz,
     }
+}
+
+/// One `Retry-After` value: seconds (`120`, `1.5`) or an HTTP date, read against the
+/// answer's `date` header if it parses, else against `now`. `None` when the value is
+/// neither, or a date that is not after the reference (nothing to wait for).
+pub fn retry_after_value(value: &str, date: Option<&str>, now: Timestamp) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(MAX_PAUSE.as_secs_f64())));
+    }
+    let until = http_date(value)?;
+    let reference = date
+        .and_then(http_date)
+        .unwrap_or_else(|| Duration::from_micros(now.as_micros()));
+    let wait = until.checked_sub(reference)?;
+    (!wait.is_zero()).then(|| wait.min(MAX_PAUSE))
+}
+
+/// An HTTP date (any of RFC 9110's three forms) as time since the Unix epoch.
+fn http_date(text: &str) -> Option<Duration> {
+    httpdate::parse_http_date(text.trim())
+        .ok()?
+        .duration_since(UNIX_EPOCH)
+        .ok()
 }
 
 #[cfg(test)]
@@ -252,26 +288,111 @@ mod tests {
     #[test]
     fn parses_retry_after_headers() {
         let mut h = Headers::new();
-        assert_eq!(retry_after(&h), ServerDelay::default());
-        assert_eq!(retry_after(&h).key_pause(), None);
+        assert_eq!(retry_after(&h, NOW), ServerDelay::default());
+        assert_eq!(retry_after(&h, NOW).key_pause(), None);
         h.insert("Retry-After", "7");
-        assert_eq!(retry_after(&h), floor(7));
+        assert_eq!(retry_after(&h, NOW), floor(7));
         h.insert("x-amz-retry-after", "9500");
         assert_eq!(
-            retry_after(&h).amz_retry_after,
+            retry_after(&h, NOW).amz_retry_after,
             Some(Duration::from_millis(9_500))
         );
         assert_eq!(
-            retry_after(&h).key_pause(),
+            retry_after(&h, NOW).key_pause(),
             Some(Duration::from_millis(9_500))
         );
         let mut h = Headers::new();
-        h.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT");
-        assert_eq!(retry_after(&h).key_pause(), None, "HTTP dates are ignored");
         h.insert("retry-after", "1.5");
         assert_eq!(
-            retry_after(&h).retry_after,
+            retry_after(&h, NOW).retry_after,
             Some(Duration::from_millis(1_500))
+        );
+        // Both header forms are capped at the key's longest pause.
+        h.insert("retry-after", "86400");
+        h.insert("x-amz-retry-after", "86400000");
+        assert_eq!(retry_after(&h, NOW).retry_after, Some(MAX_PAUSE));
+        assert_eq!(retry_after(&h, NOW).amz_retry_after, Some(MAX_PAUSE));
+        for junk in [
+            "-3",
+            "NaN",
+            "inf",
+            "soon",
+            "Wed, 32 Oct 2026 07:28:00 GMT",
+            "",
+        ] {
+            h.insert("retry-after", junk);
+            assert_eq!(retry_after(&h, NOW).retry_after, None, "{junk:?}");
+        }
+    }
+
+    /// 2026-10-21T07:28:00Z, the instant the tests' dates are read against.
+    const NOW: Timestamp = Timestamp::from_micros(1_792_567_680 * 1_000_000);
+
+    fn date_wait(value: &str, date: Option<&str>, now: Timestamp) -> Option<Duration> {
+        retry_after_value(value, date, now)
+    }
+
+    #[test]
+    fn an_http_date_is_read_against_the_answer_date_else_the_clock() {
+        let secs = Duration::from_secs;
+        let later = "Wed, 21 Oct 2026 07:28:42 GMT";
+        // No Date header: against the injected clock.
+        assert_eq!(date_wait(later, None, NOW), Some(secs(42)));
+        // A Date header wins over the clock (ours may be off; the server meant 12 s).
+        let date = Some("Wed, 21 Oct 2026 07:28:30 GMT");
+        assert_eq!(date_wait(later, date, NOW), Some(secs(12)));
+        assert_eq!(
+            date_wait(later, date, Timestamp::from_micros(0)),
+            Some(secs(12))
+        );
+        // An unreadable Date header falls back to the clock.
+        assert_eq!(date_wait(later, Some("yesterday"), NOW), Some(secs(42)));
+        // The obsolete forms (RFC 850, asctime) read the same.
+        assert_eq!(
+            date_wait("Wednesday, 21-Oct-26 07:28:42 GMT", None, NOW),
+            Some(secs(42))
+        );
+        assert_eq!(
+            date_wait("Wed Oct 21 07:28:42 2026", None, NOW),
+            Some(secs(42))
+        );
+        // Capped at 300 s like the seconds form.
+        assert_eq!(
+            date_wait("Thu, 22 Oct 2026 07:28:00 GMT", None, NOW),
+            Some(MAX_PAUSE)
+        );
+        // A date in the past, or the reference instant itself, asks for no pause.
+        for past in [
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            "Wed, 21 Oct 2026 07:28:00 GMT",
+        ] {
+            assert_eq!(date_wait(past, None, NOW), None, "{past}");
+        }
+        assert_eq!(
+            date_wait(later, Some("Wed, 21 Oct 2026 07:29:00 GMT"), NOW),
+            None
+        );
+    }
+
+    #[test]
+    fn a_retry_after_date_pauses_the_key_and_floors_the_retry() {
+        let mut h = Headers::new();
+        h.insert("Retry-After", "Wed, 21 Oct 2026 07:28:09 GMT");
+        h.insert("Date", "Wed, 21 Oct 2026 07:28:00 GMT");
+        let server = retry_after(&h, NOW);
+        assert_eq!(server.key_pause(), Some(Duration::from_secs(9)));
+        let s = settings(Jitter::None);
+        assert_eq!(
+            s.backoff(1, ErrorClass::Throttled, server, || 0.0),
+            Duration::from_secs(9)
+        );
+        // In the past: no pause, the computed backoff alone.
+        h.insert("Retry-After", "Tue, 20 Oct 2026 07:28:09 GMT");
+        let server = retry_after(&h, NOW);
+        assert_eq!(server.key_pause(), None);
+        assert_eq!(
+            s.backoff(1, ErrorClass::Throttled, server, || 0.0),
+            Duration::from_secs(1)
         );
     }
 }

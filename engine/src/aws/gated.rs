@@ -229,11 +229,12 @@ async fn gate_and_send(
         }
         response = inner.call(request) => response,
     };
+    let now = plan.guard.now();
     attempt.update(|r| {
         r.finished_at = Some(Instant::now());
         if let Ok(response) = &response {
             r.status = Some(response.status().as_u16());
-            r.retry_after = retry_after(response.headers());
+            r.retry_after = retry_after(response.headers(), now);
         }
     });
     response
