@@ -14,6 +14,7 @@
 //! - `admission` (`in_process`, `processes`, `pyrate`): `bench admission`.
 //! - `echo`: the admission bench's floor, a bare Unix-socket echo.
 //! - `takeover`: `bench takeover`. `fleet` (`fleet_ideal`, `fleet_process`): `bench fleet`.
+//! - `hosts` (`hosts_table`, `dynalite`, `dynamo_proxy`, `bucket_bound`): `bench hosts`.
 //! - `worker`, `fleet_sdk`: the worker processes they spawn (hidden subcommands `worker`,
 //!   `fleet-worker`, and the diagnostic `probe-socket`).
 //! - `exe`: where this executable and the `tollgate` binary beside it are.
@@ -21,12 +22,17 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod bucket_bound;
+mod dynalite;
+mod dynamo_proxy;
 mod echo;
 mod exe;
 mod fleet;
 mod fleet_ideal;
 mod fleet_process;
 mod fleet_sdk;
+mod hosts;
+mod hosts_table;
 mod in_process;
 mod processes;
 mod pyrate;
@@ -62,6 +68,10 @@ enum Command {
     /// tollgate (shared admission) against plain AWS SDK clients (standard / adaptive
     /// retry); throttled responses, retries, completion against the ideal, completeness.
     Fleet(fleet::FleetArgs),
+    /// H simulated hosts (each its own admission directory and `tollgate serve`) share
+    /// one key through one DynamoDB table (fleet mode); the token-bucket bound over every
+    /// interval of the merged grant logs, DynamoDB requests per admission.
+    Hosts(hosts::HostsArgs),
     /// One process of `admission --processes` and `takeover` (internal).
     #[command(name = exe::WORKER, hide = true)]
     Worker(worker::WorkerArgs),
@@ -90,6 +100,7 @@ fn main() -> ExitCode {
         Command::Admission(args) => admission::run(&args),
         Command::Takeover(args) => takeover::run(&args),
         Command::Fleet(args) => fleet::run(&args),
+        Command::Hosts(args) => hosts::run(&args),
         Command::Worker(args) => worker::run(&args),
         Command::FleetWorker(args) => fleet_sdk::run(args),
         Command::ProbeSocket { socket } => worker::probe_socket(&socket),
