@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::time::Timestamp;
 
 /// A block is sized to this much of the host's recent demand.
-pub const BLOCK_DEMAND: Duration = Duration::from_millis(500);
+pub const BLOCK_DEMAND: Duration = Duration::from_millis(1_000);
 /// The demand average's time constant.
 pub const DEMAND_TAU: Duration = Duration::from_secs(1);
 /// The smallest block worth a write, when the burst allows it (a burst-1 key takes 1).
@@ -44,8 +44,14 @@ impl DemandMeter {
     pub fn block_size(&self, head: u64, waiting: u64, burst: f64, now: Timestamp) -> (u64, u64) {
         let max = (burst.floor() as u64).max(1);
         let recent = (self.rate_at(now) * BLOCK_DEMAND.as_secs_f64()).ceil() as u64;
-        let at_least = head.max(MIN_USEFUL_BLOCK.min(max / 2).max(1)).min(max);
-        let wanted = recent.max(waiting).max(at_least).min(max);
+        let wanted = recent.max(waiting).max(head).max(MIN_USEFUL_BLOCK).min(max);
+        // Wait for half the block rather than take whatever trickled in: otherwise the
+        // first host to ask after 2 tokens refilled takes 2, and blocks shrink to the
+        // polling interval instead of following demand.
+        let at_least = head
+            .max(wanted.div_ceil(2))
+            .max(MIN_USEFUL_BLOCK.min(max / 2).max(1))
+            .min(max);
         (wanted, at_least)
     }
 }
@@ -63,7 +69,7 @@ mod tests {
         let r = m.rate_at(Timestamp::from_millis(20_000));
         assert!((r - 50.0).abs() < 2.0, "{r}");
         let wanted = m.block_size(1, 1, 200.0, Timestamp::from_millis(20_000)).0;
-        assert!((24..=26).contains(&wanted), "{wanted}");
+        assert!((48..=52).contains(&wanted), "{wanted}: one second of 50/s");
     }
 
     #[test]
@@ -72,7 +78,7 @@ mod tests {
         let t = Timestamp::ZERO;
         assert_eq!(m.block_size(1, 1, 1.0, t), (1, 1));
         assert_eq!(m.block_size(1, 1, 5.0, t), (2, 2));
-        assert_eq!(m.block_size(1, 9, 5.0, t), (5, 2));
+        assert_eq!(m.block_size(1, 9, 5.0, t), (5, 3));
         assert_eq!(m.block_size(3, 3, 100.0, t), (3, 3));
         assert_eq!(m.block_size(9, 9, 5.0, t), (5, 5));
     }

@@ -110,7 +110,7 @@ pub fn take_block(
     item.hosts.insert(request.host.clone(), now);
     let forget = now.saturating_sub(HOSTS_FORGET_AFTER);
     item.hosts.retain(|_, seen| *seen >= forget);
-    let next_at = (tokens == 0).then(|| ready_at(&item, host, at_least, now));
+    let next_at = (tokens == 0).then(|| next_try(&item, host, at_least, now));
     let grant = BlockGrant {
         tokens,
         granted_at: now,
@@ -166,6 +166,21 @@ fn refill(item: &FleetItem, host: &str, now: Timestamp) -> (f64, u64) {
         outstanding -= tokens;
     }
     (grow(level, t, now, outstanding), outstanding)
+}
+
+/// When a host that got nothing should ask again: when the level will allow `at_least`
+/// if the others void their blocks meanwhile (a busy host takes its next block as soon as
+/// it has spent one, voiding it), and no later than the others' blocks lapse
+/// ([`ready_at`]); plus a per-host offset within one token's time, so hosts that all got
+/// nothing do not all ask at the same instant.
+fn next_try(item: &FleetItem, host: &str, at_least: u64, now: Timestamp) -> Timestamp {
+    let rate = item.rate * item.penalty.factor;
+    let hopeful = now + secs_ceil((at_least as f64 - item.level) / rate);
+    let spread = host
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let offset = secs_ceil((spread % 1_000) as f64 / 1_000.0 / rate);
+    hopeful.min(ready_at(item, host, at_least, now)) + offset
 }
 
 /// The earliest instant at which a write by `host` would find `at_least` whole tokens:
@@ -236,7 +251,10 @@ mod tests {
         // 10 s later the level would be 100, but a's block still counts: 5 − 5 = 0.
         let (item, g) = take_block(Some(&item), &request("b", 3), ms(1_000));
         assert_eq!(g.tokens, 0);
-        assert_eq!(g.next_at, Some(ms(3_100)), "a's block lapses at 3 s, then 1 token");
+        assert_eq!(ready_at(&item, "b", 1, ms(1_000)), ms(3_100), "a's block lapses at 3 s");
+        // b asks again earlier (a may void its block before), offset within 100 ms.
+        let next = g.next_at.unwrap();
+        assert!(next >= ms(1_100) && next < ms(1_200), "{next}");
         let (_, g) = take_block(Some(&item), &request("b", 3), ms(3_300));
         assert_eq!(g.tokens, 3);
     }
@@ -258,7 +276,8 @@ mod tests {
         let (item, _) = take_block(None, &request("a", 5), ms(0));
         let (item, g) = take_block(Some(&item), &request("b", 5), ms(3_000));
         assert_eq!(g.tokens, 0);
-        assert_eq!(g.next_at, Some(ms(3_100)), "refill restarts when the block lapses");
+        let next = g.next_at.unwrap();
+        assert!(next >= ms(3_100) && next < ms(3_200), "refill restarts at 3 s: {next}");
         let (_, g) = take_block(Some(&item), &request("b", 5), ms(3_500));
         assert_eq!(g.tokens, 5);
     }
@@ -285,8 +304,10 @@ mod tests {
         let mut r = request("a", 4);
         r.at_least = 2;
         let (_, g) = take_block(Some(&item), &r, ms(100));
-        // a's own block held the refill back until this write; 2 tokens 200 ms later.
-        assert_eq!((g.tokens, g.next_at), (0, Some(ms(300))));
+        // a's own block held the refill back until this write; 2 tokens 200 ms later,
+        // plus a's offset within one token's time.
+        let next = g.next_at.unwrap();
+        assert!(g.tokens == 0 && next >= ms(300) && next < ms(400), "{next}");
     }
 
     #[test]
