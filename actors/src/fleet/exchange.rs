@@ -2,10 +2,11 @@
 //!
 //! Start from the item this host last wrote (saves a read when nobody else wrote since),
 //! apply `take_block` at the clock's `now`, write it on condition of the version; on a
-//! conflict read the item and try again, up to [`MAX_ATTEMPTS`] writes. Each attempt reads
+//! conflict back off briefly, read the item and try again, up to [`MAX_ATTEMPTS`] writes. Each attempt reads
 //! the clock afresh, so the refill is computed at the instant of the write it goes into.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tollgate_quota::fleet::{take_block, BlockGrant, BlockRequest};
 use tollgate_quota::Clock;
@@ -35,7 +36,7 @@ pub async fn exchange(
         None => store.get(&key).await?,
     };
     let mut conflicted = false;
-    for _ in 0..MAX_ATTEMPTS {
+    for attempt in 0..MAX_ATTEMPTS {
         let now = clock.now();
         let (item, grant) = take_block(base.as_ref().map(|v| &v.item), &request, now);
         if let Some(read) = base.as_ref().filter(|_| nothing_to_write(&request, &grant)) {
@@ -52,6 +53,8 @@ pub async fn exchange(
             }
             PutOutcome::Conflict => {
                 conflicted = true;
+                // Back off a little (0.5 ms doubling), so racing hosts spread out.
+                tokio::time::sleep(Duration::from_micros(500 << attempt)).await;
                 base = store.get(&key).await?;
             }
         }

@@ -18,7 +18,10 @@ use tollgate_quota::fleet::{BlockGrant, FleetMode, HostLedger, Transition};
 use tollgate_quota::Timestamp;
 
 use super::QuotaActor;
-use crate::fleet::{exchange, FleetError, FleetSetup, Versioned};
+use crate::fleet::{exchange, FleetError, FleetErrorKind, FleetSetup, Versioned};
+
+/// After a request lost every write to other hosts, ask again this much later.
+const CONTENTION_RETRY: Duration = Duration::from_millis(20);
 
 /// A waiter held back for a block is woken by the request's answer; this is a backstop.
 pub(super) const FLEET_RECHECK: Duration = Duration::from_secs(1);
@@ -112,6 +115,11 @@ impl QuotaActor {
                 f.cached = Some(item);
                 f.last = Some(grant);
                 f.ledger.granted(&grant)
+            }
+            Err(e) if e.kind == FleetErrorKind::Contention => {
+                f.cached = None;
+                f.ledger.contended(now + CONTENTION_RETRY);
+                None
             }
             Err(e) => {
                 f.cached = None;

@@ -266,6 +266,16 @@ impl HostLedger {
         (was != FleetMode::Fleet).then_some(Transition::Rejoined)
     }
 
+    /// The request lost every conditional write to other hosts: not a table failure
+    /// (no degraded mode), ask again at `retry_at` with the reports kept.
+    pub fn contended(&mut self, retry_at: Timestamp) {
+        if let Some((throttled, refunds)) = self.in_flight.take() {
+            self.throttled |= throttled;
+            self.refunds = self.refunds.saturating_add(refunds);
+        }
+        self.next_try_at = Some(retry_at);
+    }
+
     /// The request failed with `error` (already naming the table). Returns a transition
     /// if the key was in fleet mode.
     pub fn failed(&mut self, error: String, policy: &Policy, now: Timestamp) -> Option<Transition> {
