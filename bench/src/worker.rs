@@ -125,6 +125,9 @@ fn admission(
     dir: &Path,
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<WorkerReport> {
+    // As in `tollgate`: with TOLLGATE_FLEET_TABLE set, a coordinator this process becomes
+    // (after its host's coordinator died) admits under fleet blocks.
+    tollgate_fleet::install_from_env()?;
     let dir = AdmissionDir::at(dir)?;
     let joined = connect(&dir)?;
     let coordinator = joined.is_coordinator();
