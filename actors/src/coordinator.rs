@@ -93,13 +93,14 @@ impl Coordinator {
                 Some(install.setup(host))
             }
         };
-        let runtime = AdmissionRuntime::start_serving(config, unclean, fleet, move |local| async move {
-            match tokio::net::UnixListener::from_std(listener) {
-                Ok(listener) => server::serve(listener, local, generation, stop_rx).await,
-                Err(e) => tracing::error!(error = %e, "cannot serve the admission socket"),
-            }
-            let _ = served_tx.send(());
-        })?;
+        let runtime =
+            AdmissionRuntime::start_serving(config, unclean, fleet, move |local| async move {
+                match tokio::net::UnixListener::from_std(listener) {
+                    Ok(listener) => server::serve(listener, local, generation, stop_rx).await,
+                    Err(e) => tracing::error!(error = %e, "cannot serve the admission socket"),
+                }
+                let _ = served_tx.send(());
+            })?;
         Ok(Coordinator {
             runtime: Some(runtime),
             store,

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tollgate_actors::fleet::{FleetErrorKind, MemoryFleetStore};
 use tollgate_actors::{
-    paused_system, start_in_current_system_with_fleet, AdmissionError, AdmissionHandle,
-    FleetSetup, RuntimeConfig, TokioClock, WaitOptions,
+    paused_system, start_in_current_system_with_fleet, AdmissionError, AdmissionHandle, FleetSetup,
+    RuntimeConfig, TokioClock, WaitOptions,
 };
 use tollgate_quota::fleet::{FleetConfig, FleetMode, OnError};
 use tollgate_quota::{Outcome, Owner, Policy, QuotaKey, Refusal, Timestamp};
@@ -56,7 +56,10 @@ async fn request(
 }
 
 async fn fleet_status(handle: &AdmissionHandle) -> tollgate_quota::fleet::FleetView {
-    handle.status().await.unwrap()[0].fleet.clone().expect("fleet mode")
+    handle.status().await.unwrap()[0]
+        .fleet
+        .clone()
+        .expect("fleet mode")
 }
 
 /// 4 hosts × 2 workers, `each` requests each, on one key at `rate` burst `burst`: checks the
@@ -109,7 +112,10 @@ fn hosts_sharing_a_key_stay_within_one_bucket_and_write_per_block_not_per_reques
     // Far fewer requests than admissions (blocks, not writes per request). The issue's
     // target of 0.125 per admission is not met by this protocol yet (about 0.36 here):
     // see docs/fleet.md, "Known limits".
-    assert!(requests < 1200 / 2, "{requests} table requests for 1200 admissions");
+    assert!(
+        requests < 1200 / 2,
+        "{requests} table requests for 1200 admissions"
+    );
     assert!(elapsed <= 5.0 * 1.25, "{elapsed} s");
 }
 
@@ -135,7 +141,10 @@ fn a_throttle_seen_by_one_host_slows_every_host() {
         );
         request(&b, policy, false).await.unwrap();
         // A throttle on host a, reported with a's next block.
-        let slot = a.reserve(&key(), policy, WaitOptions::default()).await.unwrap();
+        let slot = a
+            .reserve(&key(), policy, WaitOptions::default())
+            .await
+            .unwrap();
         let grant = slot.admit(1, false, WaitOptions::default()).await.unwrap();
         slot.feedback(Outcome::Throttled, &grant);
         drop(slot);
@@ -164,10 +173,19 @@ fn fleet_retries_stop_when_the_shared_allowance_is_empty() {
             host(&store, &clock, 1, OnError::Stop),
             host(&store, &clock, 2, OnError::Stop),
         );
-        let slot = a.reserve(&key(), policy, WaitOptions::default()).await.unwrap();
+        let slot = a
+            .reserve(&key(), policy, WaitOptions::default())
+            .await
+            .unwrap();
         slot.admit(1, false, WaitOptions::default()).await.unwrap();
-        let slot_b = b.reserve(&key(), policy, WaitOptions::default()).await.unwrap();
-        slot_b.admit(1, false, WaitOptions::default()).await.unwrap();
+        let slot_b = b
+            .reserve(&key(), policy, WaitOptions::default())
+            .await
+            .unwrap();
+        slot_b
+            .admit(1, false, WaitOptions::default())
+            .await
+            .unwrap();
         let refused = slot_b.admit(1, true, WaitOptions::default()).await;
         assert!(
             matches!(
@@ -187,7 +205,10 @@ fn fleet_retries_stop_when_the_shared_allowance_is_empty() {
             "{third:?}"
         );
         // First attempts still go.
-        slot_b.admit(1, false, WaitOptions::default()).await.unwrap();
+        slot_b
+            .admit(1, false, WaitOptions::default())
+            .await
+            .unwrap();
     });
 }
 
@@ -237,7 +258,11 @@ fn an_unreachable_table_degrades_to_a_local_share_of_the_rate() {
         }
         let view = fleet_status(h).await;
         assert_eq!(view.mode, FleetMode::LocalShare);
-        assert_eq!(view.local_share_rate, Some(5.0), "20/s over the 4 hosts seen");
+        assert_eq!(
+            view.local_share_rate,
+            Some(5.0),
+            "20/s over the 4 hosts seen"
+        );
         assert!(view.last_error.unwrap().contains("Throttled"));
         // Never the full rate: 8 admissions under the share (5/s, burst 1.25) take at
         // least (7 − 1.25)/5 s.

@@ -41,7 +41,10 @@ where
     let (kind, message) = match e {
         SdkError::DispatchFailure(d) => (
             FleetErrorKind::Unreachable,
-            format!("no answer: {}", chain(e, d.as_connector_error().map(|c| c.to_string()))),
+            format!(
+                "no answer: {}",
+                chain(e, d.as_connector_error().map(|c| c.to_string()))
+            ),
         ),
         SdkError::TimeoutError(_) => (FleetErrorKind::Unreachable, "timed out".to_string()),
         SdkError::ConstructionFailure(_) => (
@@ -89,7 +92,10 @@ mod tests {
     #[test]
     fn throttles_and_denials_are_told_apart() {
         let table = [
-            ("ProvisionedThroughputExceededException", FleetErrorKind::Throttled),
+            (
+                "ProvisionedThroughputExceededException",
+                FleetErrorKind::Throttled,
+            ),
             ("ThrottlingException", FleetErrorKind::Throttled),
             ("AccessDeniedException", FleetErrorKind::AccessDenied),
             ("UnrecognizedClientException", FleetErrorKind::AccessDenied),

@@ -169,7 +169,9 @@ impl DynamoFleetStore {
         FleetError {
             kind: FleetErrorKind::Other,
             table: self.describe(),
-            message: format!("malformed item: {message}; delete it (it is recreated) or fix the writer"),
+            message: format!(
+                "malformed item: {message}; delete it (it is recreated) or fix the writer"
+            ),
         }
     }
 }

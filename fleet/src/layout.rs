@@ -101,7 +101,9 @@ pub fn decode(attrs: &Attrs) -> Result<(String, Versioned), String> {
             Some(AttributeValue::N(v)) => v
                 .parse::<f64>()
                 .map_err(|_| format!("{key}: attribute `{name}` is not a number: {v}")),
-            _ => Err(format!("{key}: attribute `{name}` is missing or not a number")),
+            _ => Err(format!(
+                "{key}: attribute `{name}` is missing or not a number"
+            )),
         }
     };
     let int = |name: &str| -> Result<u64, String> {
@@ -109,7 +111,9 @@ pub fn decode(attrs: &Attrs) -> Result<(String, Versioned), String> {
             Some(AttributeValue::N(v)) => v
                 .parse::<u64>()
                 .map_err(|_| format!("{key}: attribute `{name}` is not a whole number: {v}")),
-            _ => Err(format!("{key}: attribute `{name}` is missing or not a number")),
+            _ => Err(format!(
+                "{key}: attribute `{name}` is missing or not a number"
+            )),
         }
     };
     let map = |name: &str| -> Result<Attrs, String> {
@@ -175,7 +179,12 @@ mod tests {
 
     #[test]
     fn an_item_round_trips_through_its_attributes() {
-        let mut item = FleetItem::fresh(1.0 / 3.0, 5.0, 20, Timestamp::from_micros(1_700_000_000_000_123));
+        let mut item = FleetItem::fresh(
+            1.0 / 3.0,
+            5.0,
+            20,
+            Timestamp::from_micros(1_700_000_000_000_123),
+        );
         item.level = 2.25;
         item.blocks.insert(
             "h-1".into(),

@@ -61,7 +61,9 @@ impl FleetSettings {
         if !valid_name {
             return Err(SettingsError {
                 variable: TABLE_ENV,
-                problem: format!("{table:?} is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)"),
+                problem: format!(
+                    "{table:?} is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)"
+                ),
             });
         }
         let skew = match non_empty(SKEW_ENV) {
@@ -108,13 +110,21 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
     }
 
     #[test]
     fn no_table_means_no_fleet_mode() {
         assert_eq!(FleetSettings::from_lookup(lookup(&[])), Ok(None));
-        assert_eq!(FleetSettings::from_lookup(lookup(&[(TABLE_ENV, " ")])), Ok(None));
+        assert_eq!(
+            FleetSettings::from_lookup(lookup(&[(TABLE_ENV, " ")])),
+            Ok(None)
+        );
     }
 
     #[test]
@@ -139,8 +149,14 @@ mod tests {
         for (pairs, var) in [
             (vec![(TABLE_ENV, "a b")], TABLE_ENV),
             (vec![(TABLE_ENV, "ok-table"), (SKEW_ENV, "-1")], SKEW_ENV),
-            (vec![(TABLE_ENV, "ok-table"), (SKEW_ENV, "999999")], SKEW_ENV),
-            (vec![(TABLE_ENV, "ok-table"), (ON_ERROR_ENV, "full")], ON_ERROR_ENV),
+            (
+                vec![(TABLE_ENV, "ok-table"), (SKEW_ENV, "999999")],
+                SKEW_ENV,
+            ),
+            (
+                vec![(TABLE_ENV, "ok-table"), (ON_ERROR_ENV, "full")],
+                ON_ERROR_ENV,
+            ),
         ] {
             let e = FleetSettings::from_lookup(lookup(&pairs)).unwrap_err();
             assert_eq!(e.variable, var);

@@ -47,7 +47,10 @@ pub struct FleetStatus {
 }
 
 /// Scan the table and summarize each item at `now` (Unix µs).
-pub async fn fleet_status(store: &DynamoFleetStore, now: Timestamp) -> Result<FleetStatus, FleetError> {
+pub async fn fleet_status(
+    store: &DynamoFleetStore,
+    now: Timestamp,
+) -> Result<FleetStatus, FleetError> {
     let mut keys = Vec::new();
     let mut unreadable = Vec::new();
     for entry in store.scan().await? {
@@ -99,7 +102,11 @@ pub async fn fleet_status(store: &DynamoFleetStore, now: Timestamp) -> Result<Fl
 
 /// A table for people.
 pub fn render(status: &FleetStatus) -> String {
-    let mut out = format!("fleet table {}: {} key(s)\n", status.table, status.keys.len());
+    let mut out = format!(
+        "fleet table {}: {} key(s)\n",
+        status.table,
+        status.keys.len()
+    );
     for k in &status.keys {
         out.push_str(&format!(
             "{}\n  level {:.2} of burst {} at {}/s, factor {}{}, retry units {}/{}\n",

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    TableStatus, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
+    TimeToLiveSpecification,
 };
 use tollgate_actors::fleet::{FleetError, FleetErrorKind, FleetStore};
 
@@ -55,7 +55,12 @@ pub async fn create_table(store: &DynamoFleetStore) -> Result<InitReport, FleetE
         .await
     {
         Ok(_) => true,
-        Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_in_use_exception()) => false,
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|s| s.is_resource_in_use_exception()) =>
+        {
+            false
+        }
         Err(e) => return Err(classify(&e, &describe)),
     };
     let mut waited = Duration::ZERO;
@@ -101,7 +106,10 @@ pub async fn create_table(store: &DynamoFleetStore) -> Result<InitReport, FleetE
         Err(e) if format!("{:?}", e).contains("already enabled") => (true, None),
         Err(e) => {
             let why = classify(&e, &describe);
-            tracing::warn!("{describe}: TTL not enabled ({}); idle keys' items are not removed automatically", why.message);
+            tracing::warn!(
+                "{describe}: TTL not enabled ({}); idle keys' items are not removed automatically",
+                why.message
+            );
             (false, Some(why.message))
         }
     };

@@ -51,7 +51,11 @@ fn store_at(table: &str, endpoint: &str) -> DynamoFleetStore {
 }
 
 fn unique(name: &str) -> String {
-    format!("tg-{name}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "tg-{name}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -150,7 +154,9 @@ async fn race(
     futures_join(tasks).await.into_iter().sum()
 }
 
-async fn futures_join<F: std::future::Future<Output = u64> + 'static>(fs: impl Iterator<Item = F>) -> Vec<u64> {
+async fn futures_join<F: std::future::Future<Output = u64> + 'static>(
+    fs: impl Iterator<Item = F>,
+) -> Vec<u64> {
     let handles: Vec<_> = fs.map(tokio::task::spawn_local).collect();
     let mut out = Vec::new();
     for h in handles {
@@ -170,7 +176,10 @@ fn concurrent_block_takers_on_one_item_never_exceed_the_level() {
         let clock = ManualClock::at(T0);
         // Clock held still: no refill. 8 hosts × 6 rounds × 3 wanted = 144 > 40.
         let granted = race(&store, &clock, "h", 8, 6).await;
-        assert_eq!(granted, 40, "exactly the starting level, no more (atomic writes)");
+        assert_eq!(
+            granted, 40,
+            "exactly the starting level, no more (atomic writes)"
+        );
         // One second later: at most 10 more (rate 10/s), whatever the blocks.
         clock.set(T0 + 1_000_000);
         let more = race(&store, &clock, "h", 8, 6).await;
@@ -198,7 +207,12 @@ fn block_takers_in_separate_processes_never_exceed_the_level() {
     let children: Vec<_> = (0..4)
         .map(|_| {
             Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "child_process_entry_point", "--nocapture", "--quiet"])
+                .args([
+                    "--exact",
+                    "child_process_entry_point",
+                    "--nocapture",
+                    "--quiet",
+                ])
                 .env(ROLE, &table)
                 .env(DYNALITE_URL_ENV, dynalite_url())
                 .stdout(Stdio::piped())
@@ -239,7 +253,10 @@ fn a_throttle_halves_the_fleet_factor_once_per_cooldown_and_every_host_sees_it()
         assert_eq!(g.factor, 0.5);
         clock.set(T0 + 500_000);
         let (g, _, _) = take("b", true).await.unwrap();
-        assert_eq!(g.factor, 0.5, "a second throttle within the cooldown counts once");
+        assert_eq!(
+            g.factor, 0.5,
+            "a second throttle within the cooldown counts once"
+        );
         let (g, _, _) = take("c", false).await.unwrap();
         assert_eq!(g.factor, 0.5, "host c sees the fleet factor");
         clock.set(T0 + 2_100_000);
@@ -266,7 +283,10 @@ fn the_shared_retry_allowance_empties_fleet_wide() {
             empty_seen |= g.retry_empty;
         }
         assert_eq!(got, 6, "the capacity, shared");
-        assert!(empty_seen, "the last host learns the fleet's retries are gone");
+        assert!(
+            empty_seen,
+            "the last host learns the fleet's retries are gone"
+        );
         // A success reported by any host refunds one unit for everyone.
         let mut r = block("a", 1);
         r.retry_refund = 1;

@@ -289,8 +289,14 @@ fn without_skew_the_fleet_holds_the_exact_bucket_bound_under_saturation() {
     };
     let admitted = simulate(&plan);
     check_bound(&admitted, &plan).unwrap();
-    let in_4s = admitted.iter().filter(|t| **t < 10_000_000 + 4_000_000).count();
-    assert!(in_4s >= 60, "the fleet should use most of 20/s over 4 s, got {in_4s}");
+    let in_4s = admitted
+        .iter()
+        .filter(|t| **t < 10_000_000 + 4_000_000)
+        .count();
+    assert!(
+        in_4s >= 60,
+        "the fleet should use most of 20/s over 4 s, got {in_4s}"
+    );
 }
 
 #[test]

@@ -80,11 +80,19 @@ impl std::error::Error for FleetError {}
 impl FleetErrorKind {
     fn hint(self) -> &'static str {
         match self {
-            FleetErrorKind::Unreachable => "check TOLLGATE_FLEET_ENDPOINT_URL / TOLLGATE_FLEET_REGION and the network",
-            FleetErrorKind::Throttled => "the table is throttled; it is on-demand if `tollgate fleet init` created it",
-            FleetErrorKind::AccessDenied => "grant the IAM policy `tollgate fleet init` prints to these credentials",
+            FleetErrorKind::Unreachable => {
+                "check TOLLGATE_FLEET_ENDPOINT_URL / TOLLGATE_FLEET_REGION and the network"
+            }
+            FleetErrorKind::Throttled => {
+                "the table is throttled; it is on-demand if `tollgate fleet init` created it"
+            }
+            FleetErrorKind::AccessDenied => {
+                "grant the IAM policy `tollgate fleet init` prints to these credentials"
+            }
             FleetErrorKind::NoTable => "create it with `tollgate fleet init --table NAME`",
-            FleetErrorKind::Contention => "too many hosts wrote the same key at once; this is retried",
+            FleetErrorKind::Contention => {
+                "too many hosts wrote the same key at once; this is retried"
+            }
             FleetErrorKind::Other => "see the message; `tollgate fleet status` shows the items",
         }
     }

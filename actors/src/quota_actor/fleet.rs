@@ -68,9 +68,17 @@ impl FleetKey {
 impl QuotaActor {
     /// Start a block request if the ledger wants one; returns the next instant the fleet
     /// side wants a poll at (a promised level, a rejoin attempt).
-    pub(super) fn fleet_poll(&mut self, now: Timestamp, ctx: &mut Context<Self>) -> Option<Timestamp> {
+    pub(super) fn fleet_poll(
+        &mut self,
+        now: Timestamp,
+        ctx: &mut Context<Self>,
+    ) -> Option<Timestamp> {
         let active = !self.admitting.is_empty() || self.fleet.as_ref().is_some_and(|f| f.asked);
-        let head = self.admitting.iter().next().map(|a| u64::from(a.request.cost.max(1)));
+        let head = self
+            .admitting
+            .iter()
+            .next()
+            .map(|a| u64::from(a.request.cost.max(1)));
         let waiting: u64 = self
             .admitting
             .iter()
@@ -79,7 +87,9 @@ impl QuotaActor {
         let policy = *self.state.policy();
         let f = self.fleet.as_mut()?;
         if f.ledger.wants_request(f.blocked.is_some(), active, now) {
-            let request = f.ledger.begin(f.blocked.or(head).unwrap_or(1), waiting, &policy, now);
+            let request = f
+                .ledger
+                .begin(f.blocked.or(head).unwrap_or(1), waiting, &policy, now);
             let fut = exchange(
                 f.setup.store.clone(),
                 self.key.to_string(),

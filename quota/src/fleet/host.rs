@@ -223,11 +223,15 @@ impl HostLedger {
 
     /// Start a request: the current block is void from now on. `head` is the head
     /// waiter's cost (1 if none), `waiting` the cost queued.
-    pub fn begin(&mut self, head: u64, waiting: u64, policy: &Policy, now: Timestamp) -> BlockRequest {
+    pub fn begin(
+        &mut self,
+        head: u64,
+        waiting: u64,
+        policy: &Policy,
+        now: Timestamp,
+    ) -> BlockRequest {
         self.block = None;
-        let (wanted, at_least) = self
-            .demand
-            .block_size(head, waiting, policy.burst(), now);
+        let (wanted, at_least) = self.demand.block_size(head, waiting, policy.burst(), now);
         let target = RETRY_BLOCK.min(policy.retry_capacity());
         let request = BlockRequest {
             host: self.host.clone(),
@@ -381,7 +385,11 @@ mod tests {
         assert!(!l.wants_request(true, true, ms(0)), "one request at a time");
         l.granted(&grant(2, 3_000));
         assert_eq!(l.gate(1, false, ms(1_999)), FleetGate::Go);
-        assert_eq!(l.gate(1, false, ms(2_000)), FleetGate::NeedBlock, "3 s − 1 s skew");
+        assert_eq!(
+            l.gate(1, false, ms(2_000)),
+            FleetGate::NeedBlock,
+            "3 s − 1 s skew"
+        );
         l.charge(1, false, ms(10));
         l.charge(1, false, ms(10));
         assert_eq!(l.gate(1, false, ms(20)), FleetGate::NeedBlock);
@@ -424,7 +432,11 @@ mod tests {
         g.retry_empty = true;
         l.granted(&g);
         assert_eq!(l.gate(1, true, ms(0)), FleetGate::RetryRefused);
-        assert_eq!(l.gate(1, false, ms(0)), FleetGate::Go, "first attempts still go");
+        assert_eq!(
+            l.gate(1, false, ms(0)),
+            FleetGate::Go,
+            "first attempts still go"
+        );
     }
 
     #[test]
@@ -435,14 +447,27 @@ mod tests {
         l.feedback(true, true);
         l.begin(1, 1, &policy(), ms(0));
         let t = l.failed("table t: unreachable".into(), &policy(), ms(0));
-        assert!(matches!(t, Some(Transition::Degraded { mode: FleetMode::LocalShare, .. })));
+        assert!(matches!(
+            t,
+            Some(Transition::Degraded {
+                mode: FleetMode::LocalShare,
+                ..
+            })
+        ));
         assert_eq!(l.view().local_share_rate, Some(5.0), "20/s over 4 hosts");
         assert_eq!(l.gate(1, false, ms(0)), FleetGate::Wait(ms(200)));
         assert!(!l.wants_request(true, true, ms(100)), "backoff");
         assert!(l.wants_request(false, true, ms(250)));
         let r = l.begin(1, 1, &policy(), ms(250));
-        assert!(r.throttled && r.retry_refund == 1, "reports survive a failed request");
-        assert_eq!(l.failed("again".into(), &policy(), ms(250)), None, "no new transition");
+        assert!(
+            r.throttled && r.retry_refund == 1,
+            "reports survive a failed request"
+        );
+        assert_eq!(
+            l.failed("again".into(), &policy(), ms(250)),
+            None,
+            "no new transition"
+        );
         l.begin(1, 1, &policy(), ms(800));
         assert_eq!(l.granted(&grant(2, 3_800)), Some(Transition::Rejoined));
         assert_eq!(l.mode(), FleetMode::Fleet);

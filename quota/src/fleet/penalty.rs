@@ -107,7 +107,11 @@ mod tests {
         p.observe(true, s(2)); // 0.25, ceiling 0.5
         p.observe(true, s(4)); // 0.125, ceiling 0.25
         assert!(p.observe(false, s(6)));
-        assert_eq!(p.factor, 0.125 + RECOVERY_STEP, "0.25 > ceiling/2: a small step");
+        assert_eq!(
+            p.factor,
+            0.125 + RECOVERY_STEP,
+            "0.25 > ceiling/2: a small step"
+        );
         assert!(!p.observe(false, s(7)), "one step per cooldown");
         let mut q = FleetPenalty {
             factor: 0.125,

@@ -105,7 +105,8 @@ pub fn take_block(
     item.level = (item.level - tokens as f64).max(0.0);
     let expires_at = now + request.ttl;
     if tokens > 0 {
-        item.blocks.insert(request.host.clone(), HostBlock { tokens, expires_at });
+        item.blocks
+            .insert(request.host.clone(), HostBlock { tokens, expires_at });
     }
     item.hosts.insert(request.host.clone(), now);
     let forget = now.saturating_sub(HOSTS_FORGET_AFTER);
@@ -176,9 +177,9 @@ fn refill(item: &FleetItem, host: &str, now: Timestamp) -> (f64, u64) {
 fn next_try(item: &FleetItem, host: &str, at_least: u64, now: Timestamp) -> Timestamp {
     let rate = item.rate * item.penalty.factor;
     let hopeful = now + secs_ceil((at_least as f64 - item.level) / rate);
-    let spread = host
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let spread = host.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     let offset = secs_ceil((spread % 1_000) as f64 / 1_000.0 / rate);
     hopeful.min(ready_at(item, host, at_least, now)) + offset
 }
@@ -251,7 +252,11 @@ mod tests {
         // 10 s later the level would be 100, but a's block still counts: 5 − 5 = 0.
         let (item, g) = take_block(Some(&item), &request("b", 3), ms(1_000));
         assert_eq!(g.tokens, 0);
-        assert_eq!(ready_at(&item, "b", 1, ms(1_000)), ms(3_100), "a's block lapses at 3 s");
+        assert_eq!(
+            ready_at(&item, "b", 1, ms(1_000)),
+            ms(3_100),
+            "a's block lapses at 3 s"
+        );
         // b asks again earlier (a may void its block before), offset within 100 ms.
         let next = g.next_at.unwrap();
         assert!(next >= ms(1_100) && next < ms(1_200), "{next}");
@@ -264,7 +269,10 @@ mod tests {
         let (item, _) = take_block(None, &request("a", 2), ms(0));
         assert_eq!(item.level, 3.0);
         let (item, g) = take_block(Some(&item), &request("a", 5), ms(0));
-        assert_eq!(g.tokens, 3, "the 2 of the old block are lost, not given back");
+        assert_eq!(
+            g.tokens, 3,
+            "the 2 of the old block are lost, not given back"
+        );
         assert_eq!(item.outstanding(ms(0)), 3);
     }
 
@@ -277,7 +285,10 @@ mod tests {
         let (item, g) = take_block(Some(&item), &request("b", 5), ms(3_000));
         assert_eq!(g.tokens, 0);
         let next = g.next_at.unwrap();
-        assert!(next >= ms(3_100) && next < ms(3_200), "refill restarts at 3 s: {next}");
+        assert!(
+            next >= ms(3_100) && next < ms(3_200),
+            "refill restarts at 3 s: {next}"
+        );
         let (_, g) = take_block(Some(&item), &request("b", 5), ms(3_500));
         assert_eq!(g.tokens, 5);
     }
