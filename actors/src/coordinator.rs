@@ -85,13 +85,22 @@ impl Coordinator {
         let (stop_tx, stop_rx) = oneshot::channel();
         let (served_tx, served_rx) = oneshot::channel();
         let config = RuntimeConfig::for_this_process(store.clone() as Arc<dyn QuotaStore>);
-        let runtime = AdmissionRuntime::start_serving(config, unclean, move |local| async move {
-            match tokio::net::UnixListener::from_std(listener) {
-                Ok(listener) => server::serve(listener, local, generation, stop_rx).await,
-                Err(e) => tracing::error!(error = %e, "cannot serve the admission socket"),
+        let fleet = match crate::fleet::FleetInstall::for_this_process() {
+            None => None,
+            Some(install) => {
+                let host = crate::fleet::host_id::host_id(dir.path()).map_err(coordination)?;
+                tracing::info!(table = %install.store.describe(), host = %host, "fleet mode: keys admit under blocks from the shared table");
+                Some(install.setup(host))
             }
-            let _ = served_tx.send(());
-        })?;
+        };
+        let runtime =
+            AdmissionRuntime::start_serving(config, unclean, fleet, move |local| async move {
+                match tokio::net::UnixListener::from_std(listener) {
+                    Ok(listener) => server::serve(listener, local, generation, stop_rx).await,
+                    Err(e) => tracing::error!(error = %e, "cannot serve the admission socket"),
+                }
+                let _ = served_tx.send(());
+            })?;
         Ok(Coordinator {
             runtime: Some(runtime),
             store,

@@ -28,6 +28,10 @@ pub enum AdmissionError {
         scope: String,
         reopens_at: Timestamp,
     },
+    /// Fleet mode's table cannot be used and the on-error mode is `stop`: the request is
+    /// not sent. `reason` names the table and its error.
+    #[error("{key}: refused because fleet admission is stopped: {reason} (TOLLGATE_FLEET_ON_ERROR=stop; use local-share to admit a local share of the rate meanwhile)")]
+    Fleet { key: String, reason: String },
     /// The admission runtime has shut down.
     #[error("the admission runtime has stopped; start a new engine")]
     Stopped,

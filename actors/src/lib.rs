@@ -26,6 +26,8 @@
 //! - [`remote`]: the coordinator socket: frames, protocol, server, client with failover.
 //! - `local`: the in-process backend (and what the socket server forwards to).
 //! - [`closable_store`]: lets a coordinator close sled before handing over.
+//! - [`fleet`]: fleet mode's seam: the `FleetStore` trait (DynamoDB in `tollgate-fleet`),
+//!   the block exchange, the host id, the process's install.
 #![forbid(unsafe_code)]
 
 pub mod breaker_board;
@@ -33,6 +35,7 @@ pub mod clock;
 pub mod closable_store;
 pub mod coordinator;
 mod error;
+pub mod fleet;
 pub mod handle;
 pub mod join;
 mod key;
@@ -48,10 +51,14 @@ pub mod schedules;
 pub use clock::TokioClock;
 pub use coordinator::Coordinator;
 pub use error::AdmissionError;
+pub use fleet::{FleetInstall, FleetSetup, FleetStore};
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
 pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, KeyStatus};
 pub use remote::{ClientInfo, CoordinationStatus};
-pub use runtime::{paused_system, start_in_current_system, AdmissionRuntime, RuntimeConfig};
+pub use runtime::{
+    paused_system, start_in_current_system, start_in_current_system_with_fleet, AdmissionRuntime,
+    RuntimeConfig,
+};
 pub use schedules::Schedules;

@@ -212,6 +212,7 @@ impl Handler<StatusAll> for Registry {
                     waiting_for_admission: 0,
                     storage_failure: None,
                     calendar: None,
+                    fleet: None,
                 });
             }
             out.sort_by(|a, b| a.key.cmp(&b.key));

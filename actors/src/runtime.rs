@@ -15,6 +15,7 @@ use tollgate_storage::{MemoryStore, QuotaStore};
 
 use crate::breaker_board::BreakerBoard;
 use crate::clock::{unix_now, TokioClock};
+use crate::fleet::FleetSetup;
 use crate::handle::AdmissionHandle;
 use crate::local::LocalAdmission;
 use crate::persist::Persister;
@@ -98,7 +99,17 @@ pub fn this_process_owner() -> Owner {
 /// Start the registry in the current actix system with `clock`. For tests that drive
 /// time themselves; call inside `actix::System::block_on` or an `#[actix::test]`.
 pub fn start_in_current_system(config: RuntimeConfig, clock: Arc<dyn Clock>) -> AdmissionHandle {
-    start_local(config, clock, false)
+    start_local(config, clock, false, None)
+}
+
+/// [`start_in_current_system`] in fleet mode: every key also admits under `fleet`'s
+/// blocks (paused-time tests with an in-memory table).
+pub fn start_in_current_system_with_fleet(
+    config: RuntimeConfig,
+    clock: Arc<dyn Clock>,
+    fleet: FleetSetup,
+) -> AdmissionHandle {
+    start_local(config, clock, false, Some(fleet))
 }
 
 /// Start the registry; `unclean_takeover` says the previous coordinator crashed.
@@ -106,6 +117,7 @@ fn start_local(
     config: RuntimeConfig,
     clock: Arc<dyn Clock>,
     unclean_takeover: bool,
+    fleet: Option<FleetSetup>,
 ) -> AdmissionHandle {
     let unclean_takeover_at = unclean_takeover.then(|| clock.now());
     let persister = Persister::start(config.store.clone());
@@ -115,6 +127,7 @@ fn start_local(
         pid_alive: config.pid_alive.clone(),
         unclean_takeover_at,
         schedules: config.schedules.clone(),
+        fleet,
     };
     let registry = Registry::new(deps, config.evict_after).start();
     let breakers = BreakerBoard::new(clock.clone()).start();
@@ -138,7 +151,7 @@ pub struct AdmissionRuntime {
 impl AdmissionRuntime {
     /// Start the actors on a dedicated thread with the real clock.
     pub fn start(config: RuntimeConfig) -> Result<AdmissionRuntime, AdmissionError> {
-        Self::start_serving(config, false, |_| async {})
+        Self::start_serving(config, false, None, |_| async {})
     }
 
     /// Start the actors on a dedicated thread, and run `serve` (the coordinator's socket
@@ -146,6 +159,7 @@ impl AdmissionRuntime {
     pub(crate) fn start_serving<F, Fut>(
         config: RuntimeConfig,
         unclean_takeover: bool,
+        fleet: Option<FleetSetup>,
         serve: F,
     ) -> Result<AdmissionRuntime, AdmissionError>
     where
@@ -160,7 +174,7 @@ impl AdmissionRuntime {
                 let system = actix::System::new();
                 system.block_on(async move {
                     let clock = Arc::new(TokioClock::system());
-                    let handle = start_local(config, clock, unclean_takeover);
+                    let handle = start_local(config, clock, unclean_takeover, fleet);
                     if let Some(local) = handle.as_local() {
                         actix::spawn(serve(local.clone()));
                     }

@@ -15,6 +15,7 @@
 //! - `echo`: the admission bench's floor, a bare Unix-socket echo.
 //! - `takeover`: `bench takeover`. `fleet` (`fleet_ideal`, `fleet_process`): `bench fleet`.
 //! - `service`: `bench service`, the service's soak test (RSS over N scans).
+//! - `hosts` (`hosts_table`, `dynalite`, `dynamo_proxy`, `bucket_bound`): `bench hosts`.
 //! - `worker`, `fleet_sdk`: the worker processes they spawn (hidden subcommands `worker`,
 //!   `fleet-worker`, and the diagnostic `probe-socket`).
 //! - `exe`: where this executable and the `tollgate` binary beside it are.
@@ -22,6 +23,9 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod bucket_bound;
+mod dynalite;
+mod dynamo_proxy;
 mod echo;
 mod exe;
 mod fleet;
@@ -29,6 +33,8 @@ mod fleet_ideal;
 mod fleet_outage;
 mod fleet_process;
 mod fleet_sdk;
+mod hosts;
+mod hosts_table;
 mod in_process;
 mod processes;
 mod pyrate;
@@ -68,6 +74,10 @@ enum Command {
     /// Soak: N on-demand scans of the demo scenario (fixture simulator) through a real
     /// `tollgate serve`; its RSS after N must stay within 1.2x its RSS after 50.
     Service(service::ServiceArgs),
+    /// H simulated hosts (each its own admission directory and `tollgate serve`) share
+    /// one key through one DynamoDB table (fleet mode); the token-bucket bound over every
+    /// interval of the merged grant logs, DynamoDB requests per admission.
+    Hosts(hosts::HostsArgs),
     /// One process of `admission --processes` and `takeover` (internal).
     #[command(name = exe::WORKER, hide = true)]
     Worker(worker::WorkerArgs),
@@ -97,6 +107,7 @@ fn main() -> ExitCode {
         Command::Takeover(args) => takeover::run(&args),
         Command::Fleet(args) => fleet::run(&args),
         Command::Service(args) => service::run(&args),
+        Command::Hosts(args) => hosts::run(&args),
         Command::Worker(args) => worker::run(&args),
         Command::FleetWorker(args) => fleet_sdk::run(args),
         Command::ProbeSocket { socket } => worker::probe_socket(&socket),

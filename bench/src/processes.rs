@@ -274,7 +274,7 @@ fn ratio(a: f64, b: f64) -> f64 {
 }
 
 /// From the first worker's start to the last one's finish.
-fn span_s(reports: &[WorkerReport]) -> f64 {
+pub fn span_s(reports: &[WorkerReport]) -> f64 {
     let start = reports.iter().map(|r| r.started_us).min().unwrap_or(0);
     let end = reports.iter().map(|r| r.finished_us).max().unwrap_or(0);
     end.saturating_sub(start) as f64 / 1e6
@@ -308,13 +308,30 @@ pub fn max_in_window(sorted: &[u64], length: Duration) -> u64 {
     best
 }
 
-/// `tollgate serve` holding the coordinator role for a run (`--serve`).
-struct DedicatedCoordinator(std::process::Child);
+/// `tollgate serve` holding the coordinator role for a run (`--serve`; one per host in
+/// `bench hosts`).
+pub struct DedicatedCoordinator(std::process::Child);
 
 impl DedicatedCoordinator {
     /// Spawn it and wait until its socket accepts connections.
     fn start(exe: &Path, dir: &Path) -> anyhow::Result<Self> {
-        let child = Command::new(exe)
+        Self::start_with_env(exe, dir, &[])
+    }
+
+    /// The same, with extra environment (`bench hosts`: the fleet table's variables).
+    pub fn start_with_env(
+        exe: &Path,
+        dir: &Path,
+        env: &[(String, Option<String>)],
+    ) -> anyhow::Result<Self> {
+        let mut cmd = Command::new(exe);
+        for (name, value) in env {
+            match value {
+                Some(v) => cmd.env(name, v),
+                None => cmd.env_remove(name),
+            };
+        }
+        let child = cmd
             .arg("serve")
             .arg("--dir")
             .arg(dir)
@@ -341,8 +358,22 @@ impl DedicatedCoordinator {
         Ok(server)
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// SIGKILL it and reap it (`bench hosts --kill-host`).
+    pub fn kill(mut self) -> anyhow::Result<()> {
+        self.0
+            .kill()
+            .context("sending SIGKILL to `tollgate serve`")?;
+        self.0.wait()?;
+        Ok(())
+    }
+
     /// SIGTERM (a graceful hand-over) and wait; its pid.
-    fn stop(mut self) -> anyhow::Result<u32> {
+    pub fn stop(mut self) -> anyhow::Result<u32> {
         let pid = self.0.id();
         if let Some(raw) = rustix::process::Pid::from_raw(pid as i32) {
             let _ = rustix::process::kill_process(raw, rustix::process::Signal::TERM);
@@ -384,7 +415,12 @@ fn spawn_workers(
         }
         children.push(cmd.spawn().context("spawning a bench worker")?);
     }
-    let mut reports = Vec::with_capacity(processes);
+    collect_reports(children)
+}
+
+/// Wait for workers spawned with piped stdout; their reports, in order.
+pub fn collect_reports(children: Vec<std::process::Child>) -> anyhow::Result<Vec<WorkerReport>> {
+    let mut reports = Vec::with_capacity(children.len());
     for child in children {
         let out = child.wait_with_output()?;
         anyhow::ensure!(

@@ -4,7 +4,7 @@
 //! In admission mode it joins the shared admission directory (as coordinator or client,
 //! whichever the election makes it), takes one reservation and performs N admissions on
 //! one key, timing each; with `--log` it appends one JSON line per grant
-//! (`{pid, key, granted_at_us}`, the coordinator's wall-clock epoch microseconds) and
+//! (`{pid, key, granted_at_us}`, with `host` first under `bench hosts`; the coordinator's wall-clock epoch microseconds) and
 //! flushes it at once, so the lines of a process killed mid-run survive. In echo mode it
 //! does N round trips of 64-byte frames on a plain Unix socket: the floor. Either way it
 //! prints one JSON summary line on stdout for the parent.
@@ -59,6 +59,9 @@ pub struct WorkerArgs {
     /// Start at this wall-clock instant (epoch µs), so workers start together.
     #[arg(long)]
     pub start_at_us: Option<u64>,
+    /// The simulated host this worker belongs to (`bench hosts`), written in `--log`.
+    #[arg(long)]
+    pub host: Option<usize>,
 }
 
 /// What a worker reports to the parent.
@@ -75,6 +78,9 @@ pub struct WorkerReport {
 /// One line of `--log`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct GrantLine {
+    /// `bench hosts` only: which host's coordinator granted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<usize>,
     pub pid: u32,
     pub key: String,
     pub granted_at_us: u64,
@@ -119,6 +125,9 @@ fn admission(
     dir: &Path,
     rt: &tokio::runtime::Runtime,
 ) -> anyhow::Result<WorkerReport> {
+    // As in `tollgate`: with TOLLGATE_FLEET_TABLE set, a coordinator this process becomes
+    // (after its host's coordinator died) admits under fleet blocks.
+    tollgate_fleet::install_from_env()?;
     let dir = AdmissionDir::at(dir)?;
     let joined = connect(&dir)?;
     let coordinator = joined.is_coordinator();
@@ -156,6 +165,7 @@ fn admission(
             granted_at_us.push(grant.admitted_at.as_micros());
             if let Some(log) = log.as_mut() {
                 let line = GrantLine {
+                    host: args.host,
                     pid,
                     key: BENCH_KEY.to_owned(),
                     granted_at_us: grant.admitted_at.as_micros(),

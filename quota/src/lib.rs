@@ -22,6 +22,7 @@
 //!   open for 60 s doubling to 600 s, half-open with one probe lease.
 //! - [`queue`]: a FIFO of waiters with deadlines and cancellation.
 //! - [`overlay`]: a partial policy laid over a base (overrides and schedule entries).
+//! - [`fleet`]: fleet admission: token blocks from one shared item per key (DynamoDB).
 //! - [`schedule`]: cron + IANA zone schedules on [`WallClock`] instants; scheduled
 //!   policies, calendar allowances, and the fire times of scan schedules.
 #![forbid(unsafe_code)]
@@ -30,6 +31,7 @@
 pub mod breaker;
 pub mod bucket;
 pub mod defaults;
+pub mod fleet;
 pub mod key;
 pub mod lease;
 pub mod overlay;

@@ -68,6 +68,11 @@ impl<T> WaitQueue<T> {
         self.waiting.len()
     }
 
+    /// The waiters, head first.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.waiting.iter().map(|w| &w.item)
+    }
+
     /// True when nobody waits.
     pub fn is_empty(&self) -> bool {
         self.waiting.is_empty()

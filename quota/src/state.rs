@@ -95,6 +95,8 @@ pub enum Refusal {
     },
     #[error("cost {cost} exceeds the key's whole calendar allowance of {amount}; raise the allowance or split the request")]
     CostExceedsAllowance { cost: u32, amount: u64 },
+    #[error("fleet admission is stopped because its table cannot be used (TOLLGATE_FLEET_ON_ERROR=stop); `tollgate status` names the table and the error")]
+    FleetStopped,
 }
 
 /// The answer to an admission request.

@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod discover;
+mod fleet;
 mod logging;
 mod policies;
 mod policies_at;
@@ -91,10 +92,16 @@ pub enum Command {
     /// The benchmarks are a separate executable, tollgate-bench, found beside this one or
     /// on PATH; `cargo build -p tollgate-bench --profile bench-fast` builds it.
     Bench(bench::BenchArgs),
+    /// Fleet mode (one quota across hosts on DynamoDB): `init` creates the table and
+    /// prints the IAM policy; `status` shows each key's item. Settings: TOLLGATE_FLEET_*.
+    Fleet(fleet::FleetArgs),
 }
 
 /// Run a parsed command line; the exit code on success.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // TOLLGATE_FLEET_TABLE: every coordinator this process starts admits under fleet
+    // blocks (nothing changes without it).
+    tollgate_fleet::install_from_env()?;
     match cli.command {
         Command::Discover(args) => discover::run(args),
         Command::Demo(args) => demo::run(args),
@@ -106,6 +113,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args),
         Command::Scans(args) => scans::run(args),
         Command::Bench(args) => bench::run(args, cli.verbose),
+        Command::Fleet(args) => fleet::run(args),
     }
 }
 

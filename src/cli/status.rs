@@ -44,6 +44,9 @@ struct KeyReport {
     state: QuotaSnapshot,
     #[serde(skip_serializing_if = "Option::is_none")]
     calendar: Option<CalendarStatus>,
+    /// Fleet mode on this host: mode (fleet / local-share / stop), block, last error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fleet: Option<tollgate_quota::fleet::FleetView>,
 }
 
 /// The stored counter of an allowance key's record.
@@ -126,6 +129,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
                     key,
                     state: state.snapshot(now),
                     calendar,
+                    fleet: None,
                 });
             }
             opened.store.mark_clean_shutdown()?;
@@ -142,6 +146,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
                     key: k.key,
                     state: k.state,
                     calendar: k.calendar,
+                    fleet: k.fleet,
                 })
                 .collect();
         }
@@ -217,6 +222,23 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
                 entry.map_or("the base policy".to_owned(), |i| format!("entry {i}"))
             )?,
             _ => {}
+        }
+        if let Some(f) = &k.fleet {
+            writeln!(
+                out,
+                "  fleet: {:?}, block {} left, factor {}, {} host(s) seen{}{}",
+                f.mode,
+                f.block_left,
+                f.factor,
+                f.hosts_seen,
+                f.local_share_rate
+                    .map(|r| format!(", local share {r:.3}/s"))
+                    .unwrap_or_default(),
+                f.last_error
+                    .as_ref()
+                    .map(|e| format!(", last error: {e}"))
+                    .unwrap_or_default(),
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)

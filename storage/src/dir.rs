@@ -25,6 +25,10 @@ const APP_DIR: &str = "tollgate";
 const LOCK_FILE: &str = "coordinator.lock";
 const STATE_DIR: &str = "state-v1.sled";
 const SOCKET_FILE: &str = "coordinator.sock";
+/// Fleet mode's host id (written by `tollgate_actors::fleet::host_id`, which names the
+/// same file): a second process joining a fleet-mode coordinator's directory must not
+/// take it for a foreign file.
+const FLEET_HOST_ID_FILE: &str = "fleet-host-id";
 
 /// The inputs of directory resolution, read from the process once.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,7 +264,7 @@ fn prepare_explicit(path: &Path, uid: u32) -> Result<AdmissionDir, StorageError>
 /// once, but a crash may leave one).
 fn is_admission_entry(name: &std::ffi::OsStr) -> bool {
     let name = name.to_string_lossy();
-    [LOCK_FILE, STATE_DIR, SOCKET_FILE].contains(&name.as_ref())
+    [LOCK_FILE, STATE_DIR, SOCKET_FILE, FLEET_HOST_ID_FILE].contains(&name.as_ref())
         || name.starts_with(private_dir::PROBE_PREFIX)
 }
 

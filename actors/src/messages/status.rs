@@ -25,6 +25,9 @@ pub struct KeyStatus {
     /// The key's schedule or allowance, if it has one (absent from older coordinators).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calendar: Option<CalendarStatus>,
+    /// Fleet mode's state of the key on this host (absent without fleet mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<tollgate_quota::fleet::FleetView>,
 }
 
 /// A scheduled key's policy in force, or an allowance key's use.

@@ -35,6 +35,14 @@ impl Handler<Feedback> for QuotaActor {
     type Result = ();
     fn handle(&mut self, msg: Feedback, ctx: &mut Context<Self>) {
         let now = self.deps.clock.now();
+        if let Some(f) = self.fleet.as_mut() {
+            // Reported with the next block: a throttle halves the fleet factor, a
+            // success refunds a shared retry unit.
+            f.ledger.feedback(
+                msg.outcome == tollgate_quota::Outcome::Throttled,
+                msg.outcome == tollgate_quota::Outcome::Success,
+            );
+        }
         if self.state.feedback(msg.outcome, msg.admitted_at, now) {
             // A new failure event: store the deeper penalty now (a renewal), not at the
             // next periodic save, so a crash in between does not forget it.

@@ -42,11 +42,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, SpawnHandle};
+use tollgate_quota::fleet::FleetGate;
 use tollgate_quota::{
     Admission, Clock, Exit, LeaseLedger, QuotaState, Refusal, ReservationId, Step, Timestamp,
     WaitQueue,
 };
 
+use crate::fleet::FleetSetup;
 use crate::key::CanonicalKey;
 use crate::messages::{Admit, KeyStatus, Reserve};
 use crate::persist::{Persister, StoreHealth};
@@ -54,10 +56,12 @@ use crate::schedules::Schedules;
 use crate::AdmissionError;
 
 mod calendar;
+mod fleet;
 mod handlers;
 mod save;
 
 use calendar::Calendar;
+use fleet::{FleetKey, FLEET_RECHECK};
 pub use handlers::Retire;
 use save::{SaveBook, Saving};
 
@@ -87,6 +91,8 @@ pub struct ActorDeps {
     pub unclean_takeover_at: Option<Timestamp>,
     /// The keys' schedules and allowances, and the clock's anchor on the calendar.
     pub schedules: Schedules,
+    /// Fleet mode (`None`: this host's quota is its own).
+    pub fleet: Option<FleetSetup>,
 }
 
 impl std::fmt::Debug for ActorDeps {
@@ -116,6 +122,8 @@ pub struct QuotaActor {
     last_touched: Timestamp,
     /// The key's schedule or allowance (`Calendar::plain` for most keys).
     calendar: Calendar,
+    /// Fleet mode's block and mode for this key (`None` without fleet mode).
+    fleet: Option<FleetKey>,
 }
 
 impl QuotaActor {
@@ -127,6 +135,7 @@ impl QuotaActor {
         load_failure: Option<String>,
     ) -> Self {
         let now = deps.clock.now();
+        let fleet = deps.fleet.clone().map(FleetKey::new);
         QuotaActor {
             key,
             state,
@@ -141,6 +150,7 @@ impl QuotaActor {
             saves: SaveBook::default(),
             last_touched: now,
             calendar: Calendar::plain(),
+            fleet,
         }
     }
 
@@ -185,6 +195,9 @@ impl QuotaActor {
                 break;
             }
         }
+        if let Some(at) = self.fleet_poll(now, ctx) {
+            next = Some(next.map_or(at, |n| n.min(at)));
+        }
         self.schedule_wake(next, now, ctx);
         self.schedule_save(ctx);
     }
@@ -200,6 +213,12 @@ impl QuotaActor {
         let calendar = &mut self.calendar;
         let callers_set_policy = !calendar.sets_policy();
         let ledger = &mut self.ledger;
+        let stop_reason = self.fleet.as_ref().and_then(FleetKey::stop_reason);
+        let fleet = &mut self.fleet;
+        if let Some(f) = fleet.as_mut() {
+            f.blocked = None;
+            f.asked = false;
+        }
         let pid_alive = &self.deps.pid_alive;
         let mut orphaned: Vec<ReservationId> = Vec::new();
         let reserve_wake = self.reserving.poll(
@@ -262,9 +281,36 @@ impl QuotaActor {
                     blocked_on_lease = Some(cost);
                     return Step::Wait(now + LEASE_RECHECK);
                 }
+                if let Some(f) = fleet.as_mut().filter(|_| cost <= state.policy().burst()) {
+                    let units = u64::from(a.request.cost.max(1));
+                    f.asked = true;
+                    match f.ledger.gate(units, a.request.retry, now) {
+                        FleetGate::Go => {}
+                        FleetGate::Wait(at) => return Step::Wait(at),
+                        FleetGate::NeedBlock => {
+                            f.blocked = Some(units);
+                            return Step::Wait(now + FLEET_RECHECK);
+                        }
+                        FleetGate::RetryRefused => {
+                            return Step::Refuse(Refusal::RetryAllowanceExhausted)
+                        }
+                        FleetGate::Stopped(_) => {
+                            // Held for a rejoin attempt in flight or due now; refused otherwise.
+                            if f.ledger.in_flight() || f.ledger.wants_request(true, true, now) {
+                                f.blocked = Some(units);
+                                return Step::Wait(now + FLEET_RECHECK);
+                            }
+                            return Step::Refuse(Refusal::FleetStopped);
+                        }
+                    }
+                }
                 match state.admit(&a.request, now) {
                     Admission::Granted(g) => {
                         ledger.charge(cost);
+                        if let Some(f) = fleet.as_mut() {
+                            f.ledger
+                                .charge(u64::from(a.request.cost.max(1)), a.request.retry, now);
+                        }
                         calendar.charge(a.request.cost, now);
                         Step::Grant(g)
                     }
@@ -279,10 +325,17 @@ impl QuotaActor {
                     }
                 }
                 Exit::Refused(refusal) => {
-                    let _ = a.reply.send(Err(AdmissionError::Refused {
-                        key: key.to_string(),
-                        refusal,
-                    }));
+                    let error = match (&stop_reason, refusal) {
+                        (Some(reason), Refusal::FleetStopped) => AdmissionError::Fleet {
+                            key: key.to_string(),
+                            reason: reason.clone(),
+                        },
+                        _ => AdmissionError::Refused {
+                            key: key.to_string(),
+                            refusal,
+                        },
+                    };
+                    let _ = a.reply.send(Err(error));
                 }
                 Exit::DeadlineExceeded => {
                     let _ = a.reply.send(Err(AdmissionError::DeadlineExceeded {
@@ -357,6 +410,7 @@ impl QuotaActor {
             waiting_for_admission: self.admitting.len(),
             storage_failure: self.failure(),
             calendar: self.calendar.status(now),
+            fleet: self.fleet.as_ref().map(|f| f.ledger.view()),
         }
     }
 }

@@ -246,6 +246,13 @@ pub enum WireError {
         /// When it may let a call through again.
         reopens_at: Timestamp,
     },
+    /// See [`AdmissionError::Fleet`].
+    Fleet {
+        /// Canonical key.
+        key: String,
+        /// The table and its error.
+        reason: String,
+    },
     /// The request was refused as a whole (bad hello, wrong user, bad key).
     Rejected {
         /// Why.
@@ -265,6 +272,7 @@ impl From<AdmissionError> for WireError {
                 WireError::BreakerOpen { scope, reopens_at }
             }
             AdmissionError::Coordination(reason) => WireError::Rejected { reason },
+            AdmissionError::Fleet { key, reason } => WireError::Fleet { key, reason },
         }
     }
 }
@@ -281,6 +289,7 @@ impl From<WireError> for AdmissionError {
                 AdmissionError::BreakerOpen { scope, reopens_at }
             }
             WireError::Rejected { reason } => AdmissionError::Coordination(reason),
+            WireError::Fleet { key, reason } => AdmissionError::Fleet { key, reason },
         }
     }
 }

@@ -1,0 +1,67 @@
+//! The read-compute-write loop of one block request.
+//!
+//! Start from the item this host last wrote (saves a read when nobody else wrote since),
+//! apply `take_block` at the clock's `now`, write it on condition of the version; on a
+//! conflict back off briefly, read the item and try again, up to [`MAX_ATTEMPTS`] writes. Each attempt reads
+//! the clock afresh, so the refill is computed at the instant of the write it goes into.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tollgate_quota::fleet::{take_block, BlockGrant, BlockRequest};
+use tollgate_quota::Clock;
+
+use super::store::{FleetError, FleetErrorKind, FleetStore, PutOutcome, Versioned};
+
+/// A zero grant with no throttle, refund or retry units to record.
+fn nothing_to_write(request: &BlockRequest, grant: &BlockGrant) -> bool {
+    grant.tokens == 0 && grant.retry_units == 0 && !request.throttled && request.retry_refund == 0
+}
+
+/// Conditional writes tried per block request before giving up with `Contention`.
+pub const MAX_ATTEMPTS: u32 = 8;
+
+/// Take a block for `request` on `key`; `cached` is the item as this host last wrote it
+/// (pass it only while nobody else writes the key: a stale one costs a failed write).
+/// Returns the grant, the item as written, and whether a write lost to another host.
+pub async fn exchange(
+    store: Arc<dyn FleetStore>,
+    key: String,
+    request: BlockRequest,
+    clock: Arc<dyn Clock>,
+    cached: Option<Versioned>,
+) -> Result<(BlockGrant, Versioned, bool), FleetError> {
+    let mut base = match cached {
+        Some(v) => Some(v),
+        None => store.get(&key).await?,
+    };
+    let mut conflicted = false;
+    for attempt in 0..MAX_ATTEMPTS {
+        let now = clock.now();
+        let (item, grant) = take_block(base.as_ref().map(|v| &v.item), &request, now);
+        if let Some(read) = base.as_ref().filter(|_| nothing_to_write(&request, &grant)) {
+            // Nothing granted, nothing reported, no block of ours to void: the write
+            // would change nothing that matters, so the read was the only request.
+            if !read.item.blocks.contains_key(&request.host) {
+                return Ok((grant, read.clone(), conflicted));
+            }
+        }
+        let expected = base.as_ref().map(|v| v.version);
+        match store.put(&key, &item, expected).await? {
+            PutOutcome::Written(version) => {
+                return Ok((grant, Versioned { item, version }, conflicted))
+            }
+            PutOutcome::Conflict => {
+                conflicted = true;
+                // Back off a little (0.5 ms doubling), so racing hosts spread out.
+                tokio::time::sleep(Duration::from_micros(500 << attempt)).await;
+                base = store.get(&key).await?;
+            }
+        }
+    }
+    Err(FleetError {
+        kind: FleetErrorKind::Contention,
+        table: store.describe(),
+        message: format!("{MAX_ATTEMPTS} conditional writes on {key} lost to other hosts"),
+    })
+}

@@ -1,0 +1,156 @@
+//! A quota actor under fleet mode: grants also need the key's fleet block.
+//!
+//! Mirrors the write-ahead lease (`tollgate_quota::lease`, `save.rs`): a grant is charged
+//! to the current block ([`HostLedger`]); a head waiter that does not fit starts one block
+//! request (at most one in flight), whose answer wakes the actor. Only the coordinator's
+//! actors talk to the table; processes on the host still talk to their coordinator.
+//!
+//! When the table fails the key degrades (local share or stop, per the host's on-error
+//! mode) with one warning per transition, retries the table with a backoff while the key
+//! is in use, and rejoins on the first answer (another warning).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::fut::wrap_future;
+use actix::{ActorFutureExt, AsyncContext, Context};
+use tollgate_quota::fleet::{BlockGrant, FleetMode, HostLedger, Transition};
+use tollgate_quota::Timestamp;
+
+use super::QuotaActor;
+use crate::fleet::{exchange, FleetError, FleetErrorKind, FleetSetup, Versioned};
+
+/// After a request lost every write to other hosts, ask again this much later.
+const CONTENTION_RETRY: Duration = Duration::from_millis(20);
+
+/// A waiter held back for a block is woken by the request's answer; this is a backstop.
+pub(super) const FLEET_RECHECK: Duration = Duration::from_secs(1);
+
+/// The fleet side of one key.
+pub(super) struct FleetKey {
+    pub(super) setup: FleetSetup,
+    pub(super) ledger: HostLedger,
+    /// The item as this host last wrote it (saves a read when nobody wrote since).
+    cached: Option<Versioned>,
+    /// Whether to start from `cached`: not after a write lost to another host (the key
+    /// is shared busily; a read first is cheaper than a failed write).
+    trust_cache: bool,
+    /// The cost of the head waiter that needs a block, set by `serve`.
+    pub(super) blocked: Option<u64>,
+    /// Set by `serve` when a waiter asked the fleet gate (a degraded key in use retries
+    /// the table even when its local share admitted everyone).
+    pub(super) asked: bool,
+    /// The last grant, for status.
+    pub(super) last: Option<BlockGrant>,
+}
+
+impl FleetKey {
+    pub(super) fn new(setup: FleetSetup) -> Self {
+        let ledger = HostLedger::new(setup.host.clone(), setup.config);
+        FleetKey {
+            setup,
+            ledger,
+            cached: None,
+            trust_cache: true,
+            blocked: None,
+            asked: false,
+            last: None,
+        }
+    }
+
+    /// The reason stop mode gives, when the key is stopped.
+    pub(super) fn stop_reason(&self) -> Option<String> {
+        (self.ledger.mode() == FleetMode::Stop)
+            .then(|| self.ledger.view().last_error.unwrap_or_default())
+    }
+}
+
+impl QuotaActor {
+    /// Start a block request if the ledger wants one; returns the next instant the fleet
+    /// side wants a poll at (a promised level, a rejoin attempt).
+    pub(super) fn fleet_poll(
+        &mut self,
+        now: Timestamp,
+        ctx: &mut Context<Self>,
+    ) -> Option<Timestamp> {
+        let active = !self.admitting.is_empty() || self.fleet.as_ref().is_some_and(|f| f.asked);
+        let head = self
+            .admitting
+            .iter()
+            .next()
+            .map(|a| u64::from(a.request.cost.max(1)));
+        let waiting: u64 = self
+            .admitting
+            .iter()
+            .map(|a| u64::from(a.request.cost.max(1)))
+            .sum();
+        let policy = *self.state.policy();
+        let f = self.fleet.as_mut()?;
+        if f.ledger.wants_request(f.blocked.is_some(), active, now) {
+            let request = f
+                .ledger
+                .begin(f.blocked.or(head).unwrap_or(1), waiting, &policy, now);
+            let fut = exchange(
+                f.setup.store.clone(),
+                self.key.to_string(),
+                request,
+                Arc::clone(&self.deps.clock),
+                f.cached.clone().filter(|_| f.trust_cache),
+            );
+            ctx.spawn(wrap_future::<_, Self>(fut).map(|result, act, ctx| {
+                act.fleet_answered(result);
+                act.poll(ctx);
+            }));
+        }
+        if active {
+            f.ledger.wake_at(now)
+        } else {
+            None
+        }
+    }
+
+    fn fleet_answered(&mut self, result: Result<(BlockGrant, Versioned, bool), FleetError>) {
+        let now = self.deps.clock.now();
+        let policy = *self.state.policy();
+        let key = self.key.to_string();
+        let Some(f) = self.fleet.as_mut() else {
+            return;
+        };
+        let transition = match result {
+            Ok((grant, item, conflicted)) => {
+                // Start from the cache next time only if nobody else wrote since our
+                // previous write (the version moved by exactly ours).
+                let previous = f.cached.as_ref().map(|v| v.version);
+                f.trust_cache = !conflicted && previous.is_some_and(|p| item.version == p + 1);
+                f.cached = Some(item);
+                f.last = Some(grant);
+                f.ledger.granted(&grant)
+            }
+            Err(e) if e.kind == FleetErrorKind::Contention => {
+                f.cached = None;
+                f.ledger.contended(now + CONTENTION_RETRY);
+                None
+            }
+            Err(e) => {
+                f.cached = None;
+                f.ledger.failed(e.to_string(), &policy, now)
+            }
+        };
+        match transition {
+            Some(Transition::Degraded { mode, error }) => {
+                let view = f.ledger.view();
+                tracing::warn!(
+                    key = %key,
+                    mode = ?mode,
+                    local_share_rate = ?view.local_share_rate,
+                    hosts_seen = view.hosts_seen,
+                    "fleet admission degraded: {error}"
+                );
+            }
+            Some(Transition::Rejoined) => {
+                tracing::warn!(key = %key, table = %f.setup.store.describe(), "fleet admission rejoined: the table answers again");
+            }
+            None => {}
+        }
+    }
+}

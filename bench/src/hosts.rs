@@ -1,0 +1,473 @@
+//! `tollgate bench hosts`: H simulated hosts share one key's quota through one DynamoDB
+//! table (issue 13), and the bench checks the fleet-wide token-bucket bound from the grant
+//! logs of every process on every host.
+//!
+//! A host here is what a real one has: its own admission directory and its own
+//! coordinator, a `tollgate serve --listen 127.0.0.1:0` with its own TOLLGATE_STATE_DIR
+//! (a dedicated process rather than an elected worker, so that `--kill-host` kills a
+//! coordinator and no worker's requests with it), and P `tollgate-bench worker` processes
+//! that are its clients over its socket. Only the coordinators talk to DynamoDB, through
+//! a counting proxy (`dynamo_proxy`) in front of the table's endpoint: a dynalite this
+//! bench starts, or `--endpoint-url`. The table is created by `tollgate fleet init`.
+//! Workers get the fleet variables too: after `--kill-host` one of the killed host's
+//! workers is elected its coordinator, as on a real host, and must join the fleet.
+//!
+//! `--no-fleet` is the control: the same hosts without the table, each with the key's
+//! whole budget. The bound check must then fail (exit 1): that is how we know it can.
+
+#![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use serde::Serialize;
+use tollgate_actors::clock::unix_now;
+
+use crate::bucket_bound::{self, BoundCheck};
+use crate::hosts_table::{apply, FleetTable};
+use crate::processes::{collect_reports, span_s, DedicatedCoordinator};
+use crate::stats::Row;
+use crate::worker::{bench_policy, GrantLine, WorkerReport};
+
+/// Time given to the workers to start and connect before they all begin.
+const START_DELAY: Duration = Duration::from_millis(800);
+/// The fleet's clock-skew bound when TOLLGATE_FLEET_SKEW_MS is unset (issue 13).
+const DEFAULT_SKEW_MS: u64 = 1_000;
+
+/// Arguments of `tollgate bench hosts`.
+#[derive(Debug, Args)]
+pub struct HostsArgs {
+    /// Simulated hosts, each its own admission directory and coordinator.
+    #[arg(long, default_value_t = 4)]
+    pub hosts: usize,
+    /// Worker processes per host.
+    #[arg(long, default_value_t = 2)]
+    pub processes: usize,
+    /// The shared key's rate per second (for the whole fleet).
+    #[arg(long, default_value_t = 20.0)]
+    pub rate: f64,
+    /// The shared key's burst.
+    #[arg(long, default_value_t = 5.0)]
+    pub burst: f64,
+    /// Admissions per worker process.
+    #[arg(long, default_value_t = 50)]
+    pub requests: usize,
+    /// The table's endpoint (an emulator's http:// URL); default: a dynalite this bench
+    /// starts from .node/ (scripts/dynalite.sh installs it).
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// SIGKILL host 0's coordinator halfway through the ideal run time.
+    #[arg(long)]
+    pub kill_host: bool,
+    /// Write one JSON line per admission to DIR/host-<h>-worker-<i>.jsonl.
+    #[arg(long, value_name = "DIR")]
+    pub log: Option<PathBuf>,
+    /// Make the table unreachable (the proxy closes every connection) from START seconds
+    /// after the workers begin, for DURATION seconds: a degraded-mode run.
+    #[arg(long, value_name = "START:DURATION", value_parser = parse_outage)]
+    pub outage: Option<(f64, f64)>,
+    /// Control run: no fleet table, every host has the key's whole budget (the bound
+    /// check is expected to fail).
+    #[arg(long)]
+    pub no_fleet: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    hosts: usize,
+    processes_per_host: usize,
+    requests_per_process: usize,
+    rate_per_second: f64,
+    burst: f64,
+    fleet: bool,
+    table: Option<String>,
+    killed_host: Option<usize>,
+    killed_pid: Option<u32>,
+    outage: Option<(f64, f64)>,
+    admissions: usize,
+    admissions_per_host: Vec<usize>,
+    elapsed_s: f64,
+    ideal_s: f64,
+    elapsed_ratio_to_ideal: f64,
+    bucket_bound_ok: bool,
+    worst_window: u64,
+    window_limit: f64,
+    worst_window_s: f64,
+    skew_ms: u64,
+    skew_term: f64,
+    dynamodb_requests: Option<u64>,
+    dynamodb_requests_per_admission: Option<f64>,
+    dynamodb_requests_per_s: Option<f64>,
+    dynamodb_requests_by_target: BTreeMap<String, u64>,
+    admission_p50_us: f64,
+    admission_p99_us: f64,
+    admission_max_us: f64,
+    load_average: Option<String>,
+}
+
+pub fn run(args: &HostsArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(args.hosts >= 1, "--hosts must be at least 1");
+    anyhow::ensure!(args.processes >= 1, "--processes must be at least 1");
+    anyhow::ensure!(args.requests >= 1, "--requests must be at least 1");
+    anyhow::ensure!(
+        args.rate > 0.0,
+        "--rate must be a positive rate: the bench checks a finite bucket"
+    );
+    bench_policy(args.rate, args.burst)?;
+    let skew_ms = skew_ms()?;
+    let tmp = tempfile::tempdir().context("creating a temporary directory")?;
+    let logs = match &args.log {
+        Some(dir) => prepare_log_dir(dir)?,
+        None => {
+            let dir = tmp.path().join("logs");
+            std::fs::create_dir(&dir)?;
+            dir
+        }
+    };
+    let table = if args.no_fleet {
+        None
+    } else {
+        Some(FleetTable::create(args.endpoint_url.as_deref())?)
+    };
+    let env = match &table {
+        Some(t) => t.host_env(),
+        None => FleetTable::no_fleet_env(),
+    };
+    let tollgate = crate::exe::tollgate()?;
+    let bench = crate::exe::bench()?;
+    let mut coordinators = Vec::with_capacity(args.hosts);
+    for h in 0..args.hosts {
+        let dir = tmp.path().join(format!("host-{h}")).join("admission");
+        std::fs::create_dir_all(dir.parent().expect("a host directory"))?;
+        coordinators.push(Some(
+            DedicatedCoordinator::start_with_env(&tollgate, &dir, &env)
+                .with_context(|| format!("starting host {h}'s coordinator"))?,
+        ));
+    }
+    let admissions_total = args.hosts * args.processes * args.requests;
+    let ideal_s = ((admissions_total as f64 - args.burst) / args.rate).max(0.0);
+    let start_at = unix_now().as_micros() + START_DELAY.as_micros() as u64;
+    let mut children = Vec::new();
+    for h in 0..args.hosts {
+        let dir = tmp.path().join(format!("host-{h}")).join("admission");
+        for i in 0..args.processes {
+            let mut cmd = Command::new(&bench);
+            apply(&mut cmd, &env);
+            cmd.arg(crate::exe::WORKER)
+                .arg("--dir")
+                .arg(&dir)
+                .args(["--requests", &args.requests.to_string()])
+                .args(["--rate", &args.rate.to_string()])
+                .args(["--burst", &args.burst.to_string()])
+                .args(["--start-at-us", &start_at.to_string()])
+                .args(["--host", &h.to_string()])
+                .arg("--log")
+                .arg(logs.join(format!("host-{h}-worker-{i}.jsonl")))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit());
+            children.push(cmd.spawn().context("spawning a bench worker")?);
+        }
+    }
+    // A run that takes 4× its ideal (and a minute more) is stuck: its workers are killed.
+    let limit = Duration::from_secs_f64(ideal_s * 4.0 + 60.0) + START_DELAY;
+    let guard = Deadline::arm(children.iter().map(|c| c.id()).collect(), limit);
+    let outage = match (&table, args.outage) {
+        (Some(t), Some((from_s, for_s))) => Some(t.outage(start_at, from_s, for_s)),
+        (None, Some(_)) => anyhow::bail!("--outage needs the fleet table: drop --no-fleet"),
+        _ => None,
+    };
+    let mut killed = None;
+    if args.kill_host {
+        let kill_at = start_at + (ideal_s / 2.0 * 1e6) as u64;
+        let now = unix_now().as_micros();
+        if kill_at > now {
+            std::thread::sleep(Duration::from_micros(kill_at - now));
+        }
+        let victim = coordinators[0].take().expect("host 0's coordinator");
+        let pid = victim.pid();
+        victim.kill()?;
+        killed = Some(pid);
+    }
+    let reports = collect_reports(children);
+    guard.disarm();
+    if let Some(outage) = outage {
+        let _ = outage.join();
+    }
+    let reports = reports?;
+    for (h, c) in coordinators.into_iter().enumerate() {
+        if let Some(c) = c {
+            c.stop()
+                .with_context(|| format!("stopping host {h}'s coordinator"))?;
+        }
+    }
+    let grants = read_logs(&logs)?;
+    let instants: Vec<u64> = grants.iter().map(|g| g.granted_at_us).collect();
+    let check = bucket_bound::check(&instants, args.rate, args.burst, skew_ms as f64 / 1e3);
+    let requests = table.as_ref().map(|t| t.requests());
+    let report = build_report(
+        args,
+        &reports,
+        &grants,
+        check,
+        ideal_s,
+        skew_ms,
+        killed,
+        table.as_ref(),
+        requests,
+    );
+    drop(table);
+    let failures = failures(&report, admissions_total);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
+    }
+    for f in &failures {
+        eprintln!("bench hosts: FAILED: {f}");
+    }
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_report(
+    args: &HostsArgs,
+    reports: &[WorkerReport],
+    grants: &[GrantLine],
+    check: BoundCheck,
+    ideal_s: f64,
+    skew_ms: u64,
+    killed: Option<u32>,
+    table: Option<&FleetTable>,
+    requests: Option<BTreeMap<String, u64>>,
+) -> Report {
+    let latencies = reports
+        .iter()
+        .flat_map(|r| r.latencies_us.iter().map(|&u| Duration::from_micros(u)))
+        .collect();
+    let row = Row::new("admission", latencies, None);
+    let elapsed_s = span_s(reports);
+    let admissions = grants.len();
+    let mut per_host = vec![0; args.hosts];
+    for g in grants {
+        if let Some(slot) = g.host.and_then(|h| per_host.get_mut(h)) {
+            *slot += 1;
+        }
+    }
+    let total = requests.as_ref().map(|r| r.values().sum::<u64>());
+    Report {
+        hosts: args.hosts,
+        processes_per_host: args.processes,
+        requests_per_process: args.requests,
+        rate_per_second: args.rate,
+        burst: args.burst,
+        fleet: table.is_some(),
+        table: table.map(|t| t.name.clone()),
+        killed_host: killed.map(|_| 0),
+        killed_pid: killed,
+        outage: args.outage,
+        admissions,
+        admissions_per_host: per_host,
+        elapsed_s,
+        ideal_s,
+        elapsed_ratio_to_ideal: if ideal_s > 0.0 {
+            elapsed_s / ideal_s
+        } else {
+            0.0
+        },
+        bucket_bound_ok: check.ok,
+        worst_window: check.worst_window,
+        window_limit: check.window_limit,
+        worst_window_s: check.worst_window_s,
+        skew_ms,
+        skew_term: check.skew_term,
+        dynamodb_requests: total,
+        dynamodb_requests_per_admission: total.map(|t| t as f64 / admissions.max(1) as f64),
+        dynamodb_requests_per_s: total.map(|t| {
+            if elapsed_s > 0.0 {
+                t as f64 / elapsed_s
+            } else {
+                0.0
+            }
+        }),
+        dynamodb_requests_by_target: requests.unwrap_or_default(),
+        admission_p50_us: row.p50_us,
+        admission_p99_us: row.p99_us,
+        admission_max_us: row.max_us,
+        load_average: std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")),
+    }
+}
+
+/// What makes the run fail: the fleet-wide bound broken, or grants missing from the logs.
+fn failures(report: &Report, expected: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if !report.bucket_bound_ok {
+        out.push(format!(
+            "{} grants in {:.3} s, above the bucket bound burst + rate·T + rate·skew = {} + {}·{:.3} + {:.1} = {:.1}{}",
+            report.worst_window,
+            report.worst_window_s,
+            report.burst,
+            report.rate_per_second,
+            report.worst_window_s,
+            report.skew_term,
+            report.window_limit,
+            if report.fleet { "" } else { " (expected: --no-fleet gives every host the whole budget)" }
+        ));
+    }
+    if report.admissions != expected {
+        out.push(format!(
+            "the grant logs hold {} admissions, {expected} were requested",
+            report.admissions
+        ));
+    }
+    out
+}
+
+fn print_text(r: &Report) {
+    println!(
+        "{} hosts x {} processes x {} admissions on one key at {}/s burst {} ({}){}",
+        r.hosts,
+        r.processes_per_host,
+        r.requests_per_process,
+        r.rate_per_second,
+        r.burst,
+        r.table.as_deref().map_or(
+            "no fleet table: every host has the whole budget".into(),
+            |t| format!("fleet table {t}")
+        ),
+        r.killed_pid.map_or(String::new(), |p| format!(
+            ", host 0's coordinator (pid {p}) SIGKILLed mid-run"
+        ))
+    );
+    println!(
+        "admissions {} (per host {:?}) in {:.3} s, ideal {:.3} s ({:.2}x)",
+        r.admissions, r.admissions_per_host, r.elapsed_s, r.ideal_s, r.elapsed_ratio_to_ideal
+    );
+    println!(
+        "bucket bound over every interval: {}; worst: {} grants in {:.3} s, limit {:.1} (skew term rate·{} ms = {:.1})",
+        if r.bucket_bound_ok { "held" } else { "EXCEEDED" },
+        r.worst_window,
+        r.worst_window_s,
+        r.window_limit,
+        r.skew_ms,
+        r.skew_term
+    );
+    if let Some(total) = r.dynamodb_requests {
+        println!(
+            "DynamoDB requests {} ({:.4} per admission, {:.2}/s): {:?}",
+            total,
+            r.dynamodb_requests_per_admission.unwrap_or(0.0),
+            r.dynamodb_requests_per_s.unwrap_or(0.0),
+            r.dynamodb_requests_by_target
+        );
+    }
+    println!(
+        "admission latency p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs",
+        r.admission_p50_us, r.admission_p99_us, r.admission_max_us
+    );
+    if let Some(load) = &r.load_average {
+        println!("load average: {load}");
+    }
+}
+
+/// `START:DURATION` in seconds.
+fn parse_outage(s: &str) -> Result<(f64, f64), String> {
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+    };
+    match s.split_once(':').map(|(a, b)| (parse(a), parse(b))) {
+        Some((Some(a), Some(b))) => Ok((a, b)),
+        _ => Err(format!(
+            "{s:?}: expected START:DURATION in seconds, for example 5:10"
+        )),
+    }
+}
+
+/// TOLLGATE_FLEET_SKEW_MS as the fleet reads it, or its default.
+fn skew_ms() -> anyhow::Result<u64> {
+    match std::env::var("TOLLGATE_FLEET_SKEW_MS") {
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().with_context(|| {
+            format!("TOLLGATE_FLEET_SKEW_MS={v:?} is not a whole number of milliseconds")
+        }),
+        _ => Ok(DEFAULT_SKEW_MS),
+    }
+}
+
+/// Create `dir`, refusing one that already holds a run's logs (appending would mix runs).
+fn prepare_log_dir(dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        let name = name.to_string_lossy();
+        anyhow::ensure!(
+            !(name.starts_with("host-") && name.ends_with(".jsonl")),
+            "--log {}: it already holds {name} from an earlier run; give an empty or new directory",
+            dir.display()
+        );
+    }
+    Ok(dir.to_path_buf())
+}
+
+/// Every logged grant of every host, by instant.
+fn read_logs(dir: &Path) -> anyhow::Result<Vec<GrantLine>> {
+    let mut out: Vec<GrantLine> = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !(name.starts_with("host-") && name.ends_with(".jsonl")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            out.push(
+                serde_json::from_str(line)
+                    .with_context(|| format!("{}:{}: not a grant line", path.display(), n + 1))?,
+            );
+        }
+    }
+    out.sort_by_key(|g| g.granted_at_us);
+    Ok(out)
+}
+
+/// SIGKILLs the workers if they are still running when the limit passes.
+struct Deadline(std::sync::mpsc::Sender<()>);
+
+impl Deadline {
+    fn arm(pids: Vec<u32>, limit: Duration) -> Deadline {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                eprintln!("bench hosts: the workers did not finish within {limit:?}; killing them");
+                for pid in pids {
+                    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                    }
+                }
+            }
+        });
+        Deadline(tx)
+    }
+
+    fn disarm(self) {
+        let _ = self.0.send(());
+    }
+}

@@ -1,0 +1,212 @@
+//! The item layout: one DynamoDB item per canonical quota key, attribute by attribute.
+//! This is the one place it is written down in code (docs/fleet.md repeats it).
+//!
+//! | attribute           | type | meaning                                                    |
+//! |---------------------|------|------------------------------------------------------------|
+//! | `key`               | S    | partition key: the canonical quota key                     |
+//! | `version`           | N    | incremented by every write; the conditional write checks it|
+//! | `level`             | N    | tokens not yet handed out, as of `at_us`                   |
+//! | `at_us`             | N    | the item's time (µs since the Unix epoch); never moves back|
+//! | `rate`, `burst`     | N    | the last writer's policy                                   |
+//! | `factor`            | N    | fleet penalty factor on the rate (1/32 ..= 1)              |
+//! | `cooldown_until_us` | N    | no change to `factor` before this instant                  |
+//! | `ceiling`           | N    | the factor at the last throttle (learned ceiling)          |
+//! | `retry_units`       | N    | shared retry units not yet handed out                      |
+//! | `retry_capacity`    | N    | the last writer's retry capacity                           |
+//! | `blocks`            | M    | host id → M {`tokens` N, `expires_us` N}: outstanding blocks|
+//! | `hosts`             | M    | host id → N: the host's last write (`at_us` of it)         |
+//! | `ttl`               | N    | epoch seconds, `at_us` + 1 day: DynamoDB's TTL drops idle keys|
+//!
+//! Numbers are written with Rust's shortest round-trip decimal form (never an exponent).
+
+use std::collections::{BTreeMap, HashMap};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use tollgate_quota::fleet::{FleetItem, FleetPenalty, HostBlock};
+use tollgate_quota::Timestamp;
+
+use tollgate_actors::fleet::Versioned;
+
+/// The partition key attribute.
+pub const KEY: &str = "key";
+/// The version attribute.
+pub const VERSION: &str = "version";
+/// The TTL attribute `tollgate fleet init` enables.
+pub const TTL: &str = "ttl";
+/// How long an idle key's item lives after its last write.
+pub const IDLE_TTL_SECS: u64 = 86_400;
+
+type Attrs = HashMap<String, AttributeValue>;
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn float(v: f64) -> AttributeValue {
+    // Tiny leftovers would print with many digits; DynamoDB numbers hold 38.
+    let v = if v.abs() < 1e-9 { 0.0 } else { v };
+    n(v)
+}
+
+/// The attributes of `item` under `key` at `version`.
+pub fn encode(key: &str, item: &FleetItem, version: u64) -> Attrs {
+    let blocks = item
+        .blocks
+        .iter()
+        .map(|(host, b)| {
+            let m = HashMap::from([
+                ("tokens".to_string(), n(b.tokens)),
+                ("expires_us".to_string(), n(b.expires_at.as_micros())),
+            ]);
+            (host.clone(), AttributeValue::M(m))
+        })
+        .collect();
+    let hosts = item
+        .hosts
+        .iter()
+        .map(|(host, seen)| (host.clone(), n(seen.as_micros())))
+        .collect();
+    HashMap::from([
+        (KEY.into(), AttributeValue::S(key.into())),
+        (VERSION.into(), n(version)),
+        ("level".into(), float(item.level)),
+        ("at_us".into(), n(item.at.as_micros())),
+        ("rate".into(), float(item.rate)),
+        ("burst".into(), float(item.burst)),
+        ("factor".into(), float(item.penalty.factor)),
+        (
+            "cooldown_until_us".into(),
+            n(item.penalty.cooldown_until.as_micros()),
+        ),
+        ("ceiling".into(), float(item.penalty.ceiling)),
+        ("retry_units".into(), n(item.retry_units)),
+        ("retry_capacity".into(), n(item.retry_capacity)),
+        ("blocks".into(), AttributeValue::M(blocks)),
+        ("hosts".into(), AttributeValue::M(hosts)),
+        (
+            TTL.into(),
+            n(item.at.as_micros() / 1_000_000 + IDLE_TTL_SECS),
+        ),
+    ])
+}
+
+/// The key and versioned item of `attrs`, or what is wrong with them.
+pub fn decode(attrs: &Attrs) -> Result<(String, Versioned), String> {
+    let key = match attrs.get(KEY) {
+        Some(AttributeValue::S(k)) => k.clone(),
+        _ => return Err("the item has no string attribute `key`".into()),
+    };
+    let num = |name: &str| -> Result<f64, String> {
+        match attrs.get(name) {
+            Some(AttributeValue::N(v)) => v
+                .parse::<f64>()
+                .map_err(|_| format!("{key}: attribute `{name}` is not a number: {v}")),
+            _ => Err(format!(
+                "{key}: attribute `{name}` is missing or not a number"
+            )),
+        }
+    };
+    let int = |name: &str| -> Result<u64, String> {
+        match attrs.get(name) {
+            Some(AttributeValue::N(v)) => v
+                .parse::<u64>()
+                .map_err(|_| format!("{key}: attribute `{name}` is not a whole number: {v}")),
+            _ => Err(format!(
+                "{key}: attribute `{name}` is missing or not a number"
+            )),
+        }
+    };
+    let map = |name: &str| -> Result<Attrs, String> {
+        match attrs.get(name) {
+            Some(AttributeValue::M(m)) => Ok(m.clone()),
+            None => Ok(HashMap::new()),
+            _ => Err(format!("{key}: attribute `{name}` is not a map")),
+        }
+    };
+    let mut blocks = BTreeMap::new();
+    for (host, v) in map("blocks")? {
+        let AttributeValue::M(b) = v else {
+            return Err(format!("{key}: block of {host} is not a map"));
+        };
+        let field = |f: &str| -> Result<u64, String> {
+            match b.get(f) {
+                Some(AttributeValue::N(v)) => v
+                    .parse()
+                    .map_err(|_| format!("{key}: block of {host}: `{f}` is not a whole number")),
+                _ => Err(format!("{key}: block of {host} lacks `{f}`")),
+            }
+        };
+        blocks.insert(
+            host.clone(),
+            HostBlock {
+                tokens: field("tokens")?,
+                expires_at: Timestamp::from_micros(field("expires_us")?),
+            },
+        );
+    }
+    let mut hosts = BTreeMap::new();
+    for (host, v) in map("hosts")? {
+        let AttributeValue::N(seen) = v else {
+            return Err(format!("{key}: host {host}'s last write is not a number"));
+        };
+        let seen = seen
+            .parse()
+            .map_err(|_| format!("{key}: host {host}'s last write is not a whole number"))?;
+        hosts.insert(host, Timestamp::from_micros(seen));
+    }
+    let item = FleetItem {
+        level: num("level")?,
+        at: Timestamp::from_micros(int("at_us")?),
+        rate: num("rate")?,
+        burst: num("burst")?,
+        penalty: FleetPenalty {
+            factor: num("factor")?,
+            cooldown_until: Timestamp::from_micros(int("cooldown_until_us")?),
+            ceiling: num("ceiling")?,
+        },
+        retry_units: int("retry_units")? as u32,
+        retry_capacity: int("retry_capacity")? as u32,
+        blocks,
+        hosts,
+    };
+    let version = int(VERSION)?;
+    Ok((key, Versioned { item, version }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_item_round_trips_through_its_attributes() {
+        let mut item = FleetItem::fresh(
+            1.0 / 3.0,
+            5.0,
+            20,
+            Timestamp::from_micros(1_700_000_000_000_123),
+        );
+        item.level = 2.25;
+        item.blocks.insert(
+            "h-1".into(),
+            HostBlock {
+                tokens: 3,
+                expires_at: Timestamp::from_micros(1_700_000_003_000_000),
+            },
+        );
+        item.hosts.insert("h-1".into(), item.at);
+        item.penalty.factor = 0.125;
+        let attrs = encode("aws/1/r/s:o", &item, 7);
+        let (key, v) = decode(&attrs).unwrap();
+        assert_eq!(key, "aws/1/r/s:o");
+        assert_eq!(v.version, 7);
+        assert_eq!(v.item, item);
+    }
+
+    #[test]
+    fn a_malformed_item_names_the_key_and_attribute() {
+        let mut attrs = encode("k", &FleetItem::fresh(1.0, 1.0, 1, Timestamp::ZERO), 1);
+        attrs.insert("level".into(), AttributeValue::S("x".into()));
+        let e = decode(&attrs).unwrap_err();
+        assert!(e.contains("k:") && e.contains("level"), "{e}");
+    }
+}

@@ -1,0 +1,44 @@
+//! tollgate's fleet mode on DynamoDB (issue 13): every host's coordinator draws each
+//! key's capacity in token blocks from one DynamoDB item per canonical key.
+//!
+//! The protocol is pure and lives in `tollgate_quota::fleet`; the actors' seam (the
+//! `FleetStore` trait, the exchange loop, the host id) in `tollgate_actors::fleet`. This
+//! crate is the AWS side: the store over the SDK, the item layout, table setup, settings.
+//!
+//! # Layout
+//! - [`settings`]: `TOLLGATE_FLEET_*` validated into [`FleetSettings`].
+//! - [`layout`]: the item's attributes (the one place they are written down in code).
+//! - [`dynamo`]: [`DynamoFleetStore`], GetItem / conditional PutItem, request counting.
+//! - [`classify`]: SDK errors → unreachable / throttled / access denied / no table.
+//! - [`table`]: `fleet init`: create the table, enable TTL, the IAM policy.
+//! - [`status`]: `fleet status`: each key's item summarized.
+#![forbid(unsafe_code)]
+
+pub mod classify;
+pub mod dynamo;
+pub mod layout;
+pub mod settings;
+pub mod status;
+pub mod table;
+
+use std::sync::Arc;
+
+pub use dynamo::DynamoFleetStore;
+pub use settings::{FleetSettings, SettingsError};
+use tollgate_actors::fleet::FleetInstall;
+
+/// Read `TOLLGATE_FLEET_*`; when a table is set, install fleet mode for every coordinator
+/// this process starts and return its store (whose request counter the benchmark reads).
+/// `Ok(None)`: no table set, nothing changes.
+pub fn install_from_env() -> Result<Option<DynamoFleetStore>, SettingsError> {
+    let Some(settings) = FleetSettings::from_env()? else {
+        return Ok(None);
+    };
+    let store = DynamoFleetStore::new(settings.clone());
+    FleetInstall {
+        store: Arc::new(store.clone()),
+        config: settings.config,
+    }
+    .install_for_this_process();
+    Ok(Some(store))
+}

@@ -1,0 +1,342 @@
+//! The DynamoDB fleet store against dynalite (DESIGN §7 tier 5; never moto, whose
+//! conditional writes are not atomic under concurrency).
+//!
+//! `scripts/test` starts dynalite on loopback and exports `TOLLGATE_TEST_DYNALITE_URL`;
+//! without it these tests fail with instructions (a fleet test that silently passes
+//! without its emulator would prove nothing). Each test uses its own table.
+//!
+//! Item time is a manual clock here, so bounds are exact: with the clock held still no
+//! refill happens, and every grant in a race must come out of the one starting level.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tollgate_actors::fleet::{exchange, FleetErrorKind, FleetStore};
+use tollgate_fleet::settings::FleetSettings;
+use tollgate_fleet::DynamoFleetStore;
+use tollgate_quota::fleet::{BlockRequest, FleetConfig};
+use tollgate_quota::{Clock, Timestamp};
+
+const DYNALITE_URL_ENV: &str = "TOLLGATE_TEST_DYNALITE_URL";
+const ROLE: &str = "TOLLGATE_TEST_FLEET_CHILD";
+
+fn dynalite_url() -> String {
+    match std::env::var(DYNALITE_URL_ENV) {
+        Ok(url) if !url.is_empty() => url,
+        _ => panic!(
+            "these tests need dynalite (DynamoDB emulator): run scripts/test (it installs and \
+             starts it), or start `dynalite --host 127.0.0.1 --port PORT --createTableMs 0` \
+             and set {DYNALITE_URL_ENV}=http://127.0.0.1:PORT"
+        ),
+    }
+}
+
+fn credentials() {
+    std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
+    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
+    std::env::remove_var("AWS_PROFILE");
+}
+
+fn store_at(table: &str, endpoint: &str) -> DynamoFleetStore {
+    credentials();
+    DynamoFleetStore::new(FleetSettings {
+        table: table.to_string(),
+        region: Some("us-east-1".into()),
+        endpoint_url: Some(endpoint.to_string()),
+        config: FleetConfig::default(),
+    })
+}
+
+fn unique(name: &str) -> String {
+    format!(
+        "tg-{name}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A clock the test moves.
+#[derive(Debug, Default)]
+struct ManualClock(AtomicU64);
+
+impl ManualClock {
+    fn at(us: u64) -> Arc<ManualClock> {
+        Arc::new(ManualClock(AtomicU64::new(us)))
+    }
+    fn set(&self, us: u64) {
+        self.0.store(us, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_micros(self.0.load(Ordering::SeqCst))
+    }
+}
+
+const T0: u64 = 1_700_000_000_000_000;
+
+fn block(host: &str, wanted: u64) -> BlockRequest {
+    BlockRequest {
+        host: host.into(),
+        wanted,
+        at_least: 1,
+        rate: 10.0,
+        burst: 40.0,
+        retry_capacity: 6,
+        throttled: false,
+        retry_want: 0,
+        retry_refund: 0,
+        ttl: Duration::from_secs(3),
+    }
+}
+
+async fn new_table(name: &str) -> DynamoFleetStore {
+    let store = store_at(&unique(name), &dynalite_url());
+    let report = tollgate_fleet::table::create_table(&store).await.unwrap();
+    assert!(report.created);
+    // dynalite 4 has no UpdateTimeToLive: a warning, not a failure.
+    assert!(report.ttl_enabled || report.ttl_warning.is_some());
+    store
+}
+
+/// `hosts` hosts take blocks of `wanted` concurrently, `rounds` times each, at the clock's
+/// instant; returns the tokens granted.
+async fn race(
+    store: &DynamoFleetStore,
+    clock: &Arc<ManualClock>,
+    prefix: &str,
+    hosts: usize,
+    rounds: usize,
+) -> u64 {
+    let tasks = (0..hosts).map(|h| {
+        let store: Arc<dyn FleetStore> = Arc::new(store.clone());
+        let clock: Arc<dyn Clock> = clock.clone();
+        let host = format!("{prefix}-{h}");
+        async move {
+            let mut cached = None;
+            let mut granted = 0;
+            let mut done = 0;
+            while done < rounds {
+                match exchange(
+                    store.clone(),
+                    "aws/1/us-east-1/kms:GetKeyLastUsage".into(),
+                    block(&host, 3),
+                    clock.clone(),
+                    cached.take(),
+                )
+                .await
+                {
+                    Ok((grant, item, _)) => {
+                        granted += grant.tokens;
+                        cached = Some(item);
+                        done += 1;
+                    }
+                    // Lost every write to the other racers: ask again, as the actor does.
+                    Err(e) if e.kind == FleetErrorKind::Contention => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            granted
+        }
+    });
+    futures_join(tasks).await.into_iter().sum()
+}
+
+async fn futures_join<F: std::future::Future<Output = u64> + 'static>(
+    fs: impl Iterator<Item = F>,
+) -> Vec<u64> {
+    let handles: Vec<_> = fs.map(tokio::task::spawn_local).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+fn local<F: std::future::Future>(f: F) -> F::Output {
+    rt().block_on(tokio::task::LocalSet::new().run_until(f))
+}
+
+#[test]
+fn concurrent_block_takers_on_one_item_never_exceed_the_level() {
+    local(async {
+        let store = new_table("race").await;
+        let clock = ManualClock::at(T0);
+        // Clock held still: no refill. 8 hosts × 6 rounds × 3 wanted = 144 > 40.
+        let granted = race(&store, &clock, "h", 8, 6).await;
+        assert_eq!(
+            granted, 40,
+            "exactly the starting level, no more (atomic writes)"
+        );
+        // One second later: at most 10 more (rate 10/s), whatever the blocks.
+        clock.set(T0 + 1_000_000);
+        let more = race(&store, &clock, "h", 8, 6).await;
+        assert!(more <= 10, "{more} granted after 1 s at 10/s");
+    });
+}
+
+/// A child process: take blocks on the table named in its environment, print the total.
+#[test]
+fn child_process_entry_point() {
+    let Ok(table) = std::env::var(ROLE) else {
+        return; // run as a normal test: nothing to do
+    };
+    local(async {
+        let store = store_at(&table, &dynalite_url());
+        let clock = ManualClock::at(T0);
+        let granted = race(&store, &clock, &format!("p{}", std::process::id()), 2, 8).await;
+        println!("GRANTED {granted}");
+    });
+}
+
+#[test]
+fn block_takers_in_separate_processes_never_exceed_the_level() {
+    let table = local(async { new_table("procs").await.settings().table.clone() });
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "child_process_entry_point",
+                    "--nocapture",
+                    "--quiet",
+                ])
+                .env(ROLE, &table)
+                .env(DYNALITE_URL_ENV, dynalite_url())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut total = 0;
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "a child failed: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        total += text
+            .lines()
+            .find_map(|l| l.strip_prefix("GRANTED "))
+            .unwrap_or_else(|| panic!("no GRANTED line in {text:?}"))
+            .trim()
+            .parse::<u64>()
+            .unwrap();
+    }
+    // 4 processes × 2 hosts × 8 rounds × 3 wanted = 192 asked, 40 there.
+    assert_eq!(total, 40);
+}
+
+#[test]
+fn a_throttle_halves_the_fleet_factor_once_per_cooldown_and_every_host_sees_it() {
+    local(async {
+        let store: Arc<dyn FleetStore> = Arc::new(new_table("penalty").await);
+        let clock = ManualClock::at(T0);
+        let key = "aws/1/us-east-1/s3:ListBuckets".to_string();
+        let take = |host: &str, throttled: bool| {
+            let mut r = block(host, 1);
+            r.throttled = throttled;
+            exchange(store.clone(), key.clone(), r, clock.clone(), None)
+        };
+        let (g, _, _) = take("a", true).await.unwrap();
+        assert_eq!(g.factor, 0.5);
+        clock.set(T0 + 500_000);
+        let (g, _, _) = take("b", true).await.unwrap();
+        assert_eq!(
+            g.factor, 0.5,
+            "a second throttle within the cooldown counts once"
+        );
+        let (g, _, _) = take("c", false).await.unwrap();
+        assert_eq!(g.factor, 0.5, "host c sees the fleet factor");
+        clock.set(T0 + 2_100_000);
+        let (g, _, _) = take("b", true).await.unwrap();
+        assert_eq!(g.factor, 0.25, "after the cooldown a throttle halves again");
+    });
+}
+
+#[test]
+fn the_shared_retry_allowance_empties_fleet_wide() {
+    local(async {
+        let store: Arc<dyn FleetStore> = Arc::new(new_table("retry").await);
+        let clock = ManualClock::at(T0);
+        let key = "aws/1/us-east-1/lambda:ListFunctions".to_string();
+        let mut got = 0;
+        let mut empty_seen = false;
+        for host in ["a", "b", "c", "d"] {
+            let mut r = block(host, 1);
+            r.retry_want = 2;
+            let (g, _, _) = exchange(store.clone(), key.clone(), r, clock.clone(), None)
+                .await
+                .unwrap();
+            got += g.retry_units;
+            empty_seen |= g.retry_empty;
+        }
+        assert_eq!(got, 6, "the capacity, shared");
+        assert!(
+            empty_seen,
+            "the last host learns the fleet's retries are gone"
+        );
+        // A success reported by any host refunds one unit for everyone.
+        let mut r = block("a", 1);
+        r.retry_refund = 1;
+        r.retry_want = 2;
+        let (g, _, _) = exchange(store.clone(), key.clone(), r, clock.clone(), None)
+            .await
+            .unwrap();
+        assert_eq!(g.retry_units, 1);
+    });
+}
+
+#[test]
+fn an_unreachable_table_is_reported_as_unreachable_naming_it() {
+    local(async {
+        // A loopback port nobody listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let store = store_at("tg-missing", &format!("http://127.0.0.1:{port}"));
+        let e = store.get_item("k").await.unwrap_err();
+        assert_eq!(e.kind, FleetErrorKind::Unreachable, "{e}");
+        assert!(e.to_string().contains("tg-missing"), "{e}");
+    });
+}
+
+#[test]
+fn a_missing_table_says_how_to_create_it() {
+    local(async {
+        let store = store_at(&unique("absent"), &dynalite_url());
+        let e = store.get_item("k").await.unwrap_err();
+        assert_eq!(e.kind, FleetErrorKind::NoTable, "{e}");
+        assert!(e.to_string().contains("tollgate fleet init"), "{e}");
+    });
+}
+
+#[test]
+fn fleet_status_shows_blocks_and_hosts() {
+    local(async {
+        let store = new_table("status").await;
+        let clock = ManualClock::at(T0);
+        race(&store, &clock, "s", 2, 1).await;
+        let status = tollgate_fleet::status::fleet_status(&store, Timestamp::from_micros(T0))
+            .await
+            .unwrap();
+        assert_eq!(status.keys.len(), 1);
+        let k = &status.keys[0];
+        assert_eq!(k.blocks.len(), 2);
+        assert_eq!(k.hosts_seen_recently, vec!["s-0", "s-1"]);
+        assert_eq!(k.level, 34.0);
+    });
+}

@@ -1,0 +1,172 @@
+//! Fleet mode as a user runs it: the real `tollgate` binary, a real dynalite
+//! (`TOLLGATE_TEST_DYNALITE_URL`, started by scripts/test; these tests fail without it),
+//! real admission directories.
+//!
+//! `fleet init` creates a table; a `tollgate demo` run (the fixture AWS simulator, fake
+//! credentials) with `TOLLGATE_FLEET_TABLE` admits every call under blocks from it, which
+//! `fleet status` then shows; with the table unreachable, `stop` refuses naming the table
+//! and `local-share` warns and goes on.
+
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const DYNALITE_URL_ENV: &str = "TOLLGATE_TEST_DYNALITE_URL";
+
+fn dynalite_url() -> String {
+    match std::env::var(DYNALITE_URL_ENV) {
+        Ok(url) if !url.is_empty() => url,
+        _ => panic!(
+            "these tests need dynalite (DynamoDB emulator): run scripts/test, or start \
+             `dynalite --host 127.0.0.1 --port PORT --createTableMs 0` and set \
+             {DYNALITE_URL_ENV}=http://127.0.0.1:PORT"
+        ),
+    }
+}
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+fn table() -> String {
+    format!(
+        "tg-cli-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn tollgate(args: &[&str], env: &[(&str, &str)], dir: &std::path::Path) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
+    cmd.args(args)
+        .env_remove("TOLLGATE_QUOTA_OVERRIDES")
+        .env_remove("TOLLGATE_POLICY_FILE")
+        .env_remove("AWS_PROFILE")
+        .env("TOLLGATE_ADMISSION_DIR", dir.join("admission"))
+        .env("TOLLGATE_STATE_DIR", dir.join("state"))
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("running tollgate")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn init_creates_the_table_and_a_demo_admits_under_its_blocks() {
+    let url = dynalite_url();
+    let dir = tempfile::tempdir().unwrap();
+    let t = table();
+    let env = [
+        ("TOLLGATE_FLEET_ENDPOINT_URL", url.as_str()),
+        ("TOLLGATE_FLEET_REGION", "us-east-1"),
+    ];
+    let init = tollgate(&["fleet", "init", "--table", &t], &env, dir.path());
+    assert!(init.status.success(), "{}", text(&init));
+    let out = String::from_utf8_lossy(&init.stdout);
+    assert!(out.contains("created"), "{out}");
+    assert!(out.contains("dynamodb:PutItem"), "{out}");
+    assert!(out.contains(&format!("table/{t}")), "{out}");
+    let again = tollgate(&["fleet", "init", "--table", &t], &env, dir.path());
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("exists"),
+        "{}",
+        text(&again)
+    );
+
+    let mut fleet_env = env.to_vec();
+    fleet_env.push(("TOLLGATE_FLEET_TABLE", t.as_str()));
+    let demo = tollgate(&["demo"], &fleet_env, dir.path());
+    assert!(demo.status.success(), "{}", text(&demo));
+    let status = tollgate(&["fleet", "status", "--json"], &fleet_env, dir.path());
+    assert!(status.status.success(), "{}", text(&status));
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let keys = v["keys"].as_array().unwrap();
+    assert!(!keys.is_empty(), "the demo's keys have items: {v}");
+    let host_id = std::fs::read_to_string(dir.path().join("admission/fleet-host-id")).unwrap();
+    assert!(
+        keys.iter().all(|k| k["hosts_seen_recently"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| *h == *host_id.trim())),
+        "every key was written by this host ({host_id}): {v}"
+    );
+}
+
+fn unreachable_url() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("http://127.0.0.1:{port}")
+}
+
+#[test]
+fn stop_mode_refuses_naming_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = unreachable_url();
+    let env = [
+        ("TOLLGATE_FLEET_TABLE", "tg-unreachable"),
+        ("TOLLGATE_FLEET_ENDPOINT_URL", url.as_str()),
+        ("TOLLGATE_FLEET_ON_ERROR", "stop"),
+    ];
+    let report = dir.path().join("report.json");
+    let demo = tollgate(
+        &["demo", "--output", report.to_str().unwrap()],
+        &env,
+        dir.path(),
+    );
+    let all = text(&demo);
+    assert!(!demo.status.success(), "{all}");
+    assert!(
+        all.contains("fleet admission degraded") && all.contains("Stop"),
+        "{all}"
+    );
+    // Each failed dataset's reason names the table and the error.
+    let report = std::fs::read_to_string(report).unwrap();
+    assert!(
+        report.contains("fleet admission is stopped: fleet DynamoDB table tg-unreachable"),
+        "{report}"
+    );
+}
+
+#[test]
+fn local_share_mode_warns_and_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = unreachable_url();
+    let env = [
+        ("TOLLGATE_FLEET_TABLE", "tg-unreachable"),
+        ("TOLLGATE_FLEET_ENDPOINT_URL", url.as_str()),
+        ("TOLLGATE_FLEET_ON_ERROR", "local-share"),
+    ];
+    let demo = tollgate(&["demo"], &env, dir.path());
+    let all = text(&demo);
+    assert!(demo.status.success(), "{all}");
+    assert!(all.contains("fleet admission degraded"), "{all}");
+    assert!(all.contains("LocalShare"), "{all}");
+}
+
+#[test]
+fn bad_fleet_settings_fail_before_any_call_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tollgate(
+        &["policies"],
+        &[
+            ("TOLLGATE_FLEET_TABLE", "ok-table"),
+            ("TOLLGATE_FLEET_SKEW_MS", "soon"),
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TOLLGATE_FLEET_SKEW_MS"));
+}
