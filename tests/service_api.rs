@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use moto::{moto, unique_prefix, Moto};
-use service_support::{child_env, http, Dirs, Serve};
+use service_support::{child_env, create_tables, http, Dirs, Serve};
 
 /// One DynamoDB control-plane call per second: a scan of the tables this file creates
 /// (plus whatever moto already holds) runs for several seconds, long enough to join,
@@ -23,38 +23,6 @@ const SLOW_DYNAMODB: &str = r#"{"dynamodb:control-plane-read":{"ratePerSecond":1
 const SLOW_TABLES: usize = 8;
 
 const LIMIT: Duration = Duration::from_secs(120);
-
-/// Send one JSON-protocol request to moto (X-Amz-Target), without the AWS SDK.
-fn moto_json(moto: &Moto, service: &str, target: &str, body: &str) {
-    let port: u16 = moto.url.rsplit(':').next().unwrap().parse().unwrap();
-    let addr = format!("127.0.0.1:{port}");
-    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
-    let request = format!(
-        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
-         Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/{service}/aws4_request, SignedHeaders=host, Signature=00\r\n\
-         X-Amz-Target: {target}\r\nContent-Type: application/x-amz-json-1.1\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    use std::io::{Read, Write};
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 200"), "{target}: {answer}");
-}
-
-fn create_tables(moto: &Moto, prefix: &str, n: usize) {
-    for i in 0..n {
-        moto_json(
-            moto,
-            "dynamodb",
-            "DynamoDB_20120810.CreateTable",
-            &format!(
-                r#"{{"TableName":"{prefix}t{i}","AttributeDefinitions":[{{"AttributeName":"pk","AttributeType":"S"}}],"KeySchema":[{{"AttributeName":"pk","KeyType":"HASH"}}],"BillingMode":"PAY_PER_REQUEST"}}"#
-            ),
-        );
-    }
-}
 
 fn scan_body(moto: &Moto, datasets: &str) -> String {
     format!(
@@ -156,7 +124,7 @@ fn requests_without_the_token_are_refused_and_the_cli_client_uses_the_token_file
 #[test]
 fn identical_requests_join_and_scans_past_the_cap_wait_then_cancel() {
     let moto = moto();
-    create_tables(&moto, &unique_prefix("join"), SLOW_TABLES);
+    create_tables(&moto.url, &unique_prefix("join"), SLOW_TABLES);
     let tmp = tempfile::tempdir().unwrap();
     let config = write_config(tmp.path(), "[service]\nmax_concurrent_scans = 1\n");
     let serve = Serve::start(
@@ -274,7 +242,7 @@ fn a_service_report_equals_the_report_of_discover() {
 #[test]
 fn a_scan_killed_mid_run_is_interrupted_after_restart_and_history_survives() {
     let moto = moto();
-    create_tables(&moto, &unique_prefix("kill"), SLOW_TABLES);
+    create_tables(&moto.url, &unique_prefix("kill"), SLOW_TABLES);
     let tmp = tempfile::tempdir().unwrap();
     let dirs = Dirs::new(tmp.path());
     let env = [("TOLLGATE_QUOTA_OVERRIDES", SLOW_DYNAMODB)];
@@ -309,7 +277,7 @@ fn a_scan_killed_mid_run_is_interrupted_after_restart_and_history_survives() {
 #[test]
 fn sigterm_stores_running_scans_interrupted_with_what_they_collected() {
     let moto = moto();
-    create_tables(&moto, &unique_prefix("term"), SLOW_TABLES);
+    create_tables(&moto.url, &unique_prefix("term"), SLOW_TABLES);
     let tmp = tempfile::tempdir().unwrap();
     let dirs = Dirs::new(tmp.path());
     let env = [("TOLLGATE_QUOTA_OVERRIDES", SLOW_DYNAMODB)];

@@ -10,8 +10,8 @@ mod service_support;
 use std::path::PathBuf;
 use std::process::Command;
 
-use moto::{moto, unique_prefix, Moto};
-use service_support::{http, Dirs, Serve};
+use moto::{moto, unique_prefix};
+use service_support::{create_tables, http, Dirs, Serve};
 
 /// One DynamoDB control-plane call every two seconds: the scan stays running while the
 /// browser starts and renders.
@@ -31,33 +31,11 @@ fn chromium() -> PathBuf {
     })
 }
 
-fn create_tables(moto: &Moto, prefix: &str, n: usize) {
-    use std::io::{Read, Write};
-    let port: u16 = moto.url.rsplit(':').next().unwrap().parse().unwrap();
-    for i in 0..n {
-        let body = format!(
-            r#"{{"TableName":"{prefix}t{i}","AttributeDefinitions":[{{"AttributeName":"pk","AttributeType":"S"}}],"KeySchema":[{{"AttributeName":"pk","KeyType":"HASH"}}],"BillingMode":"PAY_PER_REQUEST"}}"#
-        );
-        let request = format!(
-            "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
-             Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=00\r\n\
-             X-Amz-Target: DynamoDB_20120810.CreateTable\r\nContent-Type: application/x-amz-json-1.1\r\n\
-             Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        assert!(answer.starts_with("HTTP/1.1 200"), "CreateTable: {answer}");
-    }
-}
-
 #[test]
 fn a_running_scan_and_its_datasets_appear_in_the_rendered_page() {
     let browser = chromium();
     let moto = moto();
-    create_tables(&moto, &unique_prefix("page"), 8);
+    create_tables(&moto.url, &unique_prefix("page"), 8);
     let tmp = tempfile::tempdir().unwrap();
     let serve = Serve::start(
         &Dirs::new(tmp.path()),
