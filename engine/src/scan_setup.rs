@@ -19,6 +19,7 @@ use tollgate_quota::key::{AccountScope, RunId};
 use tollgate_quota::PolicyTable;
 
 use crate::aws::credentials::safe_description;
+use crate::aws::primed::Primed;
 use crate::aws::{
     isolated_admission, resolve_identity, sdk_config_assuming, AwsGate, ScanId,
     CREDENTIALS_CHECK_TIMEOUT,
@@ -94,14 +95,15 @@ pub enum SetupError {
 }
 
 /// A role's credentials, fetched once before the scan so that a refusal fails the scan
-/// naming the role (later, the identity lookup would only report it unresolved). The SDK
-/// configuration's identity cache fetches its own on first use: one extra `AssumeRole`
-/// per scan, ungated like every credential provider's request.
+/// naming the role (later, the identity lookup would only report it unresolved). They
+/// prime the SDK configuration's provider ([`Primed`]), so the scan's first use does not
+/// call `AssumeRole` a second time; like every credential provider's request it is
+/// ungated.
 async fn assume_now(
-    sdk: &aws_config::SdkConfig,
+    sdk: aws_config::SdkConfig,
     role_arn: &str,
     cancel: &CancellationToken,
-) -> Result<(), SetupError> {
+) -> Result<aws_config::SdkConfig, SetupError> {
     use aws_credential_types::provider::ProvideCredentials;
     let failed = |reason: String| SetupError::AssumeRole {
         role_arn: role_arn.to_owned(),
@@ -115,7 +117,7 @@ async fn assume_now(
         answer = tokio::time::timeout(CREDENTIALS_CHECK_TIMEOUT, provider.provide_credentials()) => match answer {
             Err(_) => Err(failed(format!("no answer within {CREDENTIALS_CHECK_TIMEOUT:?}"))),
             Ok(Err(e)) => Err(failed(safe_description(&e))),
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(credentials)) => Ok(Primed::install(sdk, credentials)),
         },
     }
 }
@@ -129,7 +131,7 @@ pub async fn prepare(
 ) -> Result<ScanSetup, SetupError> {
     let deadline = Instant::now() + request.timeout;
     let first_region = request.regions.first().map(String::as_str);
-    let sdk = sdk_config_assuming(
+    let mut sdk = sdk_config_assuming(
         deps.http.clone(),
         request.profile.as_deref(),
         first_region,
@@ -139,7 +141,7 @@ pub async fn prepare(
     )
     .await;
     if let Some(role) = &request.role {
-        assume_now(&sdk, &role.role_arn, &cancel).await?;
+        sdk = assume_now(sdk, &role.role_arn, &cancel).await?;
     }
     let regions = if request.regions.is_empty() {
         vec![sdk

@@ -38,6 +38,7 @@ pub mod credentials;
 pub mod error;
 pub mod gated;
 pub mod identity;
+pub mod primed;
 pub(crate) mod retry;
 mod sdk_error;
 pub mod taxonomy;
