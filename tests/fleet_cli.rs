@@ -5,7 +5,9 @@
 //! `fleet init` creates a table; a `tollgate demo` run (the fixture AWS simulator, fake
 //! credentials) with `TOLLGATE_FLEET_TABLE` admits every call under blocks from it, which
 //! `fleet status` then shows; with the table unreachable, `stop` refuses naming the table
-//! and `local-share` warns and goes on.
+//! and `local-share` warns and goes on, and either way the report's `fleet_degraded`
+//! says so; without `TOLLGATE_FLEET_TABLE` nothing of fleet mode runs. `tollgate serve`
+//! reads a `[fleet]` section (environment winning value by value).
 
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -138,10 +140,29 @@ fn stop_mode_refuses_naming_the_table() {
         report.contains("fleet admission is stopped: fleet DynamoDB table tg-unreachable"),
         "{report}"
     );
+    // And the report says, once per key, that the key was stopped.
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let degraded = degraded_keys(&report);
+    assert!(!degraded.is_empty(), "{report}");
+    for d in degraded {
+        assert_eq!(d["mode"], "stop", "{d}");
+        assert!(
+            d["error"].as_str().unwrap().contains("tg-unreachable"),
+            "{d}"
+        );
+    }
+}
+
+/// The report's `fleet_degraded` entries (empty when absent).
+fn degraded_keys(report: &serde_json::Value) -> Vec<serde_json::Value> {
+    report
+        .get("fleet_degraded")
+        .map(|d| d.as_array().expect("fleet_degraded is a list").clone())
+        .unwrap_or_default()
 }
 
 #[test]
-fn local_share_mode_warns_and_completes() {
+fn local_share_mode_warns_completes_and_says_so_in_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let url = unreachable_url();
     let env = [
@@ -149,11 +170,91 @@ fn local_share_mode_warns_and_completes() {
         ("TOLLGATE_FLEET_ENDPOINT_URL", url.as_str()),
         ("TOLLGATE_FLEET_ON_ERROR", "local-share"),
     ];
-    let demo = tollgate(&["demo"], &env, dir.path());
+    let report = dir.path().join("report.json");
+    let demo = tollgate(
+        &["demo", "--output", report.to_str().unwrap()],
+        &env,
+        dir.path(),
+    );
     let all = text(&demo);
     assert!(demo.status.success(), "{all}");
     assert!(all.contains("fleet admission degraded"), "{all}");
     assert!(all.contains("LocalShare"), "{all}");
+    assert!(
+        all.contains("warning: fleet admission was degraded during this scan"),
+        "the summary repeats it: {all}"
+    );
+    // The report lists every key the scan used, each in local share, naming the table.
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    let degraded = degraded_keys(&report);
+    assert!(!degraded.is_empty(), "{report}");
+    for d in &degraded {
+        assert_eq!(d["mode"], "local-share", "{d}");
+        assert!(
+            d["error"].as_str().unwrap().contains("tg-unreachable"),
+            "{d}"
+        );
+        assert!(d["since"].as_str().unwrap().ends_with('Z'), "{d}");
+    }
+    let throttled_keys: Vec<&String> = report["throttling"].as_object().unwrap().keys().collect();
+    for key in throttled_keys {
+        assert!(
+            degraded.iter().any(|d| d["key"] == key.as_str()),
+            "{key} was used by the scan, so it degraded too: {report}"
+        );
+    }
+}
+
+/// A loopback listener that counts the connections made to it.
+fn listener_url() -> (std::net::TcpListener, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    (listener, url)
+}
+
+#[test]
+fn without_a_fleet_table_nothing_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (table_endpoint, url) = listener_url();
+    // Every other fleet variable is set, pointing at a listener: without
+    // TOLLGATE_FLEET_TABLE none of them may be read or used.
+    let env = [
+        ("TOLLGATE_FLEET_ENDPOINT_URL", url.as_str()),
+        ("TOLLGATE_FLEET_ON_ERROR", "stop"),
+        ("TOLLGATE_FLEET_SKEW_MS", "not-a-number"),
+    ];
+    let report = dir.path().join("report.json");
+    let demo = tollgate(
+        &["demo", "--output", report.to_str().unwrap()],
+        &env,
+        dir.path(),
+    );
+    let all = text(&demo);
+    assert!(demo.status.success(), "{all}");
+    assert!(!all.contains("fleet"), "no fleet message: {all}");
+    assert!(
+        matches!(table_endpoint.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "nothing connected to the fleet endpoint"
+    );
+    assert!(
+        !dir.path().join("admission/fleet-host-id").exists(),
+        "no fleet host id was created"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    assert!(report.get("fleet_degraded").is_none(), "{report}");
+    let status = tollgate(&["status", "--json"], &[], dir.path());
+    assert!(status.status.success(), "{}", text(&status));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let keys = status["keys"].as_array().unwrap();
+    assert!(!keys.is_empty(), "the demo's keys are stored: {status}");
+    assert!(
+        keys.iter()
+            .all(|k| k.get("fleet").is_none() && k.get("fleet_degraded").is_none()),
+        "{status}"
+    );
 }
 
 #[test]

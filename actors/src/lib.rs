@@ -55,7 +55,7 @@ pub use fleet::{FleetInstall, FleetSetup, FleetStore};
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
 pub use key::CanonicalKey;
-pub use messages::{BreakerStatus, KeyStatus};
+pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
 pub use remote::{ClientInfo, CoordinationStatus};
 pub use runtime::{
     paused_system, start_in_current_system, start_in_current_system_with_fleet, AdmissionRuntime,

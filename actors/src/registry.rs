@@ -213,6 +213,7 @@ impl Handler<StatusAll> for Registry {
                     storage_failure: None,
                     calendar: None,
                     fleet: None,
+                    fleet_degraded: None,
                 });
             }
             out.sort_by(|a, b| a.key.cmp(&b.key));

@@ -162,6 +162,94 @@ fn a_throttle_seen_by_one_host_slows_every_host() {
     });
 }
 
+/// Admissions in `[from, to)`.
+fn admitted_between(at: &[Timestamp], from: Timestamp, to: Timestamp) -> usize {
+    at.iter().filter(|t| **t >= from && **t < to).count()
+}
+
+#[test]
+fn a_throttle_storm_at_every_host_halves_the_fleet_rate_once_and_slows_every_host_within_one_cooldown(
+) {
+    paused_system().block_on(async {
+        let store = Arc::new(MemoryFleetStore::new());
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let (rate, burst) = (40.0, 10.0);
+        let policy = Policy::new(rate, burst, 10, 4).unwrap();
+        let hosts: Vec<_> = (1..=4)
+            .map(|i| host(&store, &clock, i, OnError::Stop))
+            .collect();
+        let storm_at = START + Duration::from_secs(3);
+        let end = START + Duration::from_secs(9);
+        // One worker per host, asking as fast as the fleet allows; each host's first
+        // grant from `storm_at` on is answered with a throttle: the key is throttled at
+        // every host at once.
+        let mut tasks = Vec::new();
+        for h in &hosts {
+            let (h, clock) = (h.clone(), clock.clone());
+            tasks.push(actix::spawn(async move {
+                let mut at = Vec::new();
+                let mut throttled = false;
+                while tollgate_quota::Clock::now(&*clock) < end {
+                    let slot = h
+                        .reserve(&key(), policy, WaitOptions::default())
+                        .await
+                        .unwrap();
+                    let grant = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+                    let outcome = if !throttled && grant.admitted_at >= storm_at {
+                        throttled = true;
+                        Outcome::Throttled
+                    } else {
+                        Outcome::Success
+                    };
+                    slot.feedback(outcome, &grant);
+                    at.push(grant.admitted_at);
+                }
+                at
+            }));
+        }
+        // Within one cooldown of the storm (sooner: 1.5 s of the 2 s cooldown) every
+        // host's block carries the halved factor, and the item was halved once, not once
+        // per host (four halvings would leave 1/16).
+        let check_at = storm_at + Duration::from_millis(1_500);
+        tokio::time::sleep(check_at.saturating_since(START)).await;
+        let item = store.item(&key().to_string()).unwrap().item;
+        assert_eq!(item.penalty.factor, 0.5, "one storm, one halving");
+        for (i, h) in hosts.iter().enumerate() {
+            let factor = fleet_status(h).await.factor;
+            assert_eq!(factor, 0.5, "host {} is slowed by the fleet factor", i + 1);
+        }
+        let mut per_host = Vec::new();
+        for t in tasks {
+            per_host.push(t.await.unwrap());
+        }
+        // Every host admits less in the 3 s after one cooldown than in the 3 s before the
+        // storm (but still admits: slowed, not stopped).
+        let cooldown = tollgate_quota::fleet::FLEET_COOLDOWN;
+        let before = (START, storm_at);
+        let after = (
+            storm_at + cooldown,
+            storm_at + cooldown + Duration::from_secs(3),
+        );
+        let mut after_total = 0;
+        for (i, at) in per_host.iter().enumerate() {
+            let b = admitted_between(at, before.0, before.1);
+            let a = admitted_between(at, after.0, after.1);
+            eprintln!("host {}: {b} admissions before the storm, {a} after", i + 1);
+            assert!(a > 0 && a < b, "host {}: {b} before, {a} after", i + 1);
+            after_total += a;
+        }
+        // The fleet as a whole: at most the burst plus 3 s at the penalised rate (the
+        // factor is 1/2 and recovers by 1/16 per quiet cooldown: at most 5/8 here), and
+        // at least 3 s at a quarter of the rate (the storm did not count four times).
+        let most = burst + rate * 0.625 * 3.0;
+        let least = rate * 0.25 * 3.0;
+        assert!(
+            (after_total as f64) <= most && (after_total as f64) >= least,
+            "{after_total} admissions in the 3 s after one cooldown, expected {least}..={most}"
+        );
+    });
+}
+
 #[test]
 fn fleet_retries_stop_when_the_shared_allowance_is_empty() {
     paused_system().block_on(async {

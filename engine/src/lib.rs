@@ -15,7 +15,8 @@
 //!   quota actors on a simulated clock.
 //! - [`regions`]: the AWS regions a request may name.
 //! - [`output`]: the JSON report; [`dataset`], [`request`]: what a scan asks for;
-//!   [`throttling`]: the per-key "throttled gaps" tally.
+//!   [`throttling`]: the per-key "throttled gaps" tally; [`fleet_degraded`]: the report's
+//!   note of keys whose fleet admission degraded during the scan.
 #![forbid(unsafe_code)]
 
 pub mod aws;
@@ -29,6 +30,7 @@ pub use engine::{Engine, EngineError};
 pub mod collectors;
 pub mod dataset;
 pub mod discovery;
+pub mod fleet_degraded;
 pub mod output;
 pub mod regions;
 pub mod replay;

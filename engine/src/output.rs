@@ -1,7 +1,9 @@
 //! The discovery report: what `tollgate discover` prints and `Discovery::report` returns.
 //!
 //! One JSON document per scan:
-//! `{scan_id, partition, account, regions, started_at, finished_at, datasets, throttling}`.
+//! `{scan_id, partition, account, regions, started_at, finished_at, datasets, throttling}`,
+//! plus `fleet_degraded` when, in fleet mode, a key the scan used admitted without the
+//! fleet table (see [`FleetDegraded`]).
 //! Every dataset carries a `status` so a reader can tell a complete list from a short one:
 //! a dataset that lost calls to throttling, retry exhaustion or the deadline is `partial`,
 //! one whose listing failed outright is `failed`, one stopped by cancellation is
@@ -39,6 +41,11 @@ pub struct DiscoveryReport {
     pub datasets: BTreeMap<String, DatasetReport>,
     /// The throttled gaps: per quota key, what throttling cost this scan.
     pub throttling: BTreeMap<String, KeyThrottling>,
+    /// Fleet mode only: the keys of this scan whose fleet admission was degraded while it
+    /// ran (the fleet table failed; the key admitted from a local share of its rate, or
+    /// refused). Absent when there were none, and without fleet mode.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fleet_degraded: Vec<FleetDegraded>,
 }
 
 impl DiscoveryReport {
@@ -205,6 +212,24 @@ impl KeyThrottling {
     pub fn is_quiet(&self) -> bool {
         *self == KeyThrottling::default()
     }
+}
+
+/// One key that admitted without the fleet table during the scan (docs/fleet.md,
+/// "Degraded mode").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetDegraded {
+    /// The canonical quota key.
+    pub key: String,
+    /// `local-share` (admitted at the key's rate divided by the hosts seen) or `stop`
+    /// (requests refused).
+    pub mode: String,
+    /// The table's error that degraded the key; it names the table.
+    pub error: String,
+    /// When the key left fleet mode, RFC 3339 UTC.
+    pub since: String,
+    /// When the table answered again; `null` if the key was still degraded when the
+    /// scan finished.
+    pub rejoined_at: Option<String>,
 }
 
 /// RFC 3339 UTC with millisecond precision, for `started_at`/`finished_at`.

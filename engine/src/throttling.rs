@@ -6,7 +6,7 @@
 //! gave up, so the report can say where the account pushed back without anyone parsing
 //! telemetry.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use crate::aws::telemetry::{AttemptEvent, AttemptOutcome, RetryOutcome, TelemetrySink};
@@ -26,6 +26,15 @@ impl ScanTelemetry {
             user,
             tallies: Arc::default(),
         }
+    }
+
+    /// Every quota key one scan has used so far (quiet ones too).
+    pub fn keys(&self, scan_id: &str) -> BTreeSet<String> {
+        let tallies = self.tallies.lock().unwrap_or_else(|e| e.into_inner());
+        tallies
+            .get(scan_id)
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Take (and forget) one scan's tally; keys with nothing to report are left out.
@@ -118,6 +127,11 @@ mod tests {
         assert_eq!(t.throttled_responses, 3);
         assert_eq!(t.retries, 2);
         assert_eq!(t.gave_up_calls, 1);
+        assert_eq!(
+            sink.keys("b").into_iter().collect::<Vec<_>>(),
+            ["aws/123456789012/us-east-1/kms:GetKeyLastUsage"],
+            "quiet keys are still keys the scan used"
+        );
         assert!(sink.take("b").is_empty(), "quiet keys are left out");
         assert!(sink.take("a").is_empty(), "taken once");
     }

@@ -6,7 +6,8 @@
 //! crate is the AWS side: the store over the SDK, the item layout, table setup, settings.
 //!
 //! # Layout
-//! - [`settings`]: `TOLLGATE_FLEET_*` validated into [`FleetSettings`].
+//! - [`settings`]: `TOLLGATE_FLEET_*` (and the service's `[fleet]` values) validated
+//!   into [`FleetSettings`].
 //! - [`layout`]: the item's attributes (the one place they are written down in code).
 //! - [`dynamo`]: [`DynamoFleetStore`], GetItem / conditional PutItem, request counting.
 //! - [`classify`]: SDK errors → unreachable / throttled / access denied / no table.
@@ -24,21 +25,24 @@ pub mod table;
 use std::sync::Arc;
 
 pub use dynamo::DynamoFleetStore;
-pub use settings::{FleetSettings, SettingsError};
+pub use settings::{FleetSettings, FleetValues, SettingsError};
 use tollgate_actors::fleet::FleetInstall;
 
 /// Read `TOLLGATE_FLEET_*`; when a table is set, install fleet mode for every coordinator
 /// this process starts and return its store (whose request counter the benchmark reads).
 /// `Ok(None)`: no table set, nothing changes.
 pub fn install_from_env() -> Result<Option<DynamoFleetStore>, SettingsError> {
-    let Some(settings) = FleetSettings::from_env()? else {
-        return Ok(None);
-    };
+    Ok(FleetSettings::from_env()?.map(install))
+}
+
+/// Install fleet mode on `settings` for every coordinator this process starts from now on
+/// (replacing an earlier install); returns its store.
+pub fn install(settings: FleetSettings) -> DynamoFleetStore {
     let store = DynamoFleetStore::new(settings.clone());
     FleetInstall {
         store: Arc::new(store.clone()),
         config: settings.config,
     }
     .install_for_this_process();
-    Ok(Some(store))
+    store
 }

@@ -1,4 +1,5 @@
-//! Fleet settings from the environment, validated once at the edge.
+//! Fleet settings from the environment (and, for `tollgate serve`, the service
+//! configuration's `[fleet]` section), validated once at the edge.
 //!
 //! | variable                      | meaning                                         | default        |
 //! |-------------------------------|-------------------------------------------------|----------------|
@@ -9,6 +10,11 @@
 //! | `TOLLGATE_FLEET_ON_ERROR`     | `local-share` or `stop`                         | `local-share`  |
 //!
 //! Credentials come from the usual chain (environment, profile, instance role).
+//!
+//! Where both give a value, the environment wins, value by value ([`FleetValues::or`]):
+//! every other tollgate command on the host reads only the environment, so a variable
+//! means the same to all of them, and an operator can override one value (say
+//! `TOLLGATE_FLEET_ON_ERROR=stop` during an incident) without editing a shared file.
 
 use std::time::Duration;
 
@@ -40,8 +46,134 @@ pub struct SettingsError {
     pub problem: String,
 }
 
+/// Fleet settings as one source gives them (the environment, or the service's `[fleet]`
+/// section): each value present is checked, none is required yet. Sources are combined
+/// with [`FleetValues::or`], then [`FleetValues::settings`] says whether fleet mode is on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FleetValues {
+    pub table: Option<String>,
+    pub region: Option<String>,
+    pub endpoint_url: Option<String>,
+    pub skew: Option<Duration>,
+    pub on_error: Option<OnError>,
+}
+
+impl FleetValues {
+    /// The `TOLLGATE_FLEET_*` variables that are set (empty counts as unset), checked.
+    pub fn from_env() -> Result<FleetValues, SettingsError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// As [`FleetValues::from_env`], reading variables through `get` (tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<FleetValues, SettingsError> {
+        let non_empty = |name: &str| {
+            get(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let fail = |variable: &'static str| move |problem| SettingsError { variable, problem };
+        let table = non_empty(TABLE_ENV);
+        if let Some(t) = &table {
+            check_table(t).map_err(fail(TABLE_ENV))?;
+        }
+        let skew = match non_empty(SKEW_ENV) {
+            None => None,
+            Some(v) => Some(
+                v.parse::<i64>()
+                    .map_err(|_| skew_problem(&v))
+                    .and_then(check_skew_ms)
+                    .map_err(fail(SKEW_ENV))?,
+            ),
+        };
+        let on_error = match non_empty(ON_ERROR_ENV) {
+            None => None,
+            Some(v) => Some(v.parse().map_err(fail(ON_ERROR_ENV))?),
+        };
+        let endpoint_url = non_empty(ENDPOINT_ENV);
+        if let Some(url) = &endpoint_url {
+            check_endpoint_url(url).map_err(fail(ENDPOINT_ENV))?;
+        }
+        Ok(FleetValues {
+            table,
+            region: non_empty(REGION_ENV),
+            endpoint_url,
+            skew,
+            on_error,
+        })
+    }
+
+    /// Each of `self`'s values, and `fallback`'s where `self` has none.
+    pub fn or(self, fallback: FleetValues) -> FleetValues {
+        FleetValues {
+            table: self.table.or(fallback.table),
+            region: self.region.or(fallback.region),
+            endpoint_url: self.endpoint_url.or(fallback.endpoint_url),
+            skew: self.skew.or(fallback.skew),
+            on_error: self.on_error.or(fallback.on_error),
+        }
+    }
+
+    /// The settings with defaults filled in; `None` without a table (no fleet mode).
+    pub fn settings(self) -> Option<FleetSettings> {
+        Some(FleetSettings {
+            table: self.table?,
+            region: self.region,
+            endpoint_url: self.endpoint_url,
+            config: FleetConfig {
+                skew: self.skew.unwrap_or(tollgate_quota::fleet::DEFAULT_SKEW),
+                spend_for: BLOCK_SPEND_FOR,
+                on_error: self.on_error.unwrap_or_default(),
+            },
+        })
+    }
+}
+
+/// A DynamoDB table name: 3 to 255 of `a-z A-Z 0-9 _ - .`.
+pub fn check_table(table: &str) -> Result<(), String> {
+    let valid = (3..=255).contains(&table.len())
+        && table
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "{table:?} is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)"
+        ))
+    }
+}
+
+/// A skew bound in milliseconds, from 0 to [`MAX_SKEW`].
+pub fn check_skew_ms(ms: i64) -> Result<Duration, String> {
+    match u64::try_from(ms) {
+        Ok(ms) if Duration::from_millis(ms) <= MAX_SKEW => Ok(Duration::from_millis(ms)),
+        _ => Err(skew_problem(&ms.to_string())),
+    }
+}
+
+fn skew_problem(value: &str) -> String {
+    format!(
+        "{value:?} is not a whole number of milliseconds from 0 to {}",
+        MAX_SKEW.as_millis()
+    )
+}
+
+/// An endpoint URL: `http://` or `https://` and a host.
+pub fn check_endpoint_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.starts_with('/') => Ok(()),
+        _ => Err(format!(
+            "{url:?} is not an endpoint URL (http://HOST[:PORT] or https://...)"
+        )),
+    }
+}
+
 impl FleetSettings {
-    /// The settings in the environment; `None` when `TOLLGATE_FLEET_TABLE` is unset or empty.
+    /// The settings in the environment; `None` when `TOLLGATE_FLEET_TABLE` is unset or
+    /// empty (then no other `TOLLGATE_FLEET_*` variable is read: nothing changes).
     pub fn from_env() -> Result<Option<FleetSettings>, SettingsError> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
@@ -50,54 +182,10 @@ impl FleetSettings {
     pub fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<FleetSettings>, SettingsError> {
-        let non_empty = |name: &str| get(name).filter(|v| !v.trim().is_empty());
-        let Some(table) = non_empty(TABLE_ENV) else {
+        if get(TABLE_ENV).is_none_or(|t| t.trim().is_empty()) {
             return Ok(None);
-        };
-        let valid_name = (3..=255).contains(&table.len())
-            && table
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-        if !valid_name {
-            return Err(SettingsError {
-                variable: TABLE_ENV,
-                problem: format!(
-                    "{table:?} is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)"
-                ),
-            });
         }
-        let skew = match non_empty(SKEW_ENV) {
-            None => tollgate_quota::fleet::DEFAULT_SKEW,
-            Some(v) => match v.trim().parse::<u64>() {
-                Ok(ms) if Duration::from_millis(ms) <= MAX_SKEW => Duration::from_millis(ms),
-                _ => {
-                    return Err(SettingsError {
-                        variable: SKEW_ENV,
-                        problem: format!(
-                            "{v:?} is not a whole number of milliseconds from 0 to {}",
-                            MAX_SKEW.as_millis()
-                        ),
-                    })
-                }
-            },
-        };
-        let on_error = match non_empty(ON_ERROR_ENV) {
-            None => OnError::default(),
-            Some(v) => v.trim().parse().map_err(|problem| SettingsError {
-                variable: ON_ERROR_ENV,
-                problem,
-            })?,
-        };
-        Ok(Some(FleetSettings {
-            table,
-            region: non_empty(REGION_ENV),
-            endpoint_url: non_empty(ENDPOINT_ENV),
-            config: FleetConfig {
-                skew,
-                spend_for: BLOCK_SPEND_FOR,
-                on_error,
-            },
-        }))
+        Ok(FleetValues::from_lookup(get)?.settings())
     }
 }
 
@@ -145,6 +233,50 @@ mod tests {
     }
 
     #[test]
+    fn other_variables_are_not_read_without_a_table() {
+        assert_eq!(
+            FleetSettings::from_lookup(lookup(&[(SKEW_ENV, "soon")])),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn each_value_of_the_first_source_wins_and_the_rest_fall_back() {
+        let env = FleetValues {
+            on_error: Some(OnError::Stop),
+            ..FleetValues::default()
+        };
+        let file = FleetValues {
+            table: Some("from-file".into()),
+            on_error: Some(OnError::LocalShare),
+            skew: Some(Duration::from_millis(300)),
+            ..FleetValues::default()
+        };
+        let s = env.or(file).settings().unwrap();
+        assert_eq!(s.table, "from-file");
+        assert_eq!(s.config.on_error, OnError::Stop);
+        assert_eq!(s.config.skew, Duration::from_millis(300));
+        assert_eq!(
+            FleetValues::default().settings(),
+            None,
+            "no table, no fleet"
+        );
+    }
+
+    #[test]
+    fn checks_say_what_is_wrong() {
+        assert!(check_table("ok-table").is_ok());
+        assert!(check_table("x").unwrap_err().contains("table name"));
+        assert_eq!(check_skew_ms(60_000), Ok(MAX_SKEW));
+        assert!(check_skew_ms(60_001).is_err());
+        assert!(check_skew_ms(-1).is_err());
+        assert!(check_endpoint_url("http://127.0.0.1:4567").is_ok());
+        assert!(check_endpoint_url("https://dynamodb.eu-west-1.amazonaws.com").is_ok());
+        assert!(check_endpoint_url("127.0.0.1:4567").is_err());
+        assert!(check_endpoint_url("http://").is_err());
+    }
+
+    #[test]
     fn bad_values_name_the_variable() {
         for (pairs, var) in [
             (vec![(TABLE_ENV, "a b")], TABLE_ENV),
@@ -156,6 +288,10 @@ mod tests {
             (
                 vec![(TABLE_ENV, "ok-table"), (ON_ERROR_ENV, "full")],
                 ON_ERROR_ENV,
+            ),
+            (
+                vec![(TABLE_ENV, "ok-table"), (ENDPOINT_ENV, "localhost:4567")],
+                ENDPOINT_ENV,
             ),
         ] {
             let e = FleetSettings::from_lookup(lookup(&pairs)).unwrap_err();

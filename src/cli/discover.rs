@@ -363,6 +363,25 @@ fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
             )?;
         }
     }
+    if !report.fleet_degraded.is_empty() {
+        writeln!(
+            err,
+            "warning: fleet admission was degraded during this scan (the fleet table \
+             failed; `fleet_degraded` in the report):"
+        )?;
+        for d in &report.fleet_degraded {
+            let rejoined = d
+                .rejoined_at
+                .as_deref()
+                .map(|at| format!(", rejoined {at}"))
+                .unwrap_or_else(|| ", still degraded".to_string());
+            writeln!(
+                err,
+                "  {} {} since {}{rejoined}: {}",
+                d.key, d.mode, d.since, d.error
+            )?;
+        }
+    }
     Ok(())
 }
 

@@ -51,6 +51,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(path) => ServiceConfig::load(path)?,
         None => ServiceConfig::default(),
     };
+    // `[fleet]`: fleet mode for this coordinator (replacing what `TOLLGATE_FLEET_*` alone
+    // installed); a variable that is set wins over the file's value (docs/fleet.md).
+    if let Some(file) = &service_config.fleet {
+        let env = tollgate_fleet::FleetValues::from_env()?;
+        if let Some(settings) = env.or(file.clone()).settings() {
+            tollgate_fleet::install(settings);
+        }
+    }
     let state_dir = StateDir::resolve(&StateDirEnv::from_process_env())?;
     let dir = AdmissionDir::resolve(&config.dir_env)?;
     let telemetry: Option<Arc<dyn TelemetrySink>> = match args.telemetry.as_deref() {

@@ -47,6 +47,9 @@ struct KeyReport {
     /// Fleet mode on this host: mode (fleet / local-share / stop), block, last error.
     #[serde(skip_serializing_if = "Option::is_none")]
     fleet: Option<tollgate_quota::fleet::FleetView>,
+    /// The key's latest degraded spell (mode, error, since, rejoined_at), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fleet_degraded: Option<tollgate_actors::FleetDegradedSpell>,
 }
 
 /// The stored counter of an allowance key's record.
@@ -130,6 +133,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
                     state: state.snapshot(now),
                     calendar,
                     fleet: None,
+                    fleet_degraded: None,
                 });
             }
             opened.store.mark_clean_shutdown()?;
@@ -147,6 +151,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
                     state: k.state,
                     calendar: k.calendar,
                     fleet: k.fleet,
+                    fleet_degraded: k.fleet_degraded,
                 })
                 .collect();
         }

@@ -26,7 +26,7 @@ pub use feedback::Feedback;
 pub use pause::Pause;
 pub use release::{Release, ReleaseOwner};
 pub use reserve::Reserve;
-pub use status::{AllowanceStatus, CalendarStatus, KeyStatus, Status};
+pub use status::{AllowanceStatus, CalendarStatus, FleetDegradedSpell, KeyStatus, Status};
 
 /// Identifies a waiter for cancellation: the scan (or other scope) it belongs to, the
 /// process that sent it, and the connection it came through.

@@ -2,7 +2,8 @@
 
 use actix::Message;
 use serde::{Deserialize, Serialize};
-use tollgate_quota::{QuotaSnapshot, WallClock};
+use tollgate_quota::fleet::FleetMode;
+use tollgate_quota::{QuotaSnapshot, Timestamp, WallClock};
 
 /// Ask for the key's state.
 #[derive(Debug, Clone, Copy, Message)]
@@ -28,6 +29,44 @@ pub struct KeyStatus {
     /// Fleet mode's state of the key on this host (absent without fleet mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<tollgate_quota::fleet::FleetView>,
+    /// The key's latest spell of degraded fleet mode on this host, kept after it rejoins
+    /// (absent when it never degraded, and from older coordinators).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet_degraded: Option<FleetDegradedSpell>,
+}
+
+/// A spell during which a key admitted without the fleet table (local share or stop).
+///
+/// Why keep it after the key rejoins: a scan's report must say that some of its calls
+/// were admitted (or refused) in degraded mode, and the scan may finish after the table
+/// answers again. Only the latest spell is kept; a report asks right when its scan ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetDegradedSpell {
+    /// `local-share` or `stop`.
+    pub mode: FleetMode,
+    /// The table's error that started the spell (names the table).
+    pub error: String,
+    /// When the key left fleet mode (the coordinator's clock).
+    pub since: Timestamp,
+    /// When the table answered again; `None` while the spell lasts.
+    pub rejoined_at: Option<Timestamp>,
+}
+
+impl FleetDegradedSpell {
+    /// A spell starting at `at`.
+    pub fn began(mode: FleetMode, error: String, at: Timestamp) -> Self {
+        FleetDegradedSpell {
+            mode,
+            error,
+            since: at,
+            rejoined_at: None,
+        }
+    }
+
+    /// Whether the spell overlaps `[from, to]`.
+    pub fn overlaps(&self, from: Timestamp, to: Timestamp) -> bool {
+        self.since <= to && self.rejoined_at.is_none_or(|end| end >= from)
+    }
 }
 
 /// A scheduled key's policy in force, or an allowance key's use.

@@ -19,6 +19,7 @@ use tollgate_quota::Timestamp;
 
 use super::QuotaActor;
 use crate::fleet::{exchange, FleetError, FleetErrorKind, FleetSetup, Versioned};
+use crate::messages::FleetDegradedSpell;
 
 /// After a request lost every write to other hosts, ask again this much later.
 const CONTENTION_RETRY: Duration = Duration::from_millis(20);
@@ -42,6 +43,8 @@ pub(super) struct FleetKey {
     pub(super) asked: bool,
     /// The last grant, for status.
     pub(super) last: Option<BlockGrant>,
+    /// The latest degraded spell, for status and scan reports.
+    pub(super) spell: Option<FleetDegradedSpell>,
 }
 
 impl FleetKey {
@@ -55,6 +58,7 @@ impl FleetKey {
             blocked: None,
             asked: false,
             last: None,
+            spell: None,
         }
     }
 
@@ -138,6 +142,7 @@ impl QuotaActor {
         };
         match transition {
             Some(Transition::Degraded { mode, error }) => {
+                f.spell = Some(FleetDegradedSpell::began(mode, error.clone(), now));
                 let view = f.ledger.view();
                 tracing::warn!(
                     key = %key,
@@ -148,6 +153,9 @@ impl QuotaActor {
                 );
             }
             Some(Transition::Rejoined) => {
+                if let Some(spell) = f.spell.as_mut() {
+                    spell.rejoined_at = Some(now);
+                }
                 tracing::warn!(key = %key, table = %f.setup.store.describe(), "fleet admission rejoined: the table answers again");
             }
             None => {}

@@ -411,6 +411,7 @@ impl QuotaActor {
             storage_failure: self.failure(),
             calendar: self.calendar.status(now),
             fleet: self.fleet.as_ref().map(|f| f.ledger.view()),
+            fleet_degraded: self.fleet.as_ref().and_then(|f| f.spell.clone()),
         }
     }
 }

@@ -10,7 +10,8 @@
 //!    the scan id, collector, dataset, deadline and cancellation token — so every attempt
 //!    is attributed and bounded.
 //! 3. Each collector sends `DatasetFinished`; when all have, the report is assembled and
-//!    handed to every `AwaitReport` waiter.
+//!    handed to every `AwaitReport` waiter. In fleet mode the coordinator is asked first
+//!    which of the scan's keys degraded while it ran ([`crate::fleet_degraded`]).
 //!
 //! Cancellation (`CancelScan`) fires the scan's token (in-flight requests abort, queued
 //! attempts never dispatch), removes the scan's queued admission waiters with
@@ -31,6 +32,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::clock::unix_now;
+use tollgate_actors::FleetInstall;
 use tollgate_quota::Timestamp;
 
 pub use messages::{
@@ -41,7 +43,9 @@ pub use messages::{
 use crate::aws::{CallContext, ScanId};
 use crate::collectors::{CollectorActor, CollectorRun, Progress};
 use crate::dataset::Dataset;
-use crate::output::{rfc3339, DatasetReport, DatasetStatus, DiscoveryReport, Reason};
+use crate::output::{
+    rfc3339, DatasetReport, DatasetStatus, DiscoveryReport, FleetDegraded, Reason,
+};
 use crate::request::{DiscoveryRequest, RequestError};
 pub use crate::scan_setup::SupervisorDeps;
 use crate::scan_setup::{self, ScanSetup, SetupError};
@@ -65,7 +69,16 @@ struct Scan {
     setup: Option<Arc<ScanSetup>>,
     cancelled: bool,
     waiters: Vec<oneshot::Sender<Result<DiscoveryReport, UnknownScan>>>,
+    /// Every dataset is in; the report is being assembled (no dataset report changes).
+    finishing: bool,
     finished: Option<DiscoveryReport>,
+}
+
+impl Scan {
+    /// Nothing may change the scan's datasets any more.
+    fn closed(&self) -> bool {
+        self.finishing || self.finished.is_some()
+    }
 }
 
 impl Supervisor {
@@ -96,7 +109,7 @@ impl Supervisor {
         let Some(scan) = self.scans.get_mut(&scan_id) else {
             return;
         };
-        if scan.finished.is_some() {
+        if scan.closed() {
             return;
         }
         let setup = match setup {
@@ -111,7 +124,7 @@ impl Supervisor {
                     scan.reports
                         .insert(*dataset, unfinished(status, &e.to_string()));
                 }
-                self.finish_if_done(scan_id);
+                self.finish_if_done(scan_id, ctx);
                 return;
             }
         };
@@ -126,7 +139,7 @@ impl Supervisor {
                     ),
                 );
             }
-            self.finish_if_done(scan_id);
+            self.finish_if_done(scan_id, ctx);
             return;
         }
         for (dataset, progress) in &scan.progress {
@@ -152,11 +165,11 @@ impl Supervisor {
     /// After a cancellation or the deadline: give collectors [`STOP_GRACE`], then report
     /// whatever has not arrived.
     fn stop_later(&mut self, scan_id: ScanId, ctx: &mut Context<Self>, why: DatasetStatus) {
-        ctx.run_later(STOP_GRACE, move |act, _| {
+        ctx.run_later(STOP_GRACE, move |act, ctx| {
             let Some(scan) = act.scans.get_mut(&scan_id) else {
                 return;
             };
-            if scan.finished.is_some() {
+            if scan.closed() {
                 return;
             }
             let message = match why {
@@ -170,15 +183,45 @@ impl Supervisor {
                     .entry(*dataset)
                     .or_insert_with(|| unfinished(why, message));
             }
-            act.finish_if_done(scan_id);
+            act.finish_if_done(scan_id, ctx);
         });
     }
 
-    fn finish_if_done(&mut self, scan_id: ScanId) {
+    /// Every dataset is in: close the scan, ask (in fleet mode) which of its keys
+    /// degraded, then assemble the report.
+    fn finish_if_done(&mut self, scan_id: ScanId, ctx: &mut Context<Self>) {
         let Some(scan) = self.scans.get_mut(&scan_id) else {
             return;
         };
-        if scan.finished.is_some() || scan.reports.len() < scan.progress.len() {
+        if scan.closed() || scan.reports.len() < scan.progress.len() {
+            return;
+        }
+        scan.finishing = true;
+        // Nothing of this scan may wait for admission any longer.
+        scan.cancel.cancel();
+        let finished_at = unix_now();
+        let used = self.deps.telemetry.keys(&scan_id.to_string());
+        if FleetInstall::for_this_process().is_none() || used.is_empty() {
+            self.complete(scan_id, finished_at, Vec::new());
+            return;
+        }
+        let ask = crate::fleet_degraded::ask(
+            self.deps.admission.clone(),
+            used,
+            scan.started_at,
+            finished_at,
+        );
+        ctx.spawn(wrap_future::<_, Self>(ask).map(move |degraded, act, _| {
+            act.complete(scan_id, finished_at, degraded);
+        }));
+    }
+
+    /// Assemble the report and hand it to every waiter.
+    fn complete(&mut self, scan_id: ScanId, finished_at: Timestamp, degraded: Vec<FleetDegraded>) {
+        let Some(scan) = self.scans.get_mut(&scan_id) else {
+            return;
+        };
+        if scan.finished.is_some() {
             return;
         }
         let setup = scan.setup.as_deref();
@@ -193,16 +236,15 @@ impl Supervisor {
                 .map(|s| s.regions.clone())
                 .unwrap_or_else(|| scan.request.regions.clone()),
             started_at: rfc3339(scan.started_at),
-            finished_at: rfc3339(unix_now()),
+            finished_at: rfc3339(finished_at),
             datasets: scan
                 .reports
                 .iter()
                 .map(|(d, r)| (d.name().to_string(), r.clone()))
                 .collect(),
             throttling: self.deps.telemetry.take(&scan_id.to_string()),
+            fleet_degraded: degraded,
         };
-        // Nothing of this scan may wait for admission any longer.
-        scan.cancel.cancel();
         for waiter in scan.waiters.drain(..) {
             let _ = waiter.send(Ok(report.clone()));
         }
@@ -259,6 +301,7 @@ impl Handler<StartScan> for Supervisor {
                 setup: None,
                 cancelled: false,
                 waiters: Vec::new(),
+                finishing: false,
                 finished: None,
             },
         );
@@ -291,7 +334,7 @@ impl Handler<CancelScan> for Supervisor {
         let Some(scan) = self.scans.get_mut(&scan_id) else {
             return false;
         };
-        if scan.finished.is_some() || scan.cancelled {
+        if scan.closed() || scan.cancelled {
             return false;
         }
         scan.cancelled = true;
@@ -349,11 +392,11 @@ impl Handler<ForgetScan> for Supervisor {
 impl Handler<DatasetFinished> for Supervisor {
     type Result = ();
 
-    fn handle(&mut self, msg: DatasetFinished, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: DatasetFinished, ctx: &mut Context<Self>) {
         let Some(scan) = self.scans.get_mut(&msg.scan_id) else {
             return;
         };
-        if scan.finished.is_some() {
+        if scan.closed() {
             return;
         }
         let mut report = msg.report;
@@ -363,6 +406,6 @@ impl Handler<DatasetFinished> for Supervisor {
             report.status = DatasetStatus::Cancelled;
         }
         scan.reports.insert(msg.dataset, report);
-        self.finish_if_done(msg.scan_id);
+        self.finish_if_done(msg.scan_id, ctx);
     }
 }

@@ -24,9 +24,19 @@
 //! target = "prod"
 //! cron = "30 2 * * *"               # 5 fields, croner syntax
 //! timezone = "Europe/Berlin"        # IANA name
+//!
+//! [fleet]                           # optional: fleet mode (docs/fleet.md)
+//! table = "tollgate-fleet"          # required in the section
+//! region = "eu-west-1"              # optional (default: the SDK's region chain)
+//! endpoint_url = "http://127.0.0.1:4567"  # optional (dynalite in tests)
+//! skew_ms = 1000                    # optional, 0..=60000 (default 1000)
+//! on_error = "local-share"          # or "stop" (default local-share)
 //! ```
+//!
+//! `TOLLGATE_FLEET_*` in the environment win over `[fleet]`, value by value.
 
 mod error;
+mod fleet;
 mod raw;
 
 use std::collections::BTreeMap;
@@ -37,6 +47,7 @@ use std::time::Duration;
 pub use error::ConfigError;
 use error::Locator;
 use tollgate_engine::DiscoveryRequest;
+use tollgate_fleet::FleetValues;
 
 use crate::duration::parse_duration;
 use crate::scan_request::ScanFields;
@@ -64,6 +75,8 @@ pub struct ServiceConfig {
     pub targets: BTreeMap<String, DiscoveryRequest>,
     /// `[[schedule]]` entries, each naming a target.
     pub schedules: Vec<ScheduleEntry>,
+    /// `[fleet]`, checked; `tollgate serve` lets `TOLLGATE_FLEET_*` win over each value.
+    pub fleet: Option<FleetValues>,
 }
 
 /// How much history is kept: the newest `reports_per_target` finished scans per target
@@ -94,6 +107,7 @@ impl Default for ServiceConfig {
             catch_up: true,
             targets: BTreeMap::new(),
             schedules: Vec::new(),
+            fleet: None,
         }
     }
 }
@@ -246,6 +260,7 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
             next: Arc::new(CronNext(cron)),
         });
     }
+    let fleet = raw.fleet.map(|f| fleet::validate(at, f)).transpose()?;
     Ok(ServiceConfig {
         max_concurrent_scans: NonZeroUsize::new(max).expect("checked positive"),
         retention: Retention {
@@ -255,6 +270,7 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
         catch_up: service.catch_up.unwrap_or(true),
         targets,
         schedules,
+        fleet,
     })
 }
 

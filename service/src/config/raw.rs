@@ -18,6 +18,8 @@ pub struct RawConfig {
     /// `[[schedule]]`.
     #[serde(default)]
     pub schedule: Vec<RawSchedule>,
+    /// `[fleet]`.
+    pub fleet: Option<RawFleet>,
 }
 
 /// `[service]`.
@@ -59,4 +61,15 @@ pub struct RawSchedule {
     pub target: Spanned<String>,
     pub cron: Spanned<String>,
     pub timezone: Spanned<String>,
+}
+
+/// `[fleet]`: fleet mode's table and settings (`TOLLGATE_FLEET_*` in the environment).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFleet {
+    pub table: Spanned<String>,
+    pub region: Option<Spanned<String>>,
+    pub endpoint_url: Option<Spanned<String>>,
+    pub skew_ms: Option<Spanned<i64>>,
+    pub on_error: Option<Spanned<String>>,
 }

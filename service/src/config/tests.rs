@@ -155,3 +155,63 @@ fn schedules_name_a_target_a_cron_pattern_and_a_zone() {
         );
     }
 }
+
+#[test]
+fn a_fleet_section_is_read_into_checked_values() {
+    let config = parse(
+        "[fleet]\ntable = \"tollgate-fleet\"\nregion = \"eu-west-1\"\nendpoint_url = \"http://127.0.0.1:4567\"\nskew_ms = 250\non_error = \"stop\"\n",
+    )
+    .unwrap();
+    let fleet = config.fleet.unwrap();
+    assert_eq!(fleet.table.as_deref(), Some("tollgate-fleet"));
+    assert_eq!(fleet.region.as_deref(), Some("eu-west-1"));
+    assert_eq!(fleet.endpoint_url.as_deref(), Some("http://127.0.0.1:4567"));
+    assert_eq!(fleet.skew, Some(Duration::from_millis(250)));
+    assert_eq!(fleet.on_error, Some(tollgate_quota::fleet::OnError::Stop));
+    assert_eq!(parse("").unwrap().fleet, None, "no section, no fleet mode");
+}
+
+#[test]
+fn a_bad_fleet_value_names_file_line_and_key() {
+    for (text, line, key, says) in [
+        ("[fleet]\ntable = \"t\"\n", 2, "fleet.table", "table name"),
+        (
+            "[fleet]\ntable = \"ok-table\"\nskew_ms = 90000\n",
+            3,
+            "fleet.skew_ms",
+            "milliseconds",
+        ),
+        (
+            "[fleet]\ntable = \"ok-table\"\non_error = \"full\"\n",
+            3,
+            "fleet.on_error",
+            "local-share",
+        ),
+        (
+            "[fleet]\ntable = \"ok-table\"\nendpoint_url = \"127.0.0.1:4567\"\n",
+            3,
+            "fleet.endpoint_url",
+            "endpoint URL",
+        ),
+        (
+            "[fleet]\ntable = \"ok-table\"\nregion = \"EU West\"\n",
+            3,
+            "fleet.region",
+            "region",
+        ),
+        (
+            "[fleet]\ntable = \"ok-table\"\nskew = 5\n",
+            3,
+            "skew",
+            "unknown field",
+        ),
+    ] {
+        let err = parse(text).unwrap_err();
+        assert_eq!(err.line, Some(line), "{text}: {err}");
+        assert_eq!(err.key.as_deref(), Some(key), "{text}: {err}");
+        assert!(err.to_string().starts_with("/etc/tollgate.toml:"), "{err}");
+        assert!(err.message.contains(says), "{text}: {err}");
+    }
+    let missing = parse("[fleet]\non_error = \"stop\"\n").unwrap_err();
+    assert!(missing.message.contains("table"), "{missing}");
+}

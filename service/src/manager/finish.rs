@@ -58,6 +58,7 @@ fn unstarted_report(
             })
             .collect(),
         throttling: Default::default(),
+        fleet_degraded: Vec::new(),
     }
 }
 
