@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use tollgate_quota::fleet::{FleetConfig, OnError, BLOCK_SPEND_FOR};
+use tollgate_quota::fleet::{FleetConfig, OnError, BLOCK_REFRESH};
 
 pub const TABLE_ENV: &str = "TOLLGATE_FLEET_TABLE";
 pub const REGION_ENV: &str = "TOLLGATE_FLEET_REGION";
@@ -94,7 +94,7 @@ impl FleetSettings {
             endpoint_url: non_empty(ENDPOINT_ENV),
             config: FleetConfig {
                 skew,
-                spend_for: BLOCK_SPEND_FOR,
+                refresh: BLOCK_REFRESH,
                 on_error,
             },
         }))
