@@ -160,7 +160,8 @@ mod tests {
     fn the_ttl_counts_from_the_latest_instant_the_item_knows() {
         let mut item = FleetItem::fresh(1.0, 1.0, 1);
         item.tat = Timestamp::from_micros(5_000_000);
-        item.hosts.insert("h".into(), Timestamp::from_micros(9_000_000));
+        item.hosts
+            .insert("h".into(), Timestamp::from_micros(9_000_000));
         let attrs = encode("k", &item, 1);
         assert_eq!(attrs[TTL], n(9 + IDLE_TTL_SECS));
     }

@@ -1,8 +1,9 @@
 //! A quota actor under fleet mode: grants also need the key's fleet block.
 //!
-//! Mirrors the write-ahead lease (`tollgate_quota::lease`, `save.rs`): a grant is charged
-//! to the current block ([`HostLedger`]); a head waiter that does not fit starts one block
-//! request (at most one in flight), whose answer wakes the actor. Only the coordinator's
+//! Mirrors the write-ahead lease (`tollgate_quota::lease`, `save.rs`): a grant spends the
+//! next token in hand inside its window ([`HostLedger`]); a host running low, or a head
+//! waiter with no token, starts one block request (at most one in flight), whose answer
+//! wakes the actor. Only the coordinator's
 //! actors talk to the table; processes on the host still talk to their coordinator.
 //!
 //! When the table fails the key degrades (local share or stop, per the host's on-error
@@ -67,7 +68,7 @@ impl FleetKey {
 
 impl QuotaActor {
     /// Start a block request if the ledger wants one; returns the next instant the fleet
-    /// side wants a poll at (a promised level, a rejoin attempt).
+    /// side wants a poll at (a refused grant's instant to ask again, a rejoin attempt).
     pub(super) fn fleet_poll(
         &mut self,
         now: Timestamp,

@@ -42,7 +42,8 @@ pub const PREFETCH: Duration = Duration::from_millis(250);
 pub enum FleetGate {
     /// The current block (or the local share) covers it.
     Go,
-    /// Not before this instant (local share refill, or the level's promised instant).
+    /// Not before this instant (a token's window opens, the local share refills, or a
+    /// refused grant's instant to ask again).
     Wait(Timestamp),
     /// Tokens are needed: ask for a block if none is in flight, then wait for its answer.
     NeedBlock,
@@ -240,7 +241,7 @@ impl HostLedger {
         self.in_flight.is_some()
     }
 
-    /// The next instant the ledger itself may change its answer (a promised level, a
+    /// The next instant the ledger itself may change its answer (a refused grant's instant to ask again, a
     /// rejoin attempt), if any.
     pub fn wake_at(&self, now: Timestamp) -> Option<Timestamp> {
         [self.next_try_at, self.rejoin_at]

@@ -141,7 +141,11 @@ mod tests {
         assert_eq!(g.run.count, 3);
         assert_eq!(g.run.first_due, ms(10_200));
         assert_eq!(g.run.closes(0), ms(10_100), "closes after the lead");
-        assert_eq!(g.run.opens(0), ms(9_700), "open already: the burst is there");
+        assert_eq!(
+            g.run.opens(0),
+            ms(9_700),
+            "open already: the burst is there"
+        );
         assert_eq!(item.tat, ms(10_400));
     }
 

@@ -33,8 +33,8 @@ impl SpendWindow {
     /// The window of a policy with `rate` tokens/s (without the penalty factor) and `burst`.
     pub fn for_policy(rate: f64, burst: f64) -> Self {
         let close_before = secs_ceil(1.0 / rate);
-        let tolerance = Duration::from_micros(((burst - 1.0).max(0.0) / rate * 1e6) as u64)
-            .max(MIN_TOLERANCE);
+        let tolerance =
+            Duration::from_micros(((burst - 1.0).max(0.0) / rate * 1e6) as u64).max(MIN_TOLERANCE);
         SpendWindow {
             open_before: close_before + tolerance,
             close_before,
