@@ -133,6 +133,24 @@ fn a_small_burst_shared_by_four_hosts_keeps_the_bound_within_ten_requests_a_seco
 }
 
 #[test]
+fn an_uncontended_refresh_is_one_request() {
+    paused_system().block_on(async {
+        let store = Arc::new(MemoryFleetStore::new());
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let policy = Policy::new(200.0, 200.0, 10, 4).unwrap();
+        let h = host(&store, &clock, 1, OnError::Stop);
+        for _ in 0..600 {
+            request(&h, policy, false).await.unwrap();
+        }
+        let writes = store.item(&key().to_string()).unwrap().version;
+        // One GetItem for the key's first block (nothing cached yet), then one
+        // conditional PutItem per block.
+        assert_eq!(store.requests(), writes + 1, "{writes} writes");
+        assert!(writes <= 600 / 8, "{writes} writes for 600 admissions");
+    });
+}
+
+#[test]
 fn a_throttle_seen_by_one_host_slows_every_host() {
     paused_system().block_on(async {
         let store = Arc::new(MemoryFleetStore::new());

@@ -119,10 +119,12 @@ impl QuotaActor {
         };
         let transition = match result {
             Ok((grant, item, conflicted)) => {
-                // Start from the cache next time only if nobody else wrote since our
-                // previous write (the version moved by exactly ours).
+                // Start from the cache next time (one PutItem) unless this write lost to
+                // another host or others wrote since our previous one (the version moved
+                // by more than ours): the key is shared busily, and a read first is
+                // cheaper than a failed write.
                 let previous = f.cached.as_ref().map(|v| v.version);
-                f.trust_cache = !conflicted && previous.is_some_and(|p| item.version == p + 1);
+                f.trust_cache = !conflicted && previous.is_none_or(|p| item.version == p + 1);
                 f.cached = Some(item);
                 f.last = Some(grant);
                 f.ledger.granted(&grant)
