@@ -29,6 +29,9 @@ struct HostPlan {
     /// (instant, how many requests arrive at once).
     arrivals_ms: Vec<(u64, u64)>,
     dies_at_ms: Option<u64>,
+    /// The host sees a throttle then (reported with its next block: the fleet factor
+    /// halves, so later grants are spaced wider; the bound must hold across the change).
+    throttled_at_ms: Option<u64>,
     /// A new block is first spent this long after it arrives (a slow host: spends late
     /// in its tokens' windows, or lets them lapse).
     lag_ms: u64,
@@ -57,19 +60,23 @@ fn plan() -> impl Strategy<Value = Plan> {
                 -half..=half,
                 prop::collection::vec((0u64..6_000, 1u64..=4), 0..40),
                 prop::option::weighted(0.3, 0u64..6_000),
+                prop::option::weighted(0.3, 0u64..6_000),
                 // Around a token window's length: some hosts spend late in their tokens'
                 // windows, some too late (their tokens lapse).
                 prop_oneof![Just(0u64), 0u64..1_500],
             )
-                .prop_map(|(offset_ms, mut arrivals_ms, dies_at_ms, lag_ms)| {
-                    arrivals_ms.sort_unstable();
-                    HostPlan {
-                        offset_ms,
-                        arrivals_ms,
-                        dies_at_ms,
-                        lag_ms,
-                    }
-                });
+                .prop_map(
+                    |(offset_ms, mut arrivals_ms, dies_at_ms, throttled_at_ms, lag_ms)| {
+                        arrivals_ms.sort_unstable();
+                        HostPlan {
+                            offset_ms,
+                            arrivals_ms,
+                            dies_at_ms,
+                            throttled_at_ms,
+                            lag_ms,
+                        }
+                    },
+                );
             let burst = (1.0 + burst_frac * (rate - 1.0)).floor().max(1.0);
             prop::collection::vec(host, n).prop_map(move |hosts| Plan {
                 rate,
@@ -87,6 +94,7 @@ enum Event {
     Lands(usize, BlockRequest),
     Answer(usize, BlockGrant),
     Wake(usize),
+    Throttled(usize),
 }
 
 /// Ordered by time, then by insertion (the heap needs a total order; events carry data).
@@ -146,6 +154,9 @@ fn simulate(plan: &Plan) -> (Vec<u64>, u64) {
             for (a, n) in &h.arrivals_ms {
                 q.push(EPOCH_US + a * 1_000, Event::Arrival(i, *n));
             }
+            if let Some(at) = h.throttled_at_ms {
+                q.push(EPOCH_US + at * 1_000, Event::Throttled(i));
+            }
             Host {
                 offset_us: h.offset_ms * 1_000,
                 ledger: HostLedger::new(format!("h{i}"), config),
@@ -169,7 +180,11 @@ fn simulate(plan: &Plan) -> (Vec<u64>, u64) {
             break; // a host that cannot keep up gives up after two minutes
         }
         let i = match &event {
-            Event::Arrival(i, _) | Event::Lands(i, _) | Event::Answer(i, _) | Event::Wake(i) => *i,
+            Event::Arrival(i, _)
+            | Event::Lands(i, _)
+            | Event::Answer(i, _)
+            | Event::Wake(i)
+            | Event::Throttled(i) => *i,
         };
         match event {
             Event::Lands(_, request) => {
@@ -190,6 +205,10 @@ fn simulate(plan: &Plan) -> (Vec<u64>, u64) {
             }
             _ if t >= hosts[i].dies_at_us => continue,
             Event::Arrival(_, n) => hosts[i].pending += n,
+            Event::Throttled(_) => {
+                hosts[i].ledger.feedback(true, false);
+                continue;
+            }
             Event::Answer(_, grant) => {
                 hosts[i].ledger.granted(&grant);
                 if hosts[i].lag_us > 0 {
@@ -284,6 +303,7 @@ fn without_skew_the_fleet_holds_the_exact_bucket_bound_under_saturation() {
             offset_ms: 0,
             arrivals_ms: (0..400).map(|k| (k * 10, 1)).collect(),
             dies_at_ms: None,
+            throttled_at_ms: None,
             lag_ms: 0,
         })
         .collect();
@@ -320,6 +340,7 @@ fn a_host_whose_clock_runs_ahead_gains_at_most_rate_times_skew() {
             offset_ms,
             arrivals_ms: (0..300).map(|k| (k * 10, 1)).collect(),
             dies_at_ms: None,
+            throttled_at_ms: None,
             lag_ms: 0,
         })
         .collect();
@@ -328,6 +349,32 @@ fn a_host_whose_clock_runs_ahead_gains_at_most_rate_times_skew() {
         burst: 4.0,
         skew_ms: 1_000,
         latency_ms: 2,
+        hosts,
+    };
+    let (admitted, _) = simulate(&plan);
+    check_bound(&admitted, &plan).unwrap();
+}
+
+#[test]
+fn a_fleet_penalty_halving_does_not_let_two_bursts_through() {
+    // Regression: windows sized from the penalized rate ((burst − 1)·T at the halved
+    // rate) are twice as wide after a throttle, so tokens granted just before and just
+    // after the halving could all be spent together. Windows use the policy's rate.
+    let hosts = [1_000u64, 1_500]
+        .into_iter()
+        .map(|throttled_at| HostPlan {
+            offset_ms: 0,
+            arrivals_ms: (0..300).map(|k| (k * 20, 1)).collect(),
+            dies_at_ms: None,
+            throttled_at_ms: Some(throttled_at),
+            lag_ms: 0,
+        })
+        .collect();
+    let plan = Plan {
+        rate: 5.0,
+        burst: 4.0,
+        skew_ms: 0,
+        latency_ms: 0,
         hosts,
     };
     let (admitted, _) = simulate(&plan);
