@@ -5,24 +5,25 @@
 //! |---------------------|------|------------------------------------------------------------|
 //! | `key`               | S    | partition key: the canonical quota key                     |
 //! | `version`           | N    | incremented by every write; the conditional write checks it|
-//! | `level`             | N    | tokens not yet handed out, as of `at_us`                   |
-//! | `at_us`             | N    | the item's time (µs since the Unix epoch); never moves back|
+//! | `tat_us`            | N    | GCRA theoretical arrival time (µs since the Unix epoch): the due instant of the last token handed out; never moves back |
 //! | `rate`, `burst`     | N    | the last writer's policy                                   |
 //! | `factor`            | N    | fleet penalty factor on the rate (1/32 ..= 1)              |
 //! | `cooldown_until_us` | N    | no change to `factor` before this instant                  |
 //! | `ceiling`           | N    | the factor at the last throttle (learned ceiling)          |
 //! | `retry_units`       | N    | shared retry units not yet handed out                      |
 //! | `retry_capacity`    | N    | the last writer's retry capacity                           |
-//! | `blocks`            | M    | host id → M {`tokens` N, `expires_us` N}: outstanding blocks|
-//! | `hosts`             | M    | host id → N: the host's last write (`at_us` of it)         |
-//! | `ttl`               | N    | epoch seconds, `at_us` + 1 day: DynamoDB's TTL drops idle keys|
+//! | `hosts`             | M    | host id → N: the host's last write (µs, its own clock)     |
+//! | `ttl`               | N    | epoch seconds, latest of `tat_us` and the hosts' writes + 1 day: DynamoDB's TTL drops idle keys |
+//!
+//! Blocks are not on the item: a grant's tokens are due after the previous `tat_us`, so the
+//! item needs no record of who holds what (see `tollgate_quota::fleet`).
 //!
 //! Numbers are written with Rust's shortest round-trip decimal form (never an exponent).
 
 use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use tollgate_quota::fleet::{FleetItem, FleetPenalty, HostBlock};
+use tollgate_quota::fleet::{FleetItem, FleetPenalty};
 use tollgate_quota::Timestamp;
 
 use tollgate_actors::fleet::Versioned;
@@ -50,17 +51,6 @@ fn float(v: f64) -> AttributeValue {
 
 /// The attributes of `item` under `key` at `version`.
 pub fn encode(key: &str, item: &FleetItem, version: u64) -> Attrs {
-    let blocks = item
-        .blocks
-        .iter()
-        .map(|(host, b)| {
-            let m = HashMap::from([
-                ("tokens".to_string(), n(b.tokens)),
-                ("expires_us".to_string(), n(b.expires_at.as_micros())),
-            ]);
-            (host.clone(), AttributeValue::M(m))
-        })
-        .collect();
     let hosts = item
         .hosts
         .iter()
@@ -69,8 +59,7 @@ pub fn encode(key: &str, item: &FleetItem, version: u64) -> Attrs {
     HashMap::from([
         (KEY.into(), AttributeValue::S(key.into())),
         (VERSION.into(), n(version)),
-        ("level".into(), float(item.level)),
-        ("at_us".into(), n(item.at.as_micros())),
+        ("tat_us".into(), n(item.tat.as_micros())),
         ("rate".into(), float(item.rate)),
         ("burst".into(), float(item.burst)),
         ("factor".into(), float(item.penalty.factor)),
@@ -81,11 +70,10 @@ pub fn encode(key: &str, item: &FleetItem, version: u64) -> Attrs {
         ("ceiling".into(), float(item.penalty.ceiling)),
         ("retry_units".into(), n(item.retry_units)),
         ("retry_capacity".into(), n(item.retry_capacity)),
-        ("blocks".into(), AttributeValue::M(blocks)),
         ("hosts".into(), AttributeValue::M(hosts)),
         (
             TTL.into(),
-            n(item.at.as_micros() / 1_000_000 + IDLE_TTL_SECS),
+            n(item.last_touched().as_micros() / 1_000_000 + IDLE_TTL_SECS),
         ),
     ])
 }
@@ -123,27 +111,6 @@ pub fn decode(attrs: &Attrs) -> Result<(String, Versioned), String> {
             _ => Err(format!("{key}: attribute `{name}` is not a map")),
         }
     };
-    let mut blocks = BTreeMap::new();
-    for (host, v) in map("blocks")? {
-        let AttributeValue::M(b) = v else {
-            return Err(format!("{key}: block of {host} is not a map"));
-        };
-        let field = |f: &str| -> Result<u64, String> {
-            match b.get(f) {
-                Some(AttributeValue::N(v)) => v
-                    .parse()
-                    .map_err(|_| format!("{key}: block of {host}: `{f}` is not a whole number")),
-                _ => Err(format!("{key}: block of {host} lacks `{f}`")),
-            }
-        };
-        blocks.insert(
-            host.clone(),
-            HostBlock {
-                tokens: field("tokens")?,
-                expires_at: Timestamp::from_micros(field("expires_us")?),
-            },
-        );
-    }
     let mut hosts = BTreeMap::new();
     for (host, v) in map("hosts")? {
         let AttributeValue::N(seen) = v else {
@@ -155,8 +122,7 @@ pub fn decode(attrs: &Attrs) -> Result<(String, Versioned), String> {
         hosts.insert(host, Timestamp::from_micros(seen));
     }
     let item = FleetItem {
-        level: num("level")?,
-        at: Timestamp::from_micros(int("at_us")?),
+        tat: Timestamp::from_micros(int("tat_us")?),
         rate: num("rate")?,
         burst: num("burst")?,
         penalty: FleetPenalty {
@@ -166,7 +132,6 @@ pub fn decode(attrs: &Attrs) -> Result<(String, Versioned), String> {
         },
         retry_units: int("retry_units")? as u32,
         retry_capacity: int("retry_capacity")? as u32,
-        blocks,
         hosts,
     };
     let version = int(VERSION)?;
@@ -179,21 +144,10 @@ mod tests {
 
     #[test]
     fn an_item_round_trips_through_its_attributes() {
-        let mut item = FleetItem::fresh(
-            1.0 / 3.0,
-            5.0,
-            20,
-            Timestamp::from_micros(1_700_000_000_000_123),
-        );
-        item.level = 2.25;
-        item.blocks.insert(
-            "h-1".into(),
-            HostBlock {
-                tokens: 3,
-                expires_at: Timestamp::from_micros(1_700_000_003_000_000),
-            },
-        );
-        item.hosts.insert("h-1".into(), item.at);
+        let mut item = FleetItem::fresh(1.0 / 3.0, 5.0, 20);
+        item.tat = Timestamp::from_micros(1_700_000_003_000_123);
+        item.hosts
+            .insert("h-1".into(), Timestamp::from_micros(1_700_000_000_000_000));
         item.penalty.factor = 0.125;
         let attrs = encode("aws/1/r/s:o", &item, 7);
         let (key, v) = decode(&attrs).unwrap();
@@ -203,10 +157,20 @@ mod tests {
     }
 
     #[test]
+    fn the_ttl_counts_from_the_latest_instant_the_item_knows() {
+        let mut item = FleetItem::fresh(1.0, 1.0, 1);
+        item.tat = Timestamp::from_micros(5_000_000);
+        item.hosts
+            .insert("h".into(), Timestamp::from_micros(9_000_000));
+        let attrs = encode("k", &item, 1);
+        assert_eq!(attrs[TTL], n(9 + IDLE_TTL_SECS));
+    }
+
+    #[test]
     fn a_malformed_item_names_the_key_and_attribute() {
-        let mut attrs = encode("k", &FleetItem::fresh(1.0, 1.0, 1, Timestamp::ZERO), 1);
-        attrs.insert("level".into(), AttributeValue::S("x".into()));
+        let mut attrs = encode("k", &FleetItem::fresh(1.0, 1.0, 1), 1);
+        attrs.insert("tat_us".into(), AttributeValue::S("x".into()));
         let e = decode(&attrs).unwrap_err();
-        assert!(e.contains("k:") && e.contains("level"), "{e}");
+        assert!(e.contains("k:") && e.contains("tat_us"), "{e}");
     }
 }

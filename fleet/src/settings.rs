@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use tollgate_quota::fleet::{FleetConfig, OnError, BLOCK_SPEND_FOR};
+use tollgate_quota::fleet::{FleetConfig, OnError, BLOCK_REFRESH};
 
 pub const TABLE_ENV: &str = "TOLLGATE_FLEET_TABLE";
 pub const REGION_ENV: &str = "TOLLGATE_FLEET_REGION";
@@ -121,7 +121,7 @@ impl FleetValues {
             endpoint_url: self.endpoint_url,
             config: FleetConfig {
                 skew: self.skew.unwrap_or(tollgate_quota::fleet::DEFAULT_SKEW),
-                spend_for: BLOCK_SPEND_FOR,
+                refresh: BLOCK_REFRESH,
                 on_error: self.on_error.unwrap_or_default(),
             },
         })

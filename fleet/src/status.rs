@@ -14,9 +14,10 @@ use crate::dynamo::DynamoFleetStore;
 pub struct KeyFleetStatus {
     pub key: String,
     pub version: u64,
-    /// The level as stored (as of `at`; refill since then not applied).
-    pub level: f64,
-    pub at_us: u64,
+    /// The GCRA theoretical arrival time: the due instant of the last token handed out.
+    pub tat_us: u64,
+    /// How far `tat` is ahead of `now` (ms; 0 if behind): capacity reserved by hosts.
+    pub reserved_ahead_ms: u64,
     pub rate: f64,
     pub burst: f64,
     pub factor: f64,
@@ -24,18 +25,8 @@ pub struct KeyFleetStatus {
     pub ceiling: f64,
     pub retry_units: u32,
     pub retry_capacity: u32,
-    /// Unexpired blocks at `now`.
-    pub blocks: Vec<BlockStatus>,
     /// Hosts that wrote in the last minute.
     pub hosts_seen_recently: Vec<String>,
-}
-
-/// One outstanding block.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BlockStatus {
-    pub host: String,
-    pub tokens: u64,
-    pub expires_in_ms: u64,
 }
 
 /// What `status` found: readable keys, and items it could not read.
@@ -63,8 +54,8 @@ pub async fn fleet_status(
                 keys.push(KeyFleetStatus {
                     key,
                     version: v.version,
-                    level: item.level,
-                    at_us: item.at.as_micros(),
+                    tat_us: item.tat.as_micros(),
+                    reserved_ahead_ms: remaining(item.tat),
                     rate: item.rate,
                     burst: item.burst,
                     factor: item.penalty.factor,
@@ -72,16 +63,6 @@ pub async fn fleet_status(
                     ceiling: item.penalty.ceiling,
                     retry_units: item.retry_units,
                     retry_capacity: item.retry_capacity,
-                    blocks: item
-                        .blocks
-                        .iter()
-                        .filter(|(_, b)| b.expires_at > now)
-                        .map(|(host, b)| BlockStatus {
-                            host: host.clone(),
-                            tokens: b.tokens,
-                            expires_in_ms: remaining(b.expires_at),
-                        })
-                        .collect(),
                     hosts_seen_recently: item
                         .hosts
                         .iter()
@@ -109,9 +90,9 @@ pub fn render(status: &FleetStatus) -> String {
     );
     for k in &status.keys {
         out.push_str(&format!(
-            "{}\n  level {:.2} of burst {} at {}/s, factor {}{}, retry units {}/{}\n",
+            "{}\n  reserved {} ms ahead, burst {} at {}/s, factor {}{}, retry units {}/{}\n",
             k.key,
-            k.level,
+            k.reserved_ahead_ms,
             k.burst,
             k.rate,
             k.factor,
@@ -123,12 +104,6 @@ pub fn render(status: &FleetStatus) -> String {
             k.retry_units,
             k.retry_capacity
         ));
-        for b in &k.blocks {
-            out.push_str(&format!(
-                "  block {}: {} token(s), lapses in {} ms\n",
-                b.host, b.tokens, b.expires_in_ms
-            ));
-        }
         out.push_str(&format!(
             "  hosts seen in the last {} s: {}\n",
             Duration::as_secs(&HOSTS_SEEN_WINDOW),

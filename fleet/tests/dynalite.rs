@@ -5,8 +5,9 @@
 //! without it these tests fail with instructions (a fleet test that silently passes
 //! without its emulator would prove nothing). Each test uses its own table.
 //!
-//! Item time is a manual clock here, so bounds are exact: with the clock held still no
-//! refill happens, and every grant in a race must come out of the one starting level.
+//! Item time is a manual clock here, so bounds are exact: with the clock held still the
+//! horizon admits a known number of due instants, and every grant in a race must take
+//! its own of them (atomic conditional writes: no two grants share a due instant).
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +17,7 @@ use std::time::Duration;
 use tollgate_actors::fleet::{exchange, FleetErrorKind, FleetStore};
 use tollgate_fleet::settings::FleetSettings;
 use tollgate_fleet::DynamoFleetStore;
-use tollgate_quota::fleet::{BlockRequest, FleetConfig};
+use tollgate_quota::fleet::{BlockRequest, FleetConfig, TokenRun};
 use tollgate_quota::{Clock, Timestamp};
 
 const DYNALITE_URL_ENV: &str = "TOLLGATE_TEST_DYNALITE_URL";
@@ -91,14 +92,13 @@ fn block(host: &str, wanted: u64) -> BlockRequest {
     BlockRequest {
         host: host.into(),
         wanted,
-        at_least: 1,
         rate: 10.0,
         burst: 40.0,
         retry_capacity: 6,
         throttled: false,
         retry_want: 0,
         retry_refund: 0,
-        ttl: Duration::from_secs(3),
+        horizon: Duration::from_secs(2),
     }
 }
 
@@ -111,22 +111,22 @@ async fn new_table(name: &str) -> DynamoFleetStore {
     store
 }
 
-/// `hosts` hosts take blocks of `wanted` concurrently, `rounds` times each, at the clock's
-/// instant; returns the tokens granted.
+/// `hosts` hosts take blocks of 3 concurrently, `rounds` times each, at the clock's
+/// instant; returns the runs granted.
 async fn race(
     store: &DynamoFleetStore,
     clock: &Arc<ManualClock>,
     prefix: &str,
     hosts: usize,
     rounds: usize,
-) -> u64 {
+) -> Vec<TokenRun> {
     let tasks = (0..hosts).map(|h| {
         let store: Arc<dyn FleetStore> = Arc::new(store.clone());
         let clock: Arc<dyn Clock> = clock.clone();
         let host = format!("{prefix}-{h}");
         async move {
             let mut cached = None;
-            let mut granted = 0;
+            let mut granted = Vec::new();
             let mut done = 0;
             while done < rounds {
                 match exchange(
@@ -139,7 +139,9 @@ async fn race(
                 .await
                 {
                     Ok((grant, item, _)) => {
-                        granted += grant.tokens;
+                        if grant.run.count > 0 {
+                            granted.push(grant.run);
+                        }
                         cached = Some(item);
                         done += 1;
                     }
@@ -151,12 +153,26 @@ async fn race(
             granted
         }
     });
-    futures_join(tasks).await.into_iter().sum()
+    futures_join(tasks).await.into_iter().flatten().collect()
 }
 
-async fn futures_join<F: std::future::Future<Output = u64> + 'static>(
+/// The tokens of `runs`, checking that no two runs share a due instant (sorted by due
+/// instant, each starts at least one spacing after the previous one's last).
+fn disjoint_tokens(runs: &[TokenRun]) -> u64 {
+    let mut runs = runs.to_vec();
+    runs.sort_by_key(|r| r.first_due);
+    for pair in runs.windows(2) {
+        assert!(
+            pair[1].first_due >= pair[0].last_due() + pair[1].spacing,
+            "two grants overlap: {pair:?}"
+        );
+    }
+    runs.iter().map(|r| r.count).sum()
+}
+
+async fn futures_join<T: 'static, F: std::future::Future<Output = T> + 'static>(
     fs: impl Iterator<Item = F>,
-) -> Vec<u64> {
+) -> Vec<T> {
     let handles: Vec<_> = fs.map(tokio::task::spawn_local).collect();
     let mut out = Vec::new();
     for h in handles {
@@ -170,20 +186,26 @@ fn local<F: std::future::Future>(f: F) -> F::Output {
 }
 
 #[test]
-fn concurrent_block_takers_on_one_item_never_exceed_the_level() {
+fn concurrent_block_takers_on_one_item_never_share_a_due_instant() {
     local(async {
         let store = new_table("race").await;
         let clock = ManualClock::at(T0);
-        // Clock held still: no refill. 8 hosts × 6 rounds × 3 wanted = 144 > 40.
-        let granted = race(&store, &clock, "h", 8, 6).await;
+        // Clock held still. 10/s burst 40: due instants from T0 + 200 ms (lead 100 ms +
+        // one spacing), 100 ms apart; a grant's first token must open (due − 4 s) within
+        // the 2 s horizon, so grants of 3 start at most at T0 + 6 s: 20 grants, 60 tokens.
+        // 8 hosts × 6 rounds × 3 wanted = 144 asked.
+        let runs = race(&store, &clock, "h", 8, 6).await;
         assert_eq!(
-            granted, 40,
-            "exactly the starting level, no more (atomic writes)"
+            disjoint_tokens(&runs),
+            60,
+            "exactly the due instants the horizon allows, each once (atomic writes)"
         );
-        // One second later: at most 10 more (rate 10/s), whatever the blocks.
+        // One second later the horizon moves 1 s: 10 more due instants at 10/s, of which
+        // grants of 3 take 9.
         clock.set(T0 + 1_000_000);
-        let more = race(&store, &clock, "h", 8, 6).await;
-        assert!(more <= 10, "{more} granted after 1 s at 10/s");
+        let mut all = runs;
+        all.extend(race(&store, &clock, "h", 8, 6).await);
+        assert_eq!(disjoint_tokens(&all), 69, "after 1 s at 10/s");
     });
 }
 
@@ -196,13 +218,14 @@ fn child_process_entry_point() {
     local(async {
         let store = store_at(&table, &dynalite_url());
         let clock = ManualClock::at(T0);
-        let granted = race(&store, &clock, &format!("p{}", std::process::id()), 2, 8).await;
+        let runs = race(&store, &clock, &format!("p{}", std::process::id()), 2, 8).await;
+        let granted: u64 = runs.iter().map(|r| r.count).sum();
         println!("GRANTED {granted}");
     });
 }
 
 #[test]
-fn block_takers_in_separate_processes_never_exceed_the_level() {
+fn block_takers_in_separate_processes_never_exceed_the_horizon() {
     let table = local(async { new_table("procs").await.settings().table.clone() });
     let children: Vec<_> = (0..4)
         .map(|_| {
@@ -234,8 +257,10 @@ fn block_takers_in_separate_processes_never_exceed_the_level() {
             .parse::<u64>()
             .unwrap();
     }
-    // 4 processes × 2 hosts × 8 rounds × 3 wanted = 192 asked, 40 there.
-    assert_eq!(total, 40);
+    // 4 processes × 2 hosts × 8 rounds × 3 wanted = 192 asked; the clock held still, the
+    // horizon allows 60 (see the test above). More would mean two grants shared due
+    // instants: a lost update.
+    assert_eq!(total, 60);
 }
 
 #[test]
@@ -325,7 +350,7 @@ fn a_missing_table_says_how_to_create_it() {
 }
 
 #[test]
-fn fleet_status_shows_blocks_and_hosts() {
+fn fleet_status_shows_the_reservation_and_hosts() {
     local(async {
         let store = new_table("status").await;
         let clock = ManualClock::at(T0);
@@ -335,8 +360,9 @@ fn fleet_status_shows_blocks_and_hosts() {
             .unwrap();
         assert_eq!(status.keys.len(), 1);
         let k = &status.keys[0];
-        assert_eq!(k.blocks.len(), 2);
         assert_eq!(k.hosts_seen_recently, vec!["s-0", "s-1"]);
-        assert_eq!(k.level, 34.0);
+        // Two grants of 3 at 10/s from T0 + 200 ms: the last due at T0 + 700 ms.
+        assert_eq!(k.tat_us, T0 + 700_000);
+        assert_eq!(k.reserved_ahead_ms, 700);
     });
 }

@@ -23,7 +23,7 @@ enum FleetCommand {
         #[arg(long)]
         table: Option<String>,
     },
-    /// Show each key's item: level, factor, outstanding blocks, hosts seen recently.
+    /// Show each key's item: how far ahead it is reserved, factor, hosts seen recently.
     Status {
         /// Table name (default: TOLLGATE_FLEET_TABLE).
         #[arg(long)]

@@ -231,7 +231,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         if let Some(f) = &k.fleet {
             writeln!(
                 out,
-                "  fleet: {:?}, block {} left, factor {}, {} host(s) seen{}{}",
+                "  fleet: {:?}, {} token(s) in hand, factor {}, {} host(s) seen{}{}",
                 f.mode,
                 f.block_left,
                 f.factor,

@@ -1,9 +1,10 @@
 //! The read-compute-write loop of one block request.
 //!
-//! Start from the item this host last wrote (saves a read when nobody else wrote since),
-//! apply `take_block` at the clock's `now`, write it on condition of the version; on a
-//! conflict back off briefly, read the item and try again, up to [`MAX_ATTEMPTS`] writes. Each attempt reads
-//! the clock afresh, so the refill is computed at the instant of the write it goes into.
+//! Start from the item this host last wrote (saves a read when nobody else wrote since:
+//! an uncontended refresh is one PutItem), apply `take_block` at the clock's `now`, write
+//! it on condition of the version; on a conflict back off briefly, read the item and try
+//! again, up to [`MAX_ATTEMPTS`] writes. Each attempt reads the clock afresh, so the
+//! tokens are placed from the instant of the write they go into.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,9 +14,12 @@ use tollgate_quota::Clock;
 
 use super::store::{FleetError, FleetErrorKind, FleetStore, PutOutcome, Versioned};
 
-/// A zero grant with no throttle, refund or retry units to record.
+/// A grant refused by the horizon with no throttle, refund or retry units to record.
 fn nothing_to_write(request: &BlockRequest, grant: &BlockGrant) -> bool {
-    grant.tokens == 0 && grant.retry_units == 0 && !request.throttled && request.retry_refund == 0
+    grant.run.count == 0
+        && grant.retry_units == 0
+        && !request.throttled
+        && request.retry_refund == 0
 }
 
 /// Conditional writes tried per block request before giving up with `Contention`.
@@ -40,11 +44,9 @@ pub async fn exchange(
         let now = clock.now();
         let (item, grant) = take_block(base.as_ref().map(|v| &v.item), &request, now);
         if let Some(read) = base.as_ref().filter(|_| nothing_to_write(&request, &grant)) {
-            // Nothing granted, nothing reported, no block of ours to void: the write
-            // would change nothing that matters, so the read was the only request.
-            if !read.item.blocks.contains_key(&request.host) {
-                return Ok((grant, read.clone(), conflicted));
-            }
+            // Refused by the horizon, nothing reported: the write would change nothing
+            // that matters, so the read (if any) was the only request.
+            return Ok((grant, read.clone(), conflicted));
         }
         let expected = base.as_ref().map(|v| v.version);
         match store.put(&key, &item, expected).await? {

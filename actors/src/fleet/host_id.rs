@@ -3,9 +3,9 @@
 //!
 //! Why stored and not derived? Two admission directories on one machine are two hosts
 //! (the fleet benchmark runs several on one machine), and a coordinator that restarts
-//! (or fails over to another process of the same directory) should keep its id, so its
-//! new block voids its old one instead of leaving it to lapse. The hostname part makes
-//! `tollgate fleet status` readable.
+//! (or fails over to another process of the same directory) should keep its id, so the
+//! item's hosts map (degraded mode's local share divides by the hosts seen) counts it
+//! once. The hostname part makes `tollgate fleet status` readable.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;

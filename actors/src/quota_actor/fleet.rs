@@ -1,8 +1,9 @@
 //! A quota actor under fleet mode: grants also need the key's fleet block.
 //!
-//! Mirrors the write-ahead lease (`tollgate_quota::lease`, `save.rs`): a grant is charged
-//! to the current block ([`HostLedger`]); a head waiter that does not fit starts one block
-//! request (at most one in flight), whose answer wakes the actor. Only the coordinator's
+//! Mirrors the write-ahead lease (`tollgate_quota::lease`, `save.rs`): a grant spends the
+//! next token in hand inside its window ([`HostLedger`]); a host running low, or a head
+//! waiter with no token, starts one block request (at most one in flight), whose answer
+//! wakes the actor. Only the coordinator's
 //! actors talk to the table; processes on the host still talk to their coordinator.
 //!
 //! When the table fails the key degrades (local share or stop, per the host's on-error
@@ -71,7 +72,7 @@ impl FleetKey {
 
 impl QuotaActor {
     /// Start a block request if the ledger wants one; returns the next instant the fleet
-    /// side wants a poll at (a promised level, a rejoin attempt).
+    /// side wants a poll at (a refused grant's instant to ask again, a rejoin attempt).
     pub(super) fn fleet_poll(
         &mut self,
         now: Timestamp,
@@ -122,10 +123,12 @@ impl QuotaActor {
         };
         let transition = match result {
             Ok((grant, item, conflicted)) => {
-                // Start from the cache next time only if nobody else wrote since our
-                // previous write (the version moved by exactly ours).
+                // Start from the cache next time (one PutItem) unless this write lost to
+                // another host or others wrote since our previous one (the version moved
+                // by more than ours): the key is shared busily, and a read first is
+                // cheaper than a failed write.
                 let previous = f.cached.as_ref().map(|v| v.version);
-                f.trust_cache = !conflicted && previous.is_some_and(|p| item.version == p + 1);
+                f.trust_cache = !conflicted && previous.is_none_or(|p| item.version == p + 1);
                 f.cached = Some(item);
                 f.last = Some(grant);
                 f.ledger.granted(&grant)

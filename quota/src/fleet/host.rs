@@ -4,21 +4,24 @@
 //! Pure bookkeeping in the manner of [`crate::LeaseLedger`]: the quota actor asks
 //! [`HostLedger::gate`] before each grant, [`HostLedger::charge`]s grants, starts a
 //! request when [`HostLedger::wants_request`] says so and reports its answer. Rules:
-//! - a grant happens only under the current block, while the host's clock is before the
-//!   block's `expires − skew` (see the skew argument in [`crate::fleet`]);
-//! - asking for a block voids the current one at once ([`HostLedger::begin`]): the write
-//!   may land at any moment and void it on the item, so nothing more is spent from it;
-//! - a zero grant says when the level allows a block: no request before then;
+//! - a grant spends the next tokens in hand, in order, each only inside its window (on
+//!   this host's clock); a token whose window passed unspent is dropped, never returned;
+//! - a host asks for its next block before its tokens run out (prefetch), one request in
+//!   flight at a time; the tokens in hand stay valid while it asks (they are future-dated
+//!   on the item, nobody else can be handed them);
+//! - a grant refused by the horizon says when to ask again: no request before then;
 //! - a failed request degrades the key (local share or stop, [`super::OnError`]) and
 //!   retries the table with a backoff; the first answer rejoins.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::fleet::share::LocalShare;
-use crate::fleet::sizing::DemandMeter;
+use crate::fleet::sizing::{DemandMeter, SizeHints};
 use crate::fleet::take::{BlockGrant, BlockRequest};
+use crate::fleet::window::TokenRun;
 use crate::fleet::{FleetConfig, HostId, OnError};
 use crate::policy::Policy;
 use crate::time::Timestamp;
@@ -29,15 +32,20 @@ pub const RETRY_BLOCK: u32 = 2;
 pub const REJOIN_FIRST: Duration = Duration::from_millis(250);
 /// The longest wait between two attempts to rejoin the table.
 pub const REJOIN_MAX: Duration = Duration::from_secs(5);
+/// Ask for the next block when the tokens in hand will run out within this (at the
+/// host's demand, or when the last one's window opens, whichever is later): a table
+/// round trip with room to spare, so a busy host has no gap.
+pub const PREFETCH: Duration = Duration::from_millis(250);
 
 /// What the fleet says about one admission.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FleetGate {
     /// The current block (or the local share) covers it.
     Go,
-    /// Not before this instant (local share refill, or the level's promised instant).
+    /// Not before this instant (a token's window opens, the local share refills, or a
+    /// refused grant's instant to ask again).
     Wait(Timestamp),
-    /// A block is needed: ask for one if none is in flight, then wait for its answer.
+    /// Tokens are needed: ask for a block if none is in flight, then wait for its answer.
     NeedBlock,
     /// A retry, and the fleet's shared retry units are used up: it is not sent.
     RetryRefused,
@@ -70,9 +78,9 @@ pub enum Transition {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetView {
     pub mode: FleetMode,
-    /// Tokens left in the current block (fleet mode).
+    /// Tokens in hand, unspent (fleet mode; some may lapse before they are spent).
     pub block_left: u64,
-    /// The block is spent only before this instant (host clock).
+    /// The last token in hand may be spent until this instant (host clock).
     pub spend_until: Option<Timestamp>,
     pub retry_units_held: u32,
     /// The fleet factor last seen.
@@ -84,10 +92,12 @@ pub struct FleetView {
     pub last_error: Option<String>,
 }
 
+/// A granted run and how far it is spent.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Spendable {
-    left: u64,
-    spend_until: Timestamp,
+struct Held {
+    run: TokenRun,
+    /// The next token to spend (tokens before it were spent or lapsed).
+    next: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -102,7 +112,8 @@ enum Mode {
 pub struct HostLedger {
     host: HostId,
     config: FleetConfig,
-    block: Option<Spendable>,
+    /// The runs in hand, oldest first (at most the current one and a prefetched one).
+    held: VecDeque<Held>,
     in_flight: Option<(bool, u32)>,
     retry_held: u32,
     retry_empty: bool,
@@ -110,6 +121,9 @@ pub struct HostLedger {
     refunds: u32,
     next_try_at: Option<Timestamp>,
     demand: DemandMeter,
+    /// The last block asked for, and whether a token lapsed unspent since.
+    last_size: u64,
+    lapsed: bool,
     mode: Mode,
     last_error: Option<String>,
     failures: u32,
@@ -124,7 +138,7 @@ impl HostLedger {
         HostLedger {
             host,
             config,
-            block: None,
+            held: VecDeque::new(),
             in_flight: None,
             retry_held: 0,
             retry_empty: false,
@@ -132,6 +146,8 @@ impl HostLedger {
             refunds: 0,
             next_try_at: None,
             demand: DemandMeter::default(),
+            last_size: 0,
+            lapsed: false,
             mode: Mode::Fleet,
             last_error: None,
             failures: 0,
@@ -157,9 +173,10 @@ impl HostLedger {
                         FleetGate::NeedBlock
                     };
                 }
-                match self.block {
-                    Some(b) if b.left >= cost && now < b.spend_until => FleetGate::Go,
-                    _ => match self.next_try_at {
+                match self.spendable_at(cost, now) {
+                    Some(at) if at <= now => FleetGate::Go,
+                    Some(at) => FleetGate::Wait(at),
+                    None => match self.next_try_at {
                         Some(at) if at > now && self.in_flight.is_none() => FleetGate::Wait(at),
                         _ => FleetGate::NeedBlock,
                     },
@@ -173,8 +190,18 @@ impl HostLedger {
         self.demand.record(cost as f64, now);
         match &mut self.mode {
             Mode::Fleet => {
-                if let Some(b) = &mut self.block {
-                    b.left = b.left.saturating_sub(cost);
+                self.drop_lapsed(now);
+                let mut cost = cost;
+                while cost > 0 {
+                    let Some(h) = self.held.front_mut() else {
+                        break;
+                    };
+                    let spent = cost.min(h.run.count - h.next);
+                    h.next += spent;
+                    cost -= spent;
+                    if h.next == h.run.count {
+                        self.held.pop_front();
+                    }
                 }
                 if retry {
                     self.retry_held = self.retry_held.saturating_sub(1);
@@ -201,7 +228,10 @@ impl HostLedger {
             return false;
         }
         match self.mode {
-            Mode::Fleet => blocked && self.next_try_at.is_none_or(|at| at <= now),
+            Mode::Fleet => {
+                (blocked || (active && self.running_low(now)))
+                    && self.next_try_at.is_none_or(|at| at <= now)
+            }
             _ => (blocked || active) && self.rejoin_at.is_none_or(|at| at <= now),
         }
     }
@@ -211,7 +241,7 @@ impl HostLedger {
         self.in_flight.is_some()
     }
 
-    /// The next instant the ledger itself may change its answer (a promised level, a
+    /// The next instant the ledger itself may change its answer (a refused grant's instant to ask again, a
     /// rejoin attempt), if any.
     pub fn wake_at(&self, now: Timestamp) -> Option<Timestamp> {
         [self.next_try_at, self.rejoin_at]
@@ -221,8 +251,8 @@ impl HostLedger {
             .min()
     }
 
-    /// Start a request: the current block is void from now on. `head` is the head
-    /// waiter's cost (1 if none), `waiting` the cost queued.
+    /// Start a request. `head` is the head waiter's cost (1 if none), `waiting` the cost
+    /// queued. The tokens in hand stay valid.
     pub fn begin(
         &mut self,
         head: u64,
@@ -230,20 +260,30 @@ impl HostLedger {
         policy: &Policy,
         now: Timestamp,
     ) -> BlockRequest {
-        self.block = None;
-        let (wanted, at_least) = self.demand.block_size(head, waiting, policy.burst(), now);
+        self.drop_lapsed(now);
+        let hints = SizeHints {
+            head,
+            waiting,
+            last: self.last_size,
+            last_spent: !self.lapsed,
+            rate: policy.rate_per_second() * self.factor,
+            hosts: self.hosts_seen,
+            refresh: self.config.refresh,
+        };
+        let wanted = self.demand.block_size(&hints, now);
+        self.last_size = wanted;
+        self.lapsed = false;
         let target = RETRY_BLOCK.min(policy.retry_capacity());
         let request = BlockRequest {
             host: self.host.clone(),
             wanted,
-            at_least,
             rate: policy.rate_per_second(),
             burst: policy.burst(),
             retry_capacity: policy.retry_capacity(),
             throttled: self.throttled,
             retry_want: target.saturating_sub(self.retry_held),
             retry_refund: self.refunds,
-            ttl: self.config.block_ttl(),
+            horizon: self.config.horizon(),
         };
         self.in_flight = Some((self.throttled, self.refunds));
         self.throttled = false;
@@ -254,10 +294,12 @@ impl HostLedger {
     /// The request's answer arrived. Returns a transition if the key was degraded.
     pub fn granted(&mut self, grant: &BlockGrant) -> Option<Transition> {
         self.in_flight = None;
-        self.block = Some(Spendable {
-            left: grant.tokens,
-            spend_until: grant.expires_at.saturating_sub(self.config.skew),
-        });
+        if grant.run.count > 0 {
+            self.held.push_back(Held {
+                run: grant.run,
+                next: 0,
+            });
+        }
         self.retry_held += grant.retry_units;
         self.retry_empty = grant.retry_empty;
         self.next_try_at = grant.next_at;
@@ -296,7 +338,7 @@ impl HostLedger {
         if self.mode() != FleetMode::Fleet {
             return None;
         }
-        self.block = None;
+        self.held.clear();
         self.mode = match self.config.on_error {
             OnError::LocalShare => Mode::LocalShare(LocalShare::new(
                 policy.rate_per_second(),
@@ -326,8 +368,8 @@ impl HostLedger {
     pub fn view(&self) -> FleetView {
         FleetView {
             mode: self.mode(),
-            block_left: self.block.map_or(0, |b| b.left),
-            spend_until: self.block.map(|b| b.spend_until),
+            block_left: self.held.iter().map(|h| h.run.count - h.next).sum(),
+            spend_until: self.held.back().map(|h| h.run.closes(h.run.count - 1)),
             retry_units_held: self.retry_held,
             factor: self.factor,
             hosts_seen: self.hosts_seen,
@@ -340,9 +382,74 @@ impl HostLedger {
     }
 }
 
+impl HostLedger {
+    /// The unspent tokens in hand whose window has not passed at `now`, in order:
+    /// (opens, closes) of each.
+    fn tokens(&self, now: Timestamp) -> impl Iterator<Item = (Timestamp, Timestamp)> + '_ {
+        self.held
+            .iter()
+            .flat_map(|h| (h.next..h.run.count).map(|j| (h.run.opens(j), h.run.closes(j))))
+            .filter(move |(_, closes)| *closes >= now)
+    }
+
+    /// When the next `cost` tokens in hand are all spendable (`None`: not enough tokens).
+    fn spendable_at(&self, cost: u64, now: Timestamp) -> Option<Timestamp> {
+        let mut open = Timestamp::ZERO;
+        let mut close = Timestamp::from_micros(u64::MAX);
+        let mut n = 0;
+        for (opens, closes) in self.tokens(now).take(cost.max(1) as usize) {
+            open = open.max(opens);
+            close = close.min(closes);
+            n += 1;
+        }
+        if n < cost.max(1) {
+            return None;
+        }
+        // Windows of tokens from two runs may not overlap: wait for the first to lapse.
+        Some(if open <= close {
+            open.max(now)
+        } else {
+            close + Duration::from_micros(1)
+        })
+    }
+
+    /// Drop the tokens whose window passed unspent (they are lost, never returned).
+    fn drop_lapsed(&mut self, now: Timestamp) {
+        while let Some(h) = self.held.front_mut() {
+            while h.next < h.run.count && h.run.closes(h.next) < now {
+                h.next += 1;
+                self.lapsed = true;
+            }
+            if h.next < h.run.count {
+                break;
+            }
+            self.held.pop_front();
+        }
+    }
+
+    /// Will the tokens in hand run out within [`PREFETCH`]? They last until the last one's
+    /// window opens or until the host's demand has spent them, whichever is later.
+    fn running_low(&self, now: Timestamp) -> bool {
+        let (left, last_open) = self
+            .tokens(now)
+            .fold((0u64, now), |(n, _), (opens, _)| (n + 1, opens));
+        if left == 0 {
+            return true;
+        }
+        let demand = self.demand.rate_at(now);
+        let spent_by = if demand > 0.0 {
+            now + crate::time::secs_ceil(left as f64 / demand)
+        } else {
+            Timestamp::from_micros(u64::MAX)
+        };
+        last_open.max(spent_by) <= now + PREFETCH
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::window::SpendWindow;
 
     fn ms(v: u64) -> Timestamp {
         Timestamp::from_millis(v)
@@ -352,17 +459,23 @@ mod tests {
         Policy::new(20.0, 5.0, 10, 4).unwrap()
     }
 
-    fn grant(tokens: u64, expires_ms: u64) -> BlockGrant {
+    /// `count` tokens at 20/s burst 5, the first due at `first_ms`: token j may be spent
+    /// in [first + 50·j − 250, first + 50·j − 50] ms.
+    fn grant(count: u64, first_ms: u64) -> BlockGrant {
         BlockGrant {
-            tokens,
-            granted_at: ms(0),
-            expires_at: ms(expires_ms),
+            run: TokenRun {
+                first_due: ms(first_ms),
+                spacing: Duration::from_millis(50),
+                count,
+                window: SpendWindow::for_policy(20.0, 5.0),
+            },
+            written_at: ms(0),
             retry_units: 0,
             retry_empty: false,
             next_at: None,
             factor: 1.0,
             hosts_seen: 4,
-            level: 0.0,
+            tat: ms(first_ms + 50 * count.saturating_sub(1)),
         }
     }
 
@@ -377,35 +490,59 @@ mod tests {
     }
 
     #[test]
-    fn a_block_is_spent_until_its_expiry_less_the_skew() {
+    fn tokens_are_spent_in_order_each_inside_its_window() {
         let mut l = ledger(OnError::Stop);
         assert_eq!(l.gate(1, false, ms(0)), FleetGate::NeedBlock);
         assert!(l.wants_request(true, true, ms(0)));
         l.begin(1, 1, &policy(), ms(0));
         assert!(!l.wants_request(true, true, ms(0)), "one request at a time");
-        l.granted(&grant(2, 3_000));
-        assert_eq!(l.gate(1, false, ms(1_999)), FleetGate::Go);
-        assert_eq!(
-            l.gate(1, false, ms(2_000)),
-            FleetGate::NeedBlock,
-            "3 s − 1 s skew"
-        );
-        l.charge(1, false, ms(10));
-        l.charge(1, false, ms(10));
-        assert_eq!(l.gate(1, false, ms(20)), FleetGate::NeedBlock);
+        l.granted(&grant(3, 400));
+        // Token 0: [150, 350]; token 1: [200, 400]; token 2: [250, 450].
+        assert_eq!(l.gate(1, false, ms(100)), FleetGate::Wait(ms(150)));
+        assert_eq!(l.gate(1, false, ms(150)), FleetGate::Go);
+        l.charge(1, false, ms(150));
+        assert_eq!(l.gate(1, false, ms(150)), FleetGate::Wait(ms(200)));
+        assert_eq!(l.gate(2, false, ms(200)), FleetGate::Wait(ms(250)));
+        l.charge(2, false, ms(250));
+        assert_eq!(l.gate(1, false, ms(250)), FleetGate::NeedBlock);
     }
 
     #[test]
-    fn asking_for_a_block_voids_the_current_one() {
+    fn a_token_whose_window_passed_is_dropped_not_kept() {
         let mut l = ledger(OnError::Stop);
         l.begin(1, 1, &policy(), ms(0));
-        l.granted(&grant(5, 3_000));
-        l.begin(1, 1, &policy(), ms(0));
-        assert_eq!(l.gate(1, false, ms(0)), FleetGate::NeedBlock);
+        l.granted(&grant(3, 400));
+        // At 420 ms tokens 0 and 1 have lapsed; token 2 closes at 450.
+        assert_eq!(l.gate(1, false, ms(420)), FleetGate::Go);
+        l.charge(1, false, ms(420));
+        assert_eq!(l.view().block_left, 0);
+        assert_eq!(l.gate(1, false, ms(420)), FleetGate::NeedBlock);
+        // A lapse means demand, not a fast-spending host: no doubling.
+        let r = l.begin(1, 1, &policy(), ms(420));
+        assert!(r.wanted <= 2, "{}", r.wanted);
     }
 
     #[test]
-    fn a_zero_grant_waits_for_the_promised_instant() {
+    fn a_busy_host_asks_for_its_next_block_before_its_tokens_run_out() {
+        let mut l = ledger(OnError::Stop);
+        l.begin(1, 1, &policy(), ms(0));
+        l.granted(&grant(40, 500)); // token j opens at 250 + 50·j ms
+        let mut asked_at = None;
+        for j in 0..40 {
+            let t = ms(250 + 50 * j);
+            assert_eq!(l.gate(1, false, t), FleetGate::Go);
+            l.charge(1, false, t);
+            if asked_at.is_none() && l.wants_request(false, true, t) {
+                asked_at = Some(j);
+                assert!(!l.wants_request(false, false, t), "no waiter, no prefetch");
+            }
+        }
+        let j = asked_at.expect("asked before the last token");
+        assert!((30..39).contains(&j), "asked after token {j}");
+    }
+
+    #[test]
+    fn a_refused_grant_waits_for_the_instant_it_names() {
         let mut l = ledger(OnError::Stop);
         l.begin(1, 1, &policy(), ms(0));
         let mut g = grant(0, 3_000);
@@ -421,14 +558,14 @@ mod tests {
         let mut l = ledger(OnError::Stop);
         let r = l.begin(1, 1, &policy(), ms(0));
         assert_eq!(r.retry_want, 2);
-        let mut g = grant(5, 3_000);
+        let mut g = grant(5, 200);
         g.retry_units = 1;
         l.granted(&g);
         assert_eq!(l.gate(1, true, ms(0)), FleetGate::Go);
         l.charge(1, true, ms(0));
         assert_eq!(l.gate(1, true, ms(0)), FleetGate::NeedBlock);
         l.begin(1, 1, &policy(), ms(0));
-        let mut g = grant(5, 3_000);
+        let mut g = grant(5, 400);
         g.retry_empty = true;
         l.granted(&g);
         assert_eq!(l.gate(1, true, ms(0)), FleetGate::RetryRefused);
@@ -443,7 +580,7 @@ mod tests {
     fn a_failed_table_degrades_to_the_local_share_and_rejoins() {
         let mut l = ledger(OnError::LocalShare);
         l.begin(1, 1, &policy(), ms(0));
-        l.granted(&grant(1, 3_000));
+        l.granted(&grant(1, 200));
         l.feedback(true, true);
         l.begin(1, 1, &policy(), ms(0));
         let t = l.failed("table t: unreachable".into(), &policy(), ms(0));
@@ -469,7 +606,7 @@ mod tests {
             "no new transition"
         );
         l.begin(1, 1, &policy(), ms(800));
-        assert_eq!(l.granted(&grant(2, 3_800)), Some(Transition::Rejoined));
+        assert_eq!(l.granted(&grant(2, 1_000)), Some(Transition::Rejoined));
         assert_eq!(l.mode(), FleetMode::Fleet);
     }
 

@@ -6,38 +6,41 @@
 //! DynamoDB store and the retry-on-conflict loop live elsewhere (`tollgate-fleet`,
 //! `tollgate-actors`); here is only what decides.
 //!
-//! # The block protocol ([`take_block`])
-//! The item holds `level` (tokens not yet handed out), `at` (its timestamp, which never
-//! moves backwards), the fleet penalty, the shared retry units, and one outstanding block
-//! per host. Taking a block, at the writer's `now' = max(now, at)`:
-//! 1. the writer's previous block is void (it stopped spending it when it asked);
-//! 2. `level = min(burst − Σ unexpired blocks of others, level + rate·factor·(now' − at))`;
-//! 3. the grant is `g = min(wanted, ⌊level⌋)` (zero below the smallest useful block, with
-//!    the instant at which one will be there), `level −= g`, `blocks[host] = (g, now' + ttl)`.
+//! # The block protocol ([`take_block`]): future-dated tokens (GCRA)
+//! The item holds `tat`, the theoretical arrival time of GCRA: the due instant of the last
+//! token handed out. With `r = rate·factor` and `T = 1/r`, a host at clock `now` asking
+//! for `n` tokens gets the due instants `e_1 = max(tat, now + lead) + T`,
+//! `e_j = e_1 + (j − 1)·T`, and the item's `tat` becomes `e_n`. Token `j` may be spent, by
+//! the spending host's clock, only inside its window `[e_j − W, e_j − C]`
+//! ([`SpendWindow`]: `C = 1/rate`, `W = C + max((burst − 1)/rate, MIN_TOLERANCE)`, from
+//! the policy's rate without the penalty factor); a token whose window passed unspent is
+//! dropped, never returned. Every write grants a useful block (no host polls a level), and
+//! a grant whose first window would open more than the request's horizon after `now` is
+//! refused with the instant to ask again, so nobody reserves far ahead.
 //!
-//! The write is conditional on the version read, so writes are serialized.
+//! The write is conditional on the version read, so writes are serialized and `tat` only
+//! moves forward: the `e_j` of all grants form one strictly increasing sequence spaced at
+//! least `T_min = 1/r_max` apart.
 //!
 //! # Why the fleet never over-admits (beyond the skew term)
-//! Invariant: after every write, `level + Σ unexpired blocks ≤ burst`. Tokens admitted in
-//! `[a, b]` come from blocks outstanding at `a` or granted in `[a, b]`; the first are at
-//! most `outstanding(a)`, the second at most `level(a)` plus what refilled in `[a, b]`.
-//! With exact clocks the refill is `rate·(b − a)` (the item's time only moves forward,
-//! refill is charged from `at`), so admissions ≤ `burst + rate·T`: the bucket bound.
-//!
-//! Skew: every host's clock is within `S` of every other's ([`FleetConfig::skew`]). A host
-//! spends a block only while its own clock is before `expires − S`; another host frees the
-//! block when *its* clock reaches `expires`, when the first one's reads at least
-//! `expires − S`: a freed block is never still being spent. A host whose clock runs `S`
-//! ahead moves `at` up to `S` ahead of true time, which refills at most `rate·S` tokens
-//! early. Documented bound: **admissions over any interval `T` ≤ `burst + rate·(T + S)`**,
-//! tested with skewed clocks in `tests/fleet.rs`.
+//! Let every host's clock be within `S` of every other's ([`FleetConfig::skew`]): offsets
+//! from true time lie in some `[o_min, o_max]` with `o_max − o_min ≤ S`. A token spent at
+//! true time `u` by a host with offset `o` had `u + o ∈ [e − W, e − C]`, so
+//! `e ∈ [u + o + C, u + o + W]`. The tokens spent in a true interval `[a, a + L]` therefore
+//! have due instants in `[a + o_min + C, a + L + o_max + W]`, of length at most
+//! `L + S + W − C`; due instants are spaced at least `T_min`, so their number is at most
+//! `1 + r_max·(L + S + W − C)`. With `W − C = (burst − 1)/rate` and `r_max ≤ rate`:
+//! **admissions over any interval `L` ≤ `burst + r_max·(L + S)`**, where `burst` is
+//! replaced by `1 + rate·MIN_TOLERANCE` when that is larger (bursts near 1). With `S = 0`
+//! it is the exact bucket bound. Tested with skewed clocks in `tests/fleet.rs`.
 //!
 //! # Layout
-//! - [`item`]: the item (`FleetItem`) and one host's outstanding block.
+//! - [`item`]: the item (`FleetItem`).
+//! - [`window`]: a grant's run of future-dated tokens and the window each may be spent in.
 //! - [`take`]: `take_block`, its request and grant.
 //! - [`penalty`]: the fleet factor: halved at most once per cooldown, learned ceiling.
 //! - [`sizing`]: how many tokens a host asks for (its recent demand).
-//! - [`host`]: the host's side: the block being spent, the one asked for, retry units.
+//! - [`host`]: the host's side: the tokens in hand, the request in flight, retry units.
 //! - [`share`]: degraded mode's local share when the table does not answer.
 
 pub mod host;
@@ -46,22 +49,29 @@ pub mod penalty;
 pub mod share;
 pub mod sizing;
 pub mod take;
+pub mod window;
 
 use std::time::Duration;
 
 pub use host::{FleetGate, FleetMode, FleetView, HostLedger, Transition};
-pub use item::{FleetItem, HostBlock, HostId};
+pub use item::{FleetItem, HostId};
 pub use penalty::{FleetPenalty, FLEET_COOLDOWN, MIN_FACTOR};
 pub use share::LocalShare;
 pub use sizing::DemandMeter;
 pub use take::{take_block, BlockGrant, BlockRequest};
+pub use window::{SpendWindow, TokenRun, MIN_TOLERANCE, SPEND_LEAD};
 
 /// The default bound on clock skew between hosts (issue 13: NTP-synchronized, 1 s).
 pub const DEFAULT_SKEW: Duration = Duration::from_secs(1);
 
-/// How long a host may spend a block (on its own clock) before it must take a new one;
-/// the block's time to live on the item is this plus the skew bound.
-pub const BLOCK_SPEND_FOR: Duration = Duration::from_secs(2);
+/// A block is sized to about this much of the host's recent demand: about one write per
+/// host per second keeps a key's requests within issue 13's targets even when every
+/// write costs a read as well (four busy hosts: 4–8 requests/s per key).
+pub const BLOCK_REFRESH: Duration = Duration::from_secs(1);
+
+/// A grant whose first token's window would open more than this after the writer's clock
+/// is refused (see [`FleetConfig::horizon`]); at least this.
+pub const HORIZON_MIN: Duration = Duration::from_millis(250);
 
 /// A host is counted as "seen recently" for this long after its last write (the local
 /// share of degraded mode divides the rate by these hosts).
@@ -97,10 +107,11 @@ impl std::str::FromStr for OnError {
 /// Validated fleet settings shared by every key of a host.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FleetConfig {
-    /// The bound on clock skew between any two hosts.
+    /// The bound on clock skew between any two hosts: the bound's skew term. The protocol
+    /// itself never reads it (windows are on the spending host's own clock).
     pub skew: Duration,
-    /// How long a host spends a block on its own clock.
-    pub spend_for: Duration,
+    /// Blocks are sized to about this much of the host's demand ([`BLOCK_REFRESH`]).
+    pub refresh: Duration,
     /// What to do when the table cannot be used.
     pub on_error: OnError,
 }
@@ -109,15 +120,20 @@ impl Default for FleetConfig {
     fn default() -> Self {
         FleetConfig {
             skew: DEFAULT_SKEW,
-            spend_for: BLOCK_SPEND_FOR,
+            refresh: BLOCK_REFRESH,
             on_error: OnError::LocalShare,
         }
     }
 }
 
 impl FleetConfig {
-    /// A block's time to live on the item: spend time plus the skew bound.
-    pub fn block_ttl(&self) -> Duration {
-        self.spend_for + self.skew
+    /// How far ahead a host may reserve: a grant whose first token's window opens later
+    /// than this after `now` is refused. Two refresh intervals: a busy fleet's
+    /// reservations run about one refresh ahead (each host holds about one block of
+    /// `refresh` worth of its demand, all hosts' blocks tiling one refresh of the rate),
+    /// so busy hosts are not refused, while a dead host loses at most about two of its
+    /// blocks (`2·refresh` of its share).
+    pub fn horizon(&self) -> Duration {
+        (self.refresh * 2).max(HORIZON_MIN)
     }
 }

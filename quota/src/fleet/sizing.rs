@@ -1,28 +1,47 @@
-//! How many tokens a host asks for: about [`BLOCK_DEMAND`] of its recent admission rate.
+//! How many tokens a host asks for: about one refresh interval of its recent demand.
 //!
 //! A block too small costs a DynamoDB write per handful of admissions; a block too large
-//! holds capacity other hosts could use (the item counts a block as outstanding until it
-//! lapses or its host takes the next one). Half a second of this host's own demand, at
-//! least what its waiters need now, at most the burst, keeps writes per key growing with
-//! hosts × refreshes rather than admissions. The rate is an exponentially decaying
-//! average (time constant [`DEMAND_TAU`]), updated from time passed in.
+//! reserves capacity ahead that a dying host would waste (tokens are future-dated, so a
+//! big block does not hold anyone back, it only reaches further ahead). About
+//! [`crate::fleet::BLOCK_REFRESH`] of the host's own demand, at least what its waiters need
+//! now, at most one refresh of the fleet rate, keeps writes per key growing with hosts ×
+//! refreshes rather than admissions. The demand is an exponentially decaying average (time
+//! constant [`DEMAND_TAU`]), updated from time passed in.
+//!
+//! A cold average lags a host that just started: while each block was spent to the last
+//! token (none lapsed), the next one may double, up to the host's fair share of one
+//! refresh (the rate over the hosts seen), like a slow start.
 
 use std::time::Duration;
 
 use crate::time::Timestamp;
 
-/// A block is sized to this much of the host's recent demand.
-pub const BLOCK_DEMAND: Duration = Duration::from_millis(1_000);
 /// The demand average's time constant.
 pub const DEMAND_TAU: Duration = Duration::from_secs(1);
-/// The smallest block worth a write, when the burst allows it (a burst-1 key takes 1).
-pub const MIN_USEFUL_BLOCK: u64 = 2;
 
 /// A decaying average of admitted cost per second.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct DemandMeter {
     rate: f64,
     at: Timestamp,
+}
+
+/// What the next block's size depends on besides the demand.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SizeHints {
+    /// The head waiter's cost (1 if none).
+    pub head: u64,
+    /// The cost queued in all.
+    pub waiting: u64,
+    /// The previous block's size, and whether it was spent to the last token.
+    pub last: u64,
+    pub last_spent: bool,
+    /// The fleet rate (with the factor last seen), tokens/s.
+    pub rate: f64,
+    /// Hosts seen on the item (at least 1).
+    pub hosts: usize,
+    /// The refresh interval the block should last.
+    pub refresh: Duration,
 }
 
 impl DemandMeter {
@@ -39,20 +58,24 @@ impl DemandMeter {
         self.rate * (-dt / DEMAND_TAU.as_secs_f64()).exp()
     }
 
-    /// The block to ask for at `now`, the head waiter costing `head` and `waiting` cost
-    /// queued in all: `(wanted, at_least)`.
-    pub fn block_size(&self, head: u64, waiting: u64, burst: f64, now: Timestamp) -> (u64, u64) {
-        let max = (burst.floor() as u64).max(1);
-        let recent = (self.rate_at(now) * BLOCK_DEMAND.as_secs_f64()).ceil() as u64;
-        let wanted = recent.max(waiting).max(head).max(MIN_USEFUL_BLOCK).min(max);
-        // Wait for half the block rather than take whatever trickled in: otherwise the
-        // first host to ask after 2 tokens refilled takes 2, and blocks shrink to the
-        // polling interval instead of following demand.
-        let at_least = head
-            .max(wanted.div_ceil(2))
-            .max(MIN_USEFUL_BLOCK.min(max / 2).max(1))
-            .min(max);
-        (wanted, at_least)
+    /// The block to ask for at `now`: at least 1 and the head waiter's cost, at most one
+    /// refresh of the fleet rate (or the head's cost if larger).
+    pub fn block_size(&self, hints: &SizeHints, now: Timestamp) -> u64 {
+        let refresh = hints.refresh.as_secs_f64();
+        let max = ((hints.rate * refresh).ceil() as u64).max(1);
+        let share = ((hints.rate * refresh / hints.hosts.max(1) as f64).ceil() as u64).max(1);
+        let recent = (self.rate_at(now) * refresh).ceil() as u64;
+        let grown = if hints.last_spent {
+            hints.last.saturating_mul(2).min(share)
+        } else {
+            0
+        };
+        recent
+            .max(grown)
+            .max(hints.waiting)
+            .max(1)
+            .min(max)
+            .max(hints.head)
     }
 }
 
@@ -60,27 +83,60 @@ impl DemandMeter {
 mod tests {
     use super::*;
 
+    fn hints(rate: f64, hosts: usize) -> SizeHints {
+        SizeHints {
+            head: 1,
+            waiting: 1,
+            last: 0,
+            last_spent: false,
+            rate,
+            hosts,
+            refresh: Duration::from_secs(1),
+        }
+    }
+
     #[test]
     fn a_steady_rate_is_tracked() {
         let mut m = DemandMeter::default();
         for i in 0..1_000 {
             m.record(1.0, Timestamp::from_millis(i * 20)); // 50/s for 20 s
         }
-        let r = m.rate_at(Timestamp::from_millis(20_000));
+        let now = Timestamp::from_millis(20_000);
+        let r = m.rate_at(now);
         assert!((r - 50.0).abs() < 2.0, "{r}");
-        let wanted = m.block_size(1, 1, 200.0, Timestamp::from_millis(20_000)).0;
+        let wanted = m.block_size(&hints(200.0, 4), now);
         assert!((48..=52).contains(&wanted), "{wanted}: one second of 50/s");
     }
 
     #[test]
-    fn sizes_stay_within_one_and_the_burst() {
+    fn sizes_stay_within_one_and_a_refresh_of_the_rate() {
         let m = DemandMeter::default();
         let t = Timestamp::ZERO;
-        assert_eq!(m.block_size(1, 1, 1.0, t), (1, 1));
-        assert_eq!(m.block_size(1, 1, 5.0, t), (2, 2));
-        assert_eq!(m.block_size(1, 9, 5.0, t), (5, 3));
-        assert_eq!(m.block_size(3, 3, 100.0, t), (3, 3));
-        assert_eq!(m.block_size(9, 9, 5.0, t), (5, 5));
+        assert_eq!(m.block_size(&hints(0.5, 1), t), 1);
+        let h = SizeHints {
+            waiting: 90,
+            ..hints(20.0, 4)
+        };
+        assert_eq!(m.block_size(&h, t), 20, "one second of 20/s");
+        let h = SizeHints {
+            head: 30,
+            ..hints(20.0, 4)
+        };
+        assert_eq!(m.block_size(&h, t), 30, "the head waiter's cost");
+    }
+
+    #[test]
+    fn a_block_spent_to_the_last_token_doubles_up_to_the_fair_share() {
+        let m = DemandMeter::default();
+        let t = Timestamp::ZERO;
+        let mut h = hints(200.0, 4);
+        h.last_spent = true;
+        h.last = 8;
+        assert_eq!(m.block_size(&h, t), 16);
+        h.last = 40;
+        assert_eq!(m.block_size(&h, t), 50, "200/s over 4 hosts");
+        h.last_spent = false;
+        assert_eq!(m.block_size(&h, t), 1, "tokens lapsed: the demand decides");
     }
 
     #[test]
