@@ -31,6 +31,10 @@ use crate::breaker::opening_for;
 use crate::fleet::HostId;
 use crate::time::Timestamp;
 
+/// A failing item whose opening ended this long ago with no probe's answer since reads as
+/// closed: the longest opening, so a live failure with callers re-opens well within it.
+pub const STALE_AFTER: Duration = crate::breaker::MAX_OPEN;
+
 /// The fleet's probe lease on a half-open scope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetProbe {
@@ -74,6 +78,10 @@ impl FleetBreaker {
     pub fn view(&self, now: Timestamp) -> FleetBreakerView {
         match self.failing_since {
             None => FleetBreakerView::Closed,
+            // Nobody probed for [`STALE_AFTER`] after the opening ended (the hosts that
+            // knew of it stopped calling, or crashed mid-probe): what it says is too old
+            // to stop anyone, and its age must not stretch the next opening.
+            Some(_) if now >= self.open_until + STALE_AFTER => FleetBreakerView::Closed,
             Some(failing_since) => FleetBreakerView::Failing {
                 failing_since,
                 until: self.open_until,
@@ -208,8 +216,14 @@ pub fn publish_answer(
             ..FleetBreaker::default()
         }
     } else {
-        let since = current.failing_since.unwrap_or(local_since);
-        let still_open = current.failing_since.is_some() && current.open_until > now;
+        let (since, still_open, openings) = match current.view(now) {
+            FleetBreakerView::Failing {
+                failing_since,
+                until,
+                ..
+            } => (failing_since, until > now, current.openings),
+            FleetBreakerView::Closed => (local_since, false, 0),
+        };
         FleetBreaker {
             failing_since: Some(since),
             open_until: if still_open {
@@ -217,11 +231,7 @@ pub fn publish_answer(
             } else {
                 now + opening_for(Some(since), now)
             },
-            openings: if still_open {
-                current.openings
-            } else {
-                current.openings + 1
-            },
+            openings: if still_open { openings } else { openings + 1 },
             probe: None,
             written_at: now,
         }

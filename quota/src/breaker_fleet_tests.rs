@@ -147,3 +147,20 @@ fn a_failed_probe_on_a_closed_item_opens_it_from_the_hosts_own_start() {
     assert_eq!(written.failing_since, Some(at(0)));
     assert_eq!(written.open_until, at(110));
 }
+
+#[test]
+fn a_failing_item_nobody_probed_for_the_longest_opening_reads_as_closed() {
+    let item = opened(0, 5);
+    assert!(matches!(
+        item.view(at(5 + 599)),
+        FleetBreakerView::Failing { .. }
+    ));
+    assert_eq!(item.view(at(5 + 600)), FleetBreakerView::Closed);
+    // and its age does not stretch the next opening: a new failure starts afresh
+    let change = publish_opening(Some(&item), at(3_600), BASE_OPEN);
+    assert_eq!(change.write.unwrap().failing_since, Some(at(3_600)));
+    let change = publish_answer(Some(&item), false, at(3_590), at(3_600));
+    let written = change.write.unwrap();
+    assert_eq!(written.open_until, at(3_605));
+    assert_eq!(written.openings, 1);
+}

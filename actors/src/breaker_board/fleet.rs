@@ -298,10 +298,13 @@ impl BreakerBoard {
             ..
         } = view
         {
-            let own = entry.breaker.failing_since() == Some(failing_since)
-                && entry.breaker.reopens_at(now) == Some(until);
-            if !own && entry.breaker.adopt(failing_since, until, now) {
-                entry.fleet.from_fleet = true;
+            // Another host's opening, or this host's own as written a moment later.
+            let local_until = entry.breaker.reopens_at(now).unwrap_or(now);
+            let others = entry.breaker.failing_since() != Some(failing_since)
+                || until.saturating_since(local_until) > RECHECK
+                || local_until.saturating_since(until) > RECHECK;
+            if entry.breaker.adopt(failing_since, until, now) {
+                entry.fleet.from_fleet |= others;
                 entry.fleet.claim = Claim::None;
                 tracing::info!(scope = %scope, state = ?entry.breaker.state(now), "circuit breaker adopted from the fleet");
             }
