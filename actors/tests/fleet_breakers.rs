@@ -378,3 +378,135 @@ fn an_unreachable_table_leaves_each_host_with_its_own_breaker() {
         assert!(!breaker(&f.hosts[0]).await.is_some_and(|(_, fleet)| fleet));
     });
 }
+
+/// What a 90-second outage cost: attempts sent while the service was down (probes
+/// included), probes among them, table requests, and the latest instant a host sent its
+/// first successful call after the recovery.
+#[derive(Debug)]
+struct OutageCost {
+    sent_while_down: u64,
+    probes: u64,
+    table_requests: u64,
+    last_host_back_after: Duration,
+}
+
+/// 3 hosts × 2 workers call the scope back to back (100 ms per call) through a 90 s
+/// outage and 30 s after it; `shared`: breakers shared through the table; hosts 2 and 3
+/// start calling `stagger` after host 1.
+fn outage(shared: bool, stagger: Duration) -> OutageCost {
+    const OUTAGE: Duration = Duration::from_secs(90);
+    paused_system().block_on(async {
+        let f = fleet(3);
+        let hosts: Vec<AdmissionHandle> = if shared {
+            f.hosts.clone()
+        } else {
+            (1..=3)
+                .map(|id| {
+                    tollgate_actors::start_in_current_system(
+                        RuntimeConfig::simulated(Owner {
+                            pid: id,
+                            generation: 1,
+                        }),
+                        f.clock.clone(),
+                    )
+                })
+                .collect()
+        };
+        let recovery = START + OUTAGE;
+        let end = recovery + secs(30);
+        let mut tasks = Vec::new();
+        for (i, h) in hosts.iter().enumerate() {
+            for j in 0..2u32 {
+                let h = h
+                    .for_owner(Owner {
+                        pid: 1_000 + j,
+                        generation: 1,
+                    })
+                    .unwrap();
+                let start = if i == 0 { Duration::ZERO } else { stagger };
+                tasks.push(actix::spawn(async move {
+                    tokio::time::sleep(start).await;
+                    let (mut down, mut probes, mut first_success) = (0u64, 0u64, None);
+                    while h.now() < end {
+                        let Ok(pass) = h.breaker_pass(&key(), LONG).await else {
+                            continue;
+                        };
+                        let probe = match pass {
+                            Passage::Probe(lease) => Some(lease.id),
+                            _ => None,
+                        };
+                        let sent = h.now();
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        let outcome = if sent < recovery {
+                            down += 1;
+                            probes += u64::from(probe.is_some());
+                            Outcome::Transient
+                        } else {
+                            first_success.get_or_insert(sent);
+                            Outcome::Success
+                        };
+                        h.breaker_report(&key(), Some(outcome), probe);
+                    }
+                    (down, probes, first_success)
+                }));
+            }
+        }
+        let mut cost = OutageCost {
+            sent_while_down: 0,
+            probes: 0,
+            table_requests: 0,
+            last_host_back_after: Duration::ZERO,
+        };
+        for t in tasks {
+            let (down, probes, first) = t.await.unwrap();
+            cost.sent_while_down += down;
+            cost.probes += probes;
+            let back = first.expect("every worker got through after the recovery");
+            cost.last_host_back_after = cost
+                .last_host_back_after
+                .max(back.saturating_since(recovery));
+        }
+        cost.table_requests = f.store.requests();
+        cost
+    })
+}
+
+#[test]
+fn a_ninety_second_outage_costs_three_hosts_one_hosts_probes_when_breakers_are_shared() {
+    let local = outage(false, Duration::ZERO);
+    let shared = outage(true, Duration::ZERO);
+    println!("per host: {local:?}\nshared:   {shared:?}");
+    assert_eq!(local.table_requests, 0);
+    // All hosts meet the outage at once here, so each still pays its own five failures
+    // (a host adopts an opening only if the fleet knew of it before its first failure);
+    // what sharing saves is the probes: one per opening for the fleet, not per host.
+    assert!(
+        shared.probes * 2 < local.probes,
+        "one probe per opening for the fleet, not one per host: {shared:?} vs {local:?}"
+    );
+    assert!(
+        shared.sent_while_down < local.sent_while_down,
+        "{shared:?} vs {local:?}"
+    );
+    // A recovery is found within a tenth of the outage (9 s) plus one recheck.
+    assert!(shared.last_host_back_after <= secs(10), "{shared:?}");
+}
+
+#[test]
+fn hosts_that_meet_an_outage_after_another_host_opened_it_send_one_failure_each() {
+    let local = outage(false, secs(2));
+    let shared = outage(true, secs(2));
+    println!("per host: {local:?}\nshared:   {shared:?}");
+    // Host 1's workers: 5 failures and the one in flight; hosts 2 and 3: each worker's
+    // first failure and the call it sent while its host's read of the item was out
+    // (reading never holds a caller back), 4 per host instead of 6.
+    let onset = shared.sent_while_down - shared.probes;
+    assert_eq!(onset, 6 + 2 * 4, "{shared:?}");
+    let onset_per_host = local.sent_while_down - local.probes;
+    assert_eq!(onset_per_host, 3 * 6, "{local:?}");
+    assert!(
+        shared.sent_while_down * 2 < local.sent_while_down,
+        "{shared:?} vs {local:?}"
+    );
+    assert!(shared.last_host_back_after <= secs(10), "{shared:?}");
+}
