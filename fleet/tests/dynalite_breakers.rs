@@ -211,5 +211,14 @@ fn exactly_one_of_eight_hosts_wins_the_probe_and_its_answer_closes_the_scope() {
         })
         .await;
         assert!(after.iter().all(|c| *c == ProbeClaim::Closed), "{after:?}");
+
+        // `fleet status` lists quota keys: the breaker item is neither a key nor unreadable.
+        let status = tollgate_fleet::status::fleet_status(&store, clock.now())
+            .await
+            .unwrap();
+        assert!(
+            status.keys.is_empty() && status.unreadable.is_empty(),
+            "{status:?}"
+        );
     });
 }
