@@ -368,3 +368,98 @@ impl BreakerBoard {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64) -> Timestamp {
+        Timestamp::from_millis(1_000_000 + secs * 1_000)
+    }
+
+    /// Apply `outcome` (under `probe`) to a copy of `before` at `now`; what to publish.
+    fn publish_after(
+        before: &Breaker,
+        outcome: Outcome,
+        probe: Option<ProbeId>,
+        consulted_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Publish {
+        let mut after = before.clone();
+        after.record(outcome, probe, now);
+        what_to_publish(before, &after, Some(outcome), probe, consulted_at, now)
+    }
+
+    fn failing(n: u32, now: Timestamp) -> Breaker {
+        let mut b = Breaker::default();
+        for _ in 0..n {
+            b.record(Outcome::Transient, None, now);
+        }
+        b
+    }
+
+    #[test]
+    fn only_a_streaks_first_failure_an_opening_and_a_probes_answer_touch_the_table() {
+        let closed = Breaker::default();
+        let t = at(0);
+        assert!(matches!(
+            publish_after(&closed, Outcome::Transient, None, None, t),
+            Publish::Consult
+        ));
+        assert!(
+            matches!(
+                publish_after(&closed, Outcome::Transient, None, Some(t), at(4)),
+                Publish::Nothing
+            ),
+            "at most one read per 5 s"
+        );
+        assert!(matches!(
+            publish_after(&closed, Outcome::Transient, None, Some(t), at(5)),
+            Publish::Consult
+        ));
+        for outcome in [Outcome::Success, Outcome::Fatal, Outcome::Throttled] {
+            assert!(matches!(
+                publish_after(&closed, outcome, None, None, t),
+                Publish::Nothing
+            ));
+        }
+        assert!(
+            matches!(
+                publish_after(&failing(2, t), Outcome::Transient, None, None, t),
+                Publish::Nothing
+            ),
+            "later failures of the streak count locally"
+        );
+        assert!(matches!(
+            publish_after(&failing(4, t), Outcome::Transient, None, None, t),
+            Publish::Opening
+        ));
+
+        let mut open = failing(5, t);
+        let probe_at = at(5);
+        let Passage::Probe(lease) = open.pass(probe_at) else {
+            panic!("half-open after 5 s");
+        };
+        assert!(
+            matches!(
+                publish_after(&open, Outcome::Transient, None, None, probe_at),
+                Publish::Nothing
+            ),
+            "an answer of a call sent before the opening is not the probe's"
+        );
+        match publish_after(&open, Outcome::Success, Some(lease.id), None, probe_at) {
+            Publish::Answer { recovered, since } => {
+                assert!(recovered);
+                assert_eq!(since, t);
+            }
+            _ => panic!("the probe's success is published"),
+        }
+        assert!(matches!(
+            publish_after(&open, Outcome::Transient, Some(lease.id), None, probe_at),
+            Publish::Answer {
+                recovered: false,
+                ..
+            }
+        ));
+    }
+}
