@@ -58,7 +58,7 @@ pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
 pub use remote::{ClientInfo, CoordinationStatus};
 pub use runtime::{
-    paused_system, start_in_current_system, start_in_current_system_with_fleet, AdmissionRuntime,
-    RuntimeConfig,
+    paused_system, start_in_current_system, start_in_current_system_with_fleet,
+    start_in_current_system_with_fleet_breakers, AdmissionRuntime, RuntimeConfig,
 };
 pub use schedules::Schedules;

@@ -15,7 +15,7 @@ use tollgate_storage::{MemoryStore, QuotaStore};
 
 use crate::breaker_board::BreakerBoard;
 use crate::clock::{unix_now, TokioClock};
-use crate::fleet::FleetSetup;
+use crate::fleet::{BreakerLink, FleetSetup};
 use crate::handle::AdmissionHandle;
 use crate::local::LocalAdmission;
 use crate::persist::Persister;
@@ -99,7 +99,7 @@ pub fn this_process_owner() -> Owner {
 /// Start the registry in the current actix system with `clock`. For tests that drive
 /// time themselves; call inside `actix::System::block_on` or an `#[actix::test]`.
 pub fn start_in_current_system(config: RuntimeConfig, clock: Arc<dyn Clock>) -> AdmissionHandle {
-    start_local(config, clock, false, None)
+    start_local(config, clock, false, None, None)
 }
 
 /// [`start_in_current_system`] in fleet mode: every key also admits under `fleet`'s
@@ -109,7 +109,18 @@ pub fn start_in_current_system_with_fleet(
     clock: Arc<dyn Clock>,
     fleet: FleetSetup,
 ) -> AdmissionHandle {
-    start_local(config, clock, false, Some(fleet))
+    start_local(config, clock, false, Some(fleet), None)
+}
+
+/// [`start_in_current_system`] whose breakers are shared with the fleet through `breakers`
+/// (paused-time tests of fleet breakers; `fleet`: the quota side, if wanted too).
+pub fn start_in_current_system_with_fleet_breakers(
+    config: RuntimeConfig,
+    clock: Arc<dyn Clock>,
+    fleet: Option<FleetSetup>,
+    breakers: BreakerLink,
+) -> AdmissionHandle {
+    start_local(config, clock, false, fleet, Some(breakers))
 }
 
 /// Start the registry; `unclean_takeover` says the previous coordinator crashed.
@@ -118,6 +129,7 @@ fn start_local(
     clock: Arc<dyn Clock>,
     unclean_takeover: bool,
     fleet: Option<FleetSetup>,
+    breakers: Option<BreakerLink>,
 ) -> AdmissionHandle {
     let unclean_takeover_at = unclean_takeover.then(|| clock.now());
     let persister = Persister::start(config.store.clone());
@@ -130,7 +142,9 @@ fn start_local(
         fleet,
     };
     let registry = Registry::new(deps, config.evict_after).start();
-    let breakers = BreakerBoard::new(clock.clone()).start();
+    let breakers = BreakerBoard::new(clock.clone())
+        .with_fleet(breakers)
+        .start();
     AdmissionHandle::local(Arc::new(LocalAdmission::new(
         registry,
         breakers,
@@ -174,7 +188,11 @@ impl AdmissionRuntime {
                 let system = actix::System::new();
                 system.block_on(async move {
                     let clock = Arc::new(TokioClock::system());
-                    let handle = start_local(config, clock, unclean_takeover, fleet);
+                    // Fleet mode shares the breakers too when a breaker store is installed.
+                    let breakers = fleet.as_ref().and_then(|f| {
+                        crate::fleet::breakers::breaker_link_for_this_process(&f.host)
+                    });
+                    let handle = start_local(config, clock, unclean_takeover, fleet, breakers);
                     if let Some(local) = handle.as_local() {
                         actix::spawn(serve(local.clone()));
                     }

@@ -10,11 +10,13 @@
 //!   into [`FleetSettings`].
 //! - [`layout`]: the item's attributes (the one place they are written down in code).
 //! - [`dynamo`]: [`DynamoFleetStore`], GetItem / conditional PutItem, request counting.
+//! - [`breakers`]: the breaker items (`breaker#<scope>`) on the same table.
 //! - [`classify`]: SDK errors → unreachable / throttled / access denied / no table.
 //! - [`table`]: `fleet init`: create the table, enable TTL, the IAM policy.
 //! - [`status`]: `fleet status`: each key's item summarized.
 #![forbid(unsafe_code)]
 
+pub mod breakers;
 pub mod classify;
 pub mod dynamo;
 pub mod layout;
@@ -39,6 +41,10 @@ pub fn install_from_env() -> Result<Option<DynamoFleetStore>, SettingsError> {
 /// (replacing an earlier install); returns its store.
 pub fn install(settings: FleetSettings) -> DynamoFleetStore {
     let store = DynamoFleetStore::new(settings.clone());
+    // Breakers are shared through the same table (issue 14).
+    tollgate_actors::fleet::breakers::install_breaker_store_for_this_process(Arc::new(
+        store.clone(),
+    ));
     FleetInstall {
         store: Arc::new(store.clone()),
         config: settings.config,

@@ -71,6 +71,13 @@ pub const OPEN_SHARE: u32 = 10;
 /// one minute.
 pub const PROBE_LEASE: Duration = Duration::from_secs(60);
 
+/// How long an opening that starts at `now` lasts when the scope has been failing since
+/// `failing_since`: a tenth of the failure's age, within [`BASE_OPEN`, `MAX_OPEN`].
+pub fn opening_for(failing_since: Option<Timestamp>, now: Timestamp) -> Duration {
+    let age = failing_since.map_or(Duration::ZERO, |since| now.saturating_since(since));
+    (age / OPEN_SHARE).clamp(BASE_OPEN, MAX_OPEN)
+}
+
 /// The scope of one breaker: `partition/account/region/service` of a quota key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -197,10 +204,41 @@ impl Breaker {
     /// How long an opening that starts at `now` lasts: a tenth of the failure's age,
     /// within [`BASE_OPEN`, `MAX_OPEN`].
     pub fn opening_at(&self, now: Timestamp) -> Duration {
-        let age = self
-            .failing_since
-            .map_or(Duration::ZERO, |since| now.saturating_since(since));
-        (age / OPEN_SHARE).clamp(BASE_OPEN, MAX_OPEN)
+        opening_for(self.failing_since, now)
+    }
+
+    /// When the current failure started (the first opening), `None` while closed.
+    pub fn failing_since(&self) -> Option<Timestamp> {
+        self.failing_since
+    }
+
+    /// Take an opening another host published (fleet mode): open until `until` (already
+    /// half-open if `until` has passed), failing since the earlier of both starts. A probe
+    /// lease in flight here is kept: its answer moves the breaker. Returns true if the
+    /// state changed.
+    pub fn adopt(&mut self, failing_since: Timestamp, until: Timestamp, now: Timestamp) -> bool {
+        if let BreakerState::HalfOpen { probe: Some(_) } = self.state(now) {
+            return false;
+        }
+        let before = self.clone();
+        self.failing_since = Some(
+            self.failing_since
+                .map_or(failing_since, |s| s.min(failing_since)),
+        );
+        self.open_for = until.saturating_since(now).clamp(BASE_OPEN, MAX_OPEN);
+        self.state = BreakerState::Open { until };
+        *self != before
+    }
+
+    /// Close because another host's probe succeeded (fleet mode). A probe lease in flight
+    /// here is dropped with the rest: its answer no longer matters. Returns true if the
+    /// state changed.
+    pub fn close(&mut self) -> bool {
+        let before = self.clone();
+        self.state = BreakerState::Closed { failures: 0 };
+        self.open_for = BASE_OPEN;
+        self.failing_since = None;
+        *self != before
     }
 
     /// The instant the breaker stops refusing without a probe's answer: the end of the

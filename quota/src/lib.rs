@@ -29,6 +29,7 @@
 #![warn(missing_debug_implementations)]
 
 pub mod breaker;
+pub mod breaker_fleet;
 pub mod bucket;
 pub mod defaults;
 pub mod fleet;

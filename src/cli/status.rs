@@ -185,7 +185,12 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
             .reopens_at
             .map(|at| format!(", nothing sent before {at} (Unix time)"))
             .unwrap_or_default();
-        writeln!(out, "breaker {}: {:?}{reopens}", b.scope, b.state)?;
+        let source = if b.from_fleet {
+            " (from the fleet)"
+        } else {
+            ""
+        };
+        writeln!(out, "breaker {}: {:?}{reopens}{source}", b.scope, b.state)?;
     }
     if report.keys.is_empty() {
         writeln!(out, "no quota state stored yet")?;

@@ -11,9 +11,10 @@
 //! this process starts then runs its keys under fleet blocks, with a host id stored in
 //! its admission directory ([`host_id`]). Without an install nothing changes.
 //!
-//! Breakers in fleet mode (issue 14) are not shared here: each host's breaker board stays
-//! local. The seam for it is this module: a breaker item per scope beside the quota items.
+//! Breakers in fleet mode (issue 14) are shared through [`breakers`]: a breaker item per
+//! scope beside the quota items, read and written only while a scope fails.
 
+pub mod breakers;
 mod exchange;
 pub mod host_id;
 mod memory;
@@ -21,6 +22,7 @@ mod store;
 
 use std::sync::{Arc, RwLock};
 
+pub use breakers::{BreakerLink, BreakerStore, MemoryBreakerStore, VersionedBreaker};
 pub use exchange::{exchange, MAX_ATTEMPTS};
 pub use memory::MemoryFleetStore;
 pub use store::{FleetError, FleetErrorKind, FleetFuture, FleetStore, PutOutcome, Versioned};

@@ -23,4 +23,8 @@ pub struct BreakerStatus {
     pub next_open_secs: u64,
     /// Callers waiting for it.
     pub waiting: usize,
+    /// Fleet mode: the state was last set from the fleet's breaker item (another host's
+    /// opening, claim or probe), not by this host's own answers.
+    #[serde(default)]
+    pub from_fleet: bool,
 }

@@ -11,12 +11,18 @@
 //! falls before the opening ends is answered [`AdmissionError::BreakerOpen`] at once; one
 //! whose deadline passes while the probe is out, at its deadline.
 //!
+//! In fleet mode ([`fleet`]) the board also shares each failing scope with the other
+//! hosts through the fleet table: openings are published and adopted, and the half-open
+//! probe is claimed from the table first, so there is one probe for the whole fleet.
+//!
 //! Breakers live in the coordinator's memory only (not persisted): a new coordinator
 //! starts every breaker closed, which costs at most [`FAILURE_THRESHOLD`] transient
 //! answers per failing scope to re-learn; storing them would add a record write to every
 //! opening for a state that a minute-long outage re-creates anyway.
 //!
 //! [`FAILURE_THRESHOLD`]: tollgate_quota::breaker::FAILURE_THRESHOLD
+
+mod fleet;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,14 +32,19 @@ use tollgate_quota::{
     Breaker, BreakerScope, BreakerWait, Clock, Exit, Passage, Step, Timestamp, WaitQueue,
 };
 
+use self::fleet::{FleetLink, FleetScope};
+use crate::fleet::BreakerLink;
 use crate::messages::{BreakerPass, BreakerReport, BreakerStatus, Breakers};
 use crate::AdmissionError;
 
-/// One scope: its breaker and who waits for it.
+pub use self::fleet::RECHECK;
+
+/// One scope: its breaker, who waits for it, its standing with the fleet.
 #[derive(Default)]
 struct Scope {
     breaker: Breaker,
     waiting: WaitQueue<BreakerPass>,
+    fleet: FleetScope,
 }
 
 /// The breakers of every scope this coordinator has seen.
@@ -42,6 +53,8 @@ pub struct BreakerBoard {
     scopes: HashMap<BreakerScope, Scope>,
     next_waiter: u64,
     wake: Option<(Timestamp, SpawnHandle)>,
+    /// The fleet's breaker table, in fleet mode.
+    fleet: Option<FleetLink>,
 }
 
 impl std::fmt::Debug for BreakerBoard {
@@ -60,23 +73,33 @@ impl BreakerBoard {
             scopes: HashMap::new(),
             next_waiter: 0,
             wake: None,
+            fleet: None,
         }
+    }
+
+    /// Share the breakers with the fleet through `link` (fleet mode).
+    pub fn with_fleet(mut self, link: Option<BreakerLink>) -> Self {
+        self.fleet = link.map(FleetLink::new);
+        self
     }
 
     /// Serve every scope's waiters; wake again at the earliest instant worth it.
     fn poll(&mut self, ctx: &mut Context<Self>) {
         let now = self.clock.now();
         let mut next: Option<Timestamp> = None;
+        let shared = self.fleet.is_some();
         for (scope, entry) in &mut self.scopes {
-            let wake = serve(scope, entry, now);
+            let wake = serve(scope, entry, shared, now);
             next = match (next, wake) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
         }
         // A closed breaker nobody waits for is the default: forget it.
-        self.scopes
-            .retain(|_, e| !e.waiting.is_empty() || e.breaker != Breaker::default());
+        self.scopes.retain(|_, e| {
+            !e.waiting.is_empty() || e.breaker != Breaker::default() || e.fleet.busy(now)
+        });
+        self.start_claims(ctx);
         match (next, self.wake) {
             (Some(at), Some((scheduled, _))) if scheduled <= at && scheduled > now => {}
             (next, current) => {
@@ -96,20 +119,29 @@ impl BreakerBoard {
 }
 
 /// Let through whoever may pass in one scope; returns the next instant worth waking at.
-fn serve(scope: &BreakerScope, entry: &mut Scope, now: Timestamp) -> Option<Timestamp> {
-    let breaker = &mut entry.breaker;
+fn serve(
+    scope: &BreakerScope,
+    entry: &mut Scope,
+    shared: bool,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    let Scope {
+        breaker,
+        waiting,
+        fleet: standing,
+    } = entry;
     let refused = |at| AdmissionError::BreakerOpen {
         scope: scope.to_string(),
         reopens_at: at,
     };
     let mut exits = Vec::new();
-    let next = entry.waiting.poll(
+    let next = waiting.poll(
         now,
         |w| {
             if w.reply.is_closed() {
                 return Step::Drop;
             }
-            match breaker.pass(now) {
+            match fleet::pass(breaker, standing, shared, now) {
                 Passage::Wait {
                     at,
                     reason: BreakerWait::Open,
@@ -148,11 +180,12 @@ impl Handler<BreakerPass> for BreakerBoard {
     type Result = ();
     fn handle(&mut self, msg: BreakerPass, ctx: &mut Context<Self>) {
         let now = self.clock.now();
+        let shared = self.fleet.is_some();
         let entry = self.scopes.entry(msg.scope.clone()).or_default();
         // Nobody ahead: answer at once when the breaker can (a closed breaker always
         // can, whatever the deadline, even one that is already due).
         if entry.waiting.is_empty() {
-            let answer = match entry.breaker.pass(now) {
+            let answer = match fleet::pass(&mut entry.breaker, &mut entry.fleet, shared, now) {
                 Passage::Wait {
                     at,
                     reason: BreakerWait::Open,
@@ -183,6 +216,7 @@ impl Handler<BreakerReport> for BreakerBoard {
     fn handle(&mut self, msg: BreakerReport, ctx: &mut Context<Self>) {
         let now = self.clock.now();
         let entry = self.scopes.entry(msg.scope.clone()).or_default();
+        let before = self.fleet.as_ref().map(|_| entry.breaker.clone());
         let changed = match (msg.outcome, msg.probe) {
             (Some(outcome), probe) => entry.breaker.record(outcome, probe, now),
             (None, Some(probe)) => entry.breaker.abandon(probe, now),
@@ -190,6 +224,19 @@ impl Handler<BreakerReport> for BreakerBoard {
         };
         if changed {
             tracing::info!(scope = %msg.scope, state = ?entry.breaker.state(now), "circuit breaker changed");
+        }
+        if let Some(before) = before {
+            let what = fleet::what_to_publish(
+                &before,
+                &entry.breaker,
+                msg.outcome,
+                msg.probe,
+                entry.fleet.consulted_at(),
+                now,
+            );
+            self.publish(&msg.scope, what, ctx);
+        }
+        if changed {
             self.poll(ctx);
         }
     }
@@ -212,6 +259,7 @@ impl Handler<Breakers> for BreakerBoard {
                     .opening_at(e.breaker.reopens_at(now).unwrap_or(now))
                     .as_secs(),
                 waiting: e.waiting.len(),
+                from_fleet: e.fleet.from_fleet,
             })
             .collect();
         list.sort_by(|a, b| a.scope.cmp(&b.scope));
