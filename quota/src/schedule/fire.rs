@@ -78,7 +78,13 @@ impl CronSchedule {
     }
 
     /// The first fire instant after `t` of a civil minute dated no later than `last_date`.
+    ///
+    /// Civil minutes after the one containing [`WallClock::MAX`] would fire past the range
+    /// (the conversion clamps them to `MAX`): the search ends there instead of walking
+    /// every match up to `last_date` for a fire after `MAX` that cannot come.
     pub(super) fn fire_after(&self, t: WallClock, last_date: NaiveDate) -> Option<WallClock> {
+        let end = local_minute(self.zone, WallClock::MAX);
+        let last_date = last_date.min(end.date());
         let fires_after_t =
             |civil: NaiveDateTime| fire_instant(self.zone, civil).is_some_and(|f| f > t);
         // The civil minute containing t fired at or before t. Gallop, then bisect, to the
@@ -105,6 +111,9 @@ impl CronSchedule {
             .pattern
             .first_match_from(start + ChronoDuration::minutes(above), last_date)?;
         loop {
+            if civil > end {
+                return None;
+            }
             match fire_instant(self.zone, civil) {
                 Some(fire) if fire > t => return Some(fire),
                 _ => {

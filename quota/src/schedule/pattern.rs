@@ -74,10 +74,11 @@ impl CivilPattern {
             return false;
         }
         let weekday = croner::Weekday::from_days_from_sunday(date.weekday().num_days_from_sunday());
+        let year = within_croner_years(date.year());
         let p = &self.cron.pattern;
-        p.day_match(date.year(), date.month(), date.day(), weekday)
+        p.day_match(year, date.month(), date.day(), weekday)
             .unwrap_or(false)
-            && p.year_match(date.year()).unwrap_or(false)
+            && p.year_match(year).unwrap_or(false)
     }
 
     /// True if the civil minute containing `at` matches.
@@ -173,6 +174,19 @@ impl CivilPattern {
             at = at.with_minute(0)? + ChronoDuration::hours(1);
         }
     }
+}
+
+/// `year`, moved back by whole 400-year Gregorian cycles into croner's range (it matches
+/// no date after [`croner::YEAR_UPPER_LIMIT`], 5000, where `WallClock` runs to 9999). A
+/// cycle is 146,097 days, a whole number of weeks, and keeps leap years, so month, day
+/// and weekday rules match the same dates in both years (a pattern has no year field).
+fn within_croner_years(year: i32) -> i32 {
+    const CYCLE: i32 = 400;
+    let over = year - croner::YEAR_UPPER_LIMIT;
+    if over <= 0 {
+        return year;
+    }
+    year - CYCLE * ((over + CYCLE - 1) / CYCLE)
 }
 
 /// `at` with seconds and sub-seconds cleared.

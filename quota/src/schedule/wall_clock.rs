@@ -15,7 +15,8 @@
 //! Milliseconds are plenty: every schedule boundary is a whole minute (or a time-zone
 //! transition, a whole second). A timestamp is floored to the millisecond, which keeps
 //! the order against any boundary: `t ≥ boundary` holds before and after the conversion.
-//! The range is 1970-01-01 through the end of 9999 (what chrono and cron can name);
+//! The range is 1970-01-01 through the end of 9999 (what chrono names; cron patterns
+//! match past croner's year 5000 through the 400-year cycle, see `pattern.rs`);
 //! conversions saturate at its ends.
 
 use std::fmt;
