@@ -219,6 +219,11 @@ pub(crate) async fn run_scan(
     report_to: ReportTo<'_>,
     telemetry: Option<Arc<dyn TelemetrySink>>,
 ) -> anyhow::Result<ExitCode> {
+    // One SIGINT listener for the whole scan, made before the scan starts: a fresh
+    // `ctrl_c()` per loop turn only listens while it is being polled, and a Ctrl-C that
+    // arrived between two turns (a progress tick) was lost.
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("installing the SIGINT handler")?;
     let discovery = engine.discovery(telemetry);
     let handle = discovery.start_scan(request).await?;
     let display = ProgressDisplay::new(&handle);
@@ -230,15 +235,14 @@ pub(crate) async fn run_scan(
         loop {
             tokio::select! {
                 report = &mut report => break report?,
-                _ = tokio::signal::ctrl_c(), if !user_cancelled => {
+                _ = interrupt.recv() => {
+                    if user_cancelled {
+                        // The second Ctrl-C: quit at once.
+                        std::process::exit(i32::from(EXIT_CANCELLED));
+                    }
                     user_cancelled = true;
                     display.note("cancelling: stopping queued and in-flight requests (Ctrl-C again to quit at once)");
                     handle.cancel().await?;
-                    tokio::spawn(async {
-                        if tokio::signal::ctrl_c().await.is_ok() {
-                            std::process::exit(i32::from(EXIT_CANCELLED));
-                        }
-                    });
                 }
                 _ = tick.tick() => display.update(&handle.progress()),
             }
