@@ -104,6 +104,27 @@ fn init_creates_the_table_and_a_demo_admits_under_its_blocks() {
     );
 }
 
+/// `tollgate demo --output DIR/report.json` in fleet mode against a table nobody answers
+/// for, with `on_error`: the directory (keep it), the run, the report's path.
+fn demo_against_an_unreachable_table(
+    on_error: &str,
+) -> (tempfile::TempDir, Output, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = unreachable_url();
+    let env = [
+        ("TOLLGATE_FLEET_TABLE", "tg-unreachable"),
+        ("TOLLGATE_FLEET_ENDPOINT_URL", url.as_str()),
+        ("TOLLGATE_FLEET_ON_ERROR", on_error),
+    ];
+    let report = dir.path().join("report.json");
+    let demo = tollgate(
+        &["demo", "--output", report.to_str().unwrap()],
+        &env,
+        dir.path(),
+    );
+    (dir, demo, report)
+}
+
 fn unreachable_url() -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -115,19 +136,7 @@ fn unreachable_url() -> String {
 
 #[test]
 fn stop_mode_refuses_naming_the_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = unreachable_url();
-    let env = [
-        ("TOLLGATE_FLEET_TABLE", "tg-unreachable"),
-        ("TOLLGATE_FLEET_ENDPOINT_URL", url.as_str()),
-        ("TOLLGATE_FLEET_ON_ERROR", "stop"),
-    ];
-    let report = dir.path().join("report.json");
-    let demo = tollgate(
-        &["demo", "--output", report.to_str().unwrap()],
-        &env,
-        dir.path(),
-    );
+    let (_dir, demo, report) = demo_against_an_unreachable_table("stop");
     let all = text(&demo);
     assert!(!demo.status.success(), "{all}");
     assert!(
@@ -163,19 +172,7 @@ fn degraded_keys(report: &serde_json::Value) -> Vec<serde_json::Value> {
 
 #[test]
 fn local_share_mode_warns_completes_and_says_so_in_the_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = unreachable_url();
-    let env = [
-        ("TOLLGATE_FLEET_TABLE", "tg-unreachable"),
-        ("TOLLGATE_FLEET_ENDPOINT_URL", url.as_str()),
-        ("TOLLGATE_FLEET_ON_ERROR", "local-share"),
-    ];
-    let report = dir.path().join("report.json");
-    let demo = tollgate(
-        &["demo", "--output", report.to_str().unwrap()],
-        &env,
-        dir.path(),
-    );
+    let (_dir, demo, report) = demo_against_an_unreachable_table("local-share");
     let all = text(&demo);
     assert!(demo.status.success(), "{all}");
     assert!(all.contains("fleet admission degraded"), "{all}");

@@ -9,6 +9,8 @@
 //! horizon admits a known number of due instants, and every grant in a race must take
 //! its own of them (atomic conditional writes: no two grants share a due instant).
 
+mod common;
+
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,6 +21,8 @@ use tollgate_fleet::settings::FleetSettings;
 use tollgate_fleet::DynamoFleetStore;
 use tollgate_quota::fleet::{BlockRequest, FleetConfig, TokenRun};
 use tollgate_quota::{Clock, Timestamp};
+
+use common::ManualClock;
 
 const DYNALITE_URL_ENV: &str = "TOLLGATE_TEST_DYNALITE_URL";
 const ROLE: &str = "TOLLGATE_TEST_FLEET_CHILD";
@@ -65,25 +69,6 @@ fn rt() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
-}
-
-/// A clock the test moves.
-#[derive(Debug, Default)]
-struct ManualClock(AtomicU64);
-
-impl ManualClock {
-    fn at(us: u64) -> Arc<ManualClock> {
-        Arc::new(ManualClock(AtomicU64::new(us)))
-    }
-    fn set(&self, us: u64) {
-        self.0.store(us, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> Timestamp {
-        Timestamp::from_micros(self.0.load(Ordering::SeqCst))
-    }
 }
 
 const T0: u64 = 1_700_000_000_000_000;

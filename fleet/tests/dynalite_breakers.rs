@@ -6,6 +6,8 @@
 //! without it these tests fail with instructions. Each test uses its own table. Time is a
 //! manual clock, so every instant is exact.
 
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -20,6 +22,8 @@ use tollgate_quota::breaker_fleet::{
 };
 use tollgate_quota::fleet::FleetConfig;
 use tollgate_quota::{BreakerScope, Clock, Timestamp, BASE_OPEN};
+
+use common::ManualClock;
 
 const DYNALITE_URL_ENV: &str = "TOLLGATE_TEST_DYNALITE_URL";
 const T0: u64 = 1_700_000_000_000_000;
@@ -64,25 +68,6 @@ async fn new_table(name: &str) -> DynamoFleetStore {
             .created
     );
     store
-}
-
-/// A clock the test moves.
-#[derive(Debug)]
-struct ManualClock(AtomicU64);
-
-impl ManualClock {
-    fn at(us: u64) -> Arc<ManualClock> {
-        Arc::new(ManualClock(AtomicU64::new(us)))
-    }
-    fn set(&self, us: u64) {
-        self.0.store(us, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> Timestamp {
-        Timestamp::from_micros(self.0.load(Ordering::SeqCst))
-    }
 }
 
 fn scope() -> BreakerScope {
