@@ -163,6 +163,32 @@ fn rfc3339(micros: u64) -> String {
 }
 
 impl ScanRecord {
+    /// A scan of `request` that has not started, as submitted at `at` (microseconds).
+    pub fn unstarted(
+        scan_id: String,
+        target: Option<String>,
+        request: &tollgate_engine::request::DiscoveryRequest,
+        status: ScanStatus,
+        at: u64,
+    ) -> ScanRecord {
+        ScanRecord {
+            scan_id,
+            target,
+            status,
+            queued_at: at,
+            started_at: None,
+            finished_at: None,
+            account: None,
+            regions: request.regions.clone(),
+            datasets: request
+                .datasets
+                .iter()
+                .map(|d| d.name().to_string())
+                .collect(),
+            final_progress: Vec::new(),
+        }
+    }
+
     /// The listed form.
     pub fn summary(&self) -> ScanSummary {
         ScanSummary {

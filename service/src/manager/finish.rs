@@ -103,20 +103,14 @@ impl ScanManager {
     ) -> Result<String, ManagerError> {
         let now = self.now();
         let record = ScanRecord {
-            scan_id: super::new_scan_id(),
-            target,
-            status: ScanStatus::Failed,
-            queued_at: now,
-            started_at: None,
             finished_at: Some(now),
-            account: None,
-            regions: request.regions.clone(),
-            datasets: request
-                .datasets
-                .iter()
-                .map(|d| d.name().to_string())
-                .collect(),
-            final_progress: Vec::new(),
+            ..ScanRecord::unstarted(
+                super::new_scan_id(),
+                target,
+                request,
+                ScanStatus::Failed,
+                now,
+            )
         };
         let report = unstarted_report(&record, DatasetStatus::Failed, why, now);
         self.shared

@@ -194,22 +194,13 @@ impl ScanManager {
         while state.active.contains_key(&scan_id) {
             scan_id = new_scan_id();
         }
-        let record = ScanRecord {
-            scan_id: scan_id.clone(),
+        let record = ScanRecord::unstarted(
+            scan_id.clone(),
             target,
-            status: ScanStatus::Queued,
-            queued_at: self.now(),
-            started_at: None,
-            finished_at: None,
-            account: None,
-            regions: request.regions.clone(),
-            datasets: request
-                .datasets
-                .iter()
-                .map(|d| d.name().to_string())
-                .collect(),
-            final_progress: Vec::new(),
-        };
+            &request,
+            ScanStatus::Queued,
+            self.now(),
+        );
         self.shared.deps.history.put(&record)?;
         state.active.insert(
             scan_id.clone(),
