@@ -238,29 +238,30 @@ impl BreakerBoard {
         R: Fn(Option<&breaker_fleet::FleetBreaker>, Timestamp) -> Change<FleetBreakerView>
             + 'static,
     {
-        let Some(fleet) = &self.fleet else { return };
-        let work = update(
-            fleet.link.store.clone(),
-            scope.clone(),
-            self.clock.clone(),
-            rule,
-        );
-        let scope = scope.clone();
-        ctx.spawn(work.into_actor(self).map(move |result, act, ctx| {
-            match result {
-                Ok(view) => {
-                    act.table_answered();
-                    act.apply_view(&scope, view)
-                }
-                Err(e) => act.table_failed(&scope, &e),
-            }
-            act.poll(ctx);
-        }));
+        self.run_rule(scope, ctx, rule, Self::apply_view, false);
     }
 
+    /// Run a probe claim on the scope's item; act on what it answers.
     fn run_claim<R>(&mut self, scope: &BreakerScope, ctx: &mut Context<Self>, rule: R)
     where
         R: Fn(Option<&breaker_fleet::FleetBreaker>, Timestamp) -> Change<ProbeClaim> + 'static,
+    {
+        self.run_rule(scope, ctx, rule, Self::apply_claim, true);
+    }
+
+    /// Run `rule` on the scope's item in the background; `apply` its answer, or note the
+    /// table's failure (the scope then falls back to this host's breaker), then poll.
+    /// `ends_claim`: the scope's claim in flight is over whatever the answer.
+    fn run_rule<T, R>(
+        &mut self,
+        scope: &BreakerScope,
+        ctx: &mut Context<Self>,
+        rule: R,
+        apply: fn(&mut Self, &BreakerScope, T),
+        ends_claim: bool,
+    ) where
+        T: 'static,
+        R: Fn(Option<&breaker_fleet::FleetBreaker>, Timestamp) -> Change<T> + 'static,
     {
         let Some(fleet) = &self.fleet else { return };
         let work = update(
@@ -271,13 +272,15 @@ impl BreakerBoard {
         );
         let scope = scope.clone();
         ctx.spawn(work.into_actor(self).map(move |result, act, ctx| {
-            if let Some(entry) = act.scopes.get_mut(&scope) {
-                entry.fleet.claiming = false;
+            if ends_claim {
+                if let Some(entry) = act.scopes.get_mut(&scope) {
+                    entry.fleet.claiming = false;
+                }
             }
             match result {
-                Ok(claim) => {
+                Ok(answer) => {
                     act.table_answered();
-                    act.apply_claim(&scope, claim)
+                    apply(act, &scope, answer)
                 }
                 Err(e) => act.table_failed(&scope, &e),
             }
