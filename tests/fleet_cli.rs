@@ -257,8 +257,9 @@ fn without_a_fleet_table_nothing_changes() {
 #[test]
 fn bad_fleet_settings_fail_before_any_call_naming_the_variable() {
     let dir = tempfile::tempdir().unwrap();
+    // A command that coordinates (`policies` no longer reads fleet settings at all).
     let out = tollgate(
-        &["policies"],
+        &["discover", "--regions", "us-east-1"],
         &[
             ("TOLLGATE_FLEET_TABLE", "ok-table"),
             ("TOLLGATE_FLEET_SKEW_MS", "soon"),

@@ -1,8 +1,8 @@
 //! `Coordinator`: the role of the process that holds the admission directory's lock.
 //!
 //! Taking the role ([`Coordinator::start`]) opens the sled state (restored conservatively
-//! if the previous coordinator crashed), starts the quota actors and serves the
-//! directory's Unix socket. A process takes it when it joins a directory nobody
+//! if the previous coordinator crashed), starts the quota actors enforcing the caller's
+//! [`CoordinatorSpec`] and serves the directory's Unix socket. A process takes it when it joins a directory nobody
 //! coordinates ([`crate::join`]), or as a client whose coordinator disappeared
 //! (`remote::client`): both depend on this file, and it depends on neither, so the
 //! election and the failover can share it without importing each other.
@@ -23,6 +23,7 @@ use crate::closable_store::ClosableStore;
 use crate::handle::AdmissionHandle;
 use crate::remote::server;
 use crate::runtime::{AdmissionRuntime, RuntimeConfig};
+use crate::spec::CoordinatorSpec;
 use crate::AdmissionError;
 
 /// The coordinator role, held by this process.
@@ -50,12 +51,15 @@ pub(crate) fn coordination(e: impl std::fmt::Display) -> AdmissionError {
 }
 
 impl Coordinator {
-    /// Become coordinator of `dir` under `lock`: open the state, start the actors and serve
-    /// the socket. Blocks briefly (opening sled).
-    pub fn start(dir: &AdmissionDir, lock: CoordinatorLock) -> Result<Coordinator, AdmissionError> {
+    /// Become coordinator of `dir` under `lock`: open the state, start the actors enforcing
+    /// `spec` and serve the socket. Blocks briefly (opening sled).
+    pub fn start(
+        dir: &AdmissionDir,
+        lock: CoordinatorLock,
+        spec: &CoordinatorSpec,
+    ) -> Result<Coordinator, AdmissionError> {
         let opened = SledStore::open(dir, &lock).map_err(coordination)?;
-        let unclean = opened.previous_shutdown == PreviousShutdown::Unclean;
-        if unclean {
+        if opened.previous_shutdown == PreviousShutdown::Unclean {
             tracing::info!(dir = %dir.path().display(), "previous coordinator stopped uncleanly; restoring conservatively");
         }
         let store = Arc::new(ClosableStore::new(Arc::new(opened.store)));
@@ -84,23 +88,20 @@ impl Coordinator {
         let generation = lock.generation();
         let (stop_tx, stop_rx) = oneshot::channel();
         let (served_tx, served_rx) = oneshot::channel();
-        let config = RuntimeConfig::for_this_process(store.clone() as Arc<dyn QuotaStore>);
-        let fleet = match crate::fleet::FleetInstall::for_this_process() {
-            None => None,
-            Some(install) => {
-                let host = crate::fleet::host_id::host_id(dir.path()).map_err(coordination)?;
-                tracing::info!(table = %install.store.describe(), host = %host, "fleet mode: keys admit under blocks from the shared table");
-                Some(install.setup(host))
-            }
-        };
-        let runtime =
-            AdmissionRuntime::start_serving(config, unclean, fleet, move |local| async move {
-                match tokio::net::UnixListener::from_std(listener) {
-                    Ok(listener) => server::serve(listener, local, generation, stop_rx).await,
-                    Err(e) => tracing::error!(error = %e, "cannot serve the admission socket"),
-                }
-                let _ = served_tx.send(());
+        let config = RuntimeConfig::for_this_process(store.clone() as Arc<dyn QuotaStore>)
+            .with_spec(spec, || {
+                crate::fleet::host_id::host_id(dir.path()).map_err(coordination)
             })?;
+        if let Some(fleet) = &config.fleet {
+            tracing::info!(table = %fleet.store.describe(), host = %fleet.host, "fleet mode: keys admit under blocks from the shared table");
+        }
+        let runtime = AdmissionRuntime::start_serving(config, move |local| async move {
+            match tokio::net::UnixListener::from_std(listener) {
+                Ok(listener) => server::serve(listener, local, generation, stop_rx).await,
+                Err(e) => tracing::error!(error = %e, "cannot serve the admission socket"),
+            }
+            let _ = served_tx.send(());
+        })?;
         Ok(Coordinator {
             runtime: Some(runtime),
             store,

@@ -4,7 +4,8 @@
 //! free, this process takes it and becomes the [`Coordinator`]; otherwise it becomes a
 //! client of the coordinator's socket. Either way the caller gets the same
 //! [`AdmissionHandle`]. A client whose coordinator disappears elects a successor among the
-//! clients (see `remote::client`).
+//! clients (see `remote::client`). The [`CoordinatorSpec`] says what a coordinator started
+//! here enforces, now or by that failover.
 
 use tollgate_storage::{AdmissionDir, CoordinatorLock};
 
@@ -12,6 +13,7 @@ use crate::coordinator::{coordination, Coordinator};
 use crate::handle::AdmissionHandle;
 use crate::remote::RemoteClient;
 use crate::runtime::this_process_owner;
+use crate::spec::CoordinatorSpec;
 use crate::AdmissionError;
 
 /// This process's place in admission for one directory.
@@ -22,17 +24,18 @@ pub struct Admission {
     dir: AdmissionDir,
 }
 
-/// Join admission for `dir`: become its coordinator if nobody is, else its client.
-pub fn connect(dir: &AdmissionDir) -> Result<Admission, AdmissionError> {
+/// Join admission for `dir`: become its coordinator if nobody is, else its client. A
+/// coordinator started here, now or when this client takes over, enforces `spec`.
+pub fn connect(dir: &AdmissionDir, spec: CoordinatorSpec) -> Result<Admission, AdmissionError> {
     let lock = CoordinatorLock::try_acquire(dir).map_err(coordination)?;
     let (handle, coordinator) = match lock {
         Some(lock) => {
-            let coordinator = Coordinator::start(dir, lock)?;
+            let coordinator = Coordinator::start(dir, lock, &spec)?;
             let handle = coordinator.handle().ok_or(AdmissionError::Stopped)?;
             (handle, Some(coordinator))
         }
         None => {
-            let client = RemoteClient::start(dir.clone(), this_process_owner())?;
+            let client = RemoteClient::start(dir.clone(), this_process_owner(), spec)?;
             (AdmissionHandle::remote(client), None)
         }
     };

@@ -21,13 +21,15 @@
 //! - [`schedules`]: [`Schedules`], the keys' schedules and allowances (seed 003) and the
 //!   clock's anchor on the calendar.
 //! - [`join`]: [`connect`] and [`Admission`]: become the coordinator or its client.
+//! - `spec`: [`CoordinatorSpec`], what a coordinator started for a `connect` enforces
+//!   (schedules, fleet mode), passed as a value and kept by the client for failover.
 //! - [`coordinator`]: the [`Coordinator`] role: state, actors and socket of the lock
 //!   holder (used by `join` and by a client's failover, importing neither).
 //! - [`remote`]: the coordinator socket: frames, protocol, server, client with failover.
 //! - `local`: the in-process backend (and what the socket server forwards to).
 //! - [`closable_store`]: lets a coordinator close sled before handing over.
 //! - [`fleet`]: fleet mode's seam: the `FleetStore` trait (DynamoDB in `tollgate-fleet`),
-//!   the block exchange, the host id, the process's install.
+//!   the block exchange, the host id, the [`FleetSpec`] a coordinator spec carries.
 #![forbid(unsafe_code)]
 
 pub mod breaker_board;
@@ -47,18 +49,17 @@ pub mod registry;
 pub mod remote;
 pub mod runtime;
 pub mod schedules;
+mod spec;
 
 pub use clock::TokioClock;
 pub use coordinator::Coordinator;
 pub use error::AdmissionError;
-pub use fleet::{FleetInstall, FleetSetup, FleetStore};
+pub use fleet::{FleetSetup, FleetSpec, FleetStore};
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
 pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
 pub use remote::{ClientInfo, CoordinationStatus};
-pub use runtime::{
-    paused_system, start_in_current_system, start_in_current_system_with_fleet,
-    start_in_current_system_with_fleet_breakers, AdmissionRuntime, RuntimeConfig,
-};
+pub use runtime::{paused_system, start_in_current_system, AdmissionRuntime, RuntimeConfig};
 pub use schedules::Schedules;
+pub use spec::CoordinatorSpec;

@@ -58,7 +58,6 @@ impl Registry {
                             key = %key,
                             restored = ?recovery.restored,
                             reaped = recovery.reaped,
-                            after_unclean_takeover = self.deps.unclean_takeover_at.is_some(),
                             "restored quota state"
                         );
                     }

@@ -3,6 +3,11 @@
 //!
 //! The dedicated thread runs an actix `System`; its `Addr`s are `Send`, so any tokio
 //! runtime (an embedder's, the CLI's) reaches the actors through an [`AdmissionHandle`].
+//!
+//! Everything the actors enforce is in the [`RuntimeConfig`]: schedules, and fleet mode's
+//! table and breaker link with their host id (a coordinator resolves them from its
+//! [`CoordinatorSpec`](crate::CoordinatorSpec) and directory). Nothing is read from the
+//! process, so two runtimes in one process keep their own.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -10,6 +15,7 @@ use std::time::Duration;
 
 use actix::Actor;
 use tokio::sync::oneshot;
+use tollgate_quota::fleet::HostId;
 use tollgate_quota::{Clock, Owner};
 use tollgate_storage::{MemoryStore, QuotaStore};
 
@@ -22,6 +28,7 @@ use crate::persist::Persister;
 use crate::quota_actor::{ActorDeps, PidAlive};
 use crate::registry::{Registry, DEFAULT_EVICT_AFTER};
 use crate::schedules::Schedules;
+use crate::spec::CoordinatorSpec;
 use crate::AdmissionError;
 
 /// What an admission runtime is built from.
@@ -37,6 +44,11 @@ pub struct RuntimeConfig {
     pub evict_after: Duration,
     /// The keys' schedules and allowances (seed 003), and the clock's anchor.
     pub schedules: Schedules,
+    /// Fleet mode: every key also admits under the shared table's blocks (`None`: this
+    /// host's quota is its own).
+    pub fleet: Option<FleetSetup>,
+    /// Share the breakers with the fleet through this link (`None`: this host's own).
+    pub breakers: Option<BreakerLink>,
 }
 
 impl std::fmt::Debug for RuntimeConfig {
@@ -44,21 +56,41 @@ impl std::fmt::Debug for RuntimeConfig {
         f.debug_struct("RuntimeConfig")
             .field("store", &self.store.describe())
             .field("owner", &self.owner)
+            .field("fleet", &self.fleet)
+            .field("breakers", &self.breakers)
             .finish()
     }
 }
 
 impl RuntimeConfig {
-    /// A config for this process over `store`, with real pid checks and the schedules
-    /// installed for this process ([`Schedules::install_for_this_process`]).
+    /// A config for this process over `store`, with real pid checks, no schedules and
+    /// no fleet mode (a coordinator adds its spec's: [`RuntimeConfig::with_spec`]).
     pub fn for_this_process(store: Arc<dyn QuotaStore>) -> Self {
         RuntimeConfig {
             store,
             owner: this_process_owner(),
             pid_alive: Arc::new(tollgate_storage::pid_alive),
             evict_after: DEFAULT_EVICT_AFTER,
-            schedules: Schedules::for_this_process(),
+            schedules: Schedules::none(),
+            fleet: None,
+            breakers: None,
         }
+    }
+
+    /// `self` enforcing `spec`, as host `host` in fleet mode (`host` is read only when
+    /// the spec has fleet mode; a coordinator passes its directory's host id).
+    pub fn with_spec(
+        mut self,
+        spec: &CoordinatorSpec,
+        host: impl FnOnce() -> Result<HostId, AdmissionError>,
+    ) -> Result<Self, AdmissionError> {
+        self.schedules = spec.schedules.clone();
+        if let Some(fleet) = &spec.fleet {
+            let host = host()?;
+            self.breakers = fleet.breaker_link(&host);
+            self.fleet = Some(fleet.setup(host));
+        }
+        Ok(self)
     }
 
     /// A config for simulated time (replays, tests on a paused clock): in-memory state,
@@ -70,6 +102,8 @@ impl RuntimeConfig {
             pid_alive: Arc::new(|_| true),
             evict_after: Duration::from_secs(3_600),
             schedules: Schedules::none(),
+            fleet: None,
+            breakers: None,
         }
     }
 }
@@ -99,51 +133,17 @@ pub fn this_process_owner() -> Owner {
 /// Start the registry in the current actix system with `clock`. For tests that drive
 /// time themselves; call inside `actix::System::block_on` or an `#[actix::test]`.
 pub fn start_in_current_system(config: RuntimeConfig, clock: Arc<dyn Clock>) -> AdmissionHandle {
-    start_local(config, clock, false, None, None)
-}
-
-/// [`start_in_current_system`] in fleet mode: every key also admits under `fleet`'s
-/// blocks (paused-time tests with an in-memory table).
-pub fn start_in_current_system_with_fleet(
-    config: RuntimeConfig,
-    clock: Arc<dyn Clock>,
-    fleet: FleetSetup,
-) -> AdmissionHandle {
-    start_local(config, clock, false, Some(fleet), None)
-}
-
-/// [`start_in_current_system`] whose breakers are shared with the fleet through `breakers`
-/// (paused-time tests of fleet breakers; `fleet`: the quota side, if wanted too).
-pub fn start_in_current_system_with_fleet_breakers(
-    config: RuntimeConfig,
-    clock: Arc<dyn Clock>,
-    fleet: Option<FleetSetup>,
-    breakers: BreakerLink,
-) -> AdmissionHandle {
-    start_local(config, clock, false, fleet, Some(breakers))
-}
-
-/// Start the registry; `unclean_takeover` says the previous coordinator crashed.
-fn start_local(
-    config: RuntimeConfig,
-    clock: Arc<dyn Clock>,
-    unclean_takeover: bool,
-    fleet: Option<FleetSetup>,
-    breakers: Option<BreakerLink>,
-) -> AdmissionHandle {
-    let unclean_takeover_at = unclean_takeover.then(|| clock.now());
     let persister = Persister::start(config.store.clone());
     let deps = ActorDeps {
         clock: clock.clone(),
         persister: persister.clone(),
         pid_alive: config.pid_alive.clone(),
-        unclean_takeover_at,
         schedules: config.schedules.clone(),
-        fleet,
+        fleet: config.fleet,
     };
     let registry = Registry::new(deps, config.evict_after).start();
     let breakers = BreakerBoard::new(clock.clone())
-        .with_fleet(breakers)
+        .with_fleet(config.breakers)
         .start();
     AdmissionHandle::local(Arc::new(LocalAdmission::new(
         registry,
@@ -165,15 +165,13 @@ pub struct AdmissionRuntime {
 impl AdmissionRuntime {
     /// Start the actors on a dedicated thread with the real clock.
     pub fn start(config: RuntimeConfig) -> Result<AdmissionRuntime, AdmissionError> {
-        Self::start_serving(config, false, None, |_| async {})
+        Self::start_serving(config, |_| async {})
     }
 
     /// Start the actors on a dedicated thread, and run `serve` (the coordinator's socket
     /// server) on that thread beside them.
     pub(crate) fn start_serving<F, Fut>(
         config: RuntimeConfig,
-        unclean_takeover: bool,
-        fleet: Option<FleetSetup>,
         serve: F,
     ) -> Result<AdmissionRuntime, AdmissionError>
     where
@@ -188,11 +186,7 @@ impl AdmissionRuntime {
                 let system = actix::System::new();
                 system.block_on(async move {
                     let clock = Arc::new(TokioClock::system());
-                    // Fleet mode shares the breakers too when a breaker store is installed.
-                    let breakers = fleet.as_ref().and_then(|f| {
-                        crate::fleet::breakers::breaker_link_for_this_process(&f.host)
-                    });
-                    let handle = start_local(config, clock, unclean_takeover, fleet, breakers);
+                    let handle = start_in_current_system(config, clock);
                     if let Some(local) = handle.as_local() {
                         actix::spawn(serve(local.clone()));
                     }

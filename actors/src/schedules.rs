@@ -7,10 +7,11 @@
 //! sharing the coordinator sees one allowance counter and one schedule in force.
 //!
 //! A coordinator can start in any process that joins the admission directory (first, or
-//! by failover), so the process's schedules are set once at startup
-//! ([`Schedules::install_for_this_process`], from the process's policy table) and read by
-//! [`RuntimeConfig::for_this_process`](crate::RuntimeConfig::for_this_process), like the
-//! process's owner identity. Simulated runtimes pass theirs in the config.
+//! by failover), so the schedules travel as a value: in the
+//! [`CoordinatorSpec`](crate::CoordinatorSpec) a process joins with (kept by its client
+//! for a takeover), and from there in the [`RuntimeConfig`](crate::RuntimeConfig) of the
+//! actors it starts. Simulated runtimes pass theirs in the config. Two engines in one
+//! process each keep their own.
 //!
 //! The actors' clock counts [`Timestamp`]s; a schedule needs UTC. The mapping is
 //! [`WallClock::from_timestamp`] with an *anchor*, the wall-clock instant of
@@ -18,14 +19,11 @@
 //! ([`TokioClock::system`](crate::TokioClock::system) already counts from the Unix epoch,
 //! read in `clock.rs`, the one annotated place), a replay's `start_at` for simulated time.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use tollgate_quota::{Policy, PolicyTable, QuotaKey, ReadTime, WallClock};
 
 use crate::key::CanonicalKey;
-
-/// This process's schedules (see the module docs).
-static THIS_PROCESS: RwLock<Option<Schedules>> = RwLock::new(None);
 
 /// The read-time functions of the keys, and the clock's anchor on the calendar.
 #[derive(Debug, Clone, Default)]
@@ -46,22 +44,6 @@ impl Schedules {
             table: Some(table),
             anchor,
         }
-    }
-
-    /// Make `self` the schedules of any coordinator this process starts from now on.
-    pub fn install_for_this_process(self) {
-        if let Ok(mut slot) = THIS_PROCESS.write() {
-            *slot = Some(self);
-        }
-    }
-
-    /// The schedules installed for this process (none if nothing was installed).
-    pub fn for_this_process() -> Self {
-        THIS_PROCESS
-            .read()
-            .ok()
-            .and_then(|slot| slot.clone())
-            .unwrap_or_default()
     }
 
     /// The wall-clock instant of `Timestamp::ZERO`.

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tollgate_actors::{connect, AdmissionError, Schedules, WaitOptions};
+use tollgate_actors::{connect, AdmissionError, CoordinatorSpec, Schedules, WaitOptions};
 use tollgate_quota::{Policy, PolicyTable, QuotaKey, Refusal, WallClock};
 use tollgate_storage::AdmissionDir;
 
@@ -34,8 +34,12 @@ fn policy() -> Policy {
     table().policy_for_key(&key())
 }
 
-fn install_schedules() {
-    Schedules::new(Arc::new(table()), WallClock::UNIX_EPOCH).install_for_this_process();
+/// The spec every coordinator of this test enforces (its own, by failover too).
+fn spec() -> CoordinatorSpec {
+    CoordinatorSpec {
+        schedules: Schedules::new(Arc::new(table()), WallClock::UNIX_EPOCH),
+        fleet: None,
+    }
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -52,9 +56,8 @@ fn child_coordinator_spends_part_of_the_allowance() {
     let Ok(path) = std::env::var(CHILD_DIR_ENV) else {
         return;
     };
-    install_schedules();
     let dir = AdmissionDir::at(path).unwrap();
-    let admission = connect(&dir).unwrap();
+    let admission = connect(&dir, spec()).unwrap();
     assert!(admission.is_coordinator());
     rt().block_on(async {
         let handle = admission.handle();
@@ -105,9 +108,8 @@ fn after_a_coordinator_sigkill_mid_period_the_allowance_is_not_exceeded() {
     child.wait().unwrap();
     assert_eq!(child_grants, CHILD_SPENDS);
 
-    install_schedules();
     let dir = AdmissionDir::at(&path).unwrap();
-    let admission = connect(&dir).unwrap();
+    let admission = connect(&dir, spec()).unwrap();
     assert!(admission.is_coordinator(), "the dead child's lock is free");
     let rt = rt();
     let mine = rt.block_on(async {

@@ -23,6 +23,8 @@ fn config(pid: u32) -> RuntimeConfig {
         pid_alive: Arc::new(|_| true),
         evict_after: Duration::from_secs(3_600),
         schedules: tollgate_actors::Schedules::none(),
+        fleet: None,
+        breakers: None,
     }
 }
 

@@ -24,6 +24,8 @@ fn config() -> RuntimeConfig {
         pid_alive: Arc::new(|_| true),
         evict_after: Duration::from_secs(300),
         schedules: tollgate_actors::Schedules::none(),
+        fleet: None,
+        breakers: None,
     }
 }
 

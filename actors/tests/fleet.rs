@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tollgate_actors::fleet::{FleetErrorKind, MemoryFleetStore};
 use tollgate_actors::{
-    paused_system, start_in_current_system_with_fleet, AdmissionError, AdmissionHandle, FleetSetup,
+    paused_system, start_in_current_system, AdmissionError, AdmissionHandle, FleetSetup,
     RuntimeConfig, TokioClock, WaitOptions,
 };
 use tollgate_quota::fleet::{FleetConfig, FleetMode, OnError};
@@ -27,10 +27,6 @@ fn host(
     id: u32,
     on_error: OnError,
 ) -> AdmissionHandle {
-    let config = RuntimeConfig::simulated(Owner {
-        pid: id,
-        generation: 1,
-    });
     let setup = FleetSetup {
         store: store.clone(),
         config: FleetConfig {
@@ -39,7 +35,14 @@ fn host(
         },
         host: format!("host-{id}"),
     };
-    start_in_current_system_with_fleet(config, clock.clone(), setup)
+    let config = RuntimeConfig {
+        fleet: Some(setup),
+        ..RuntimeConfig::simulated(Owner {
+            pid: id,
+            generation: 1,
+        })
+    };
+    start_in_current_system(config, clock.clone())
 }
 
 async fn request(

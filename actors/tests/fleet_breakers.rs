@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tollgate_actors::fleet::{BreakerLink, FleetErrorKind, MemoryBreakerStore};
 use tollgate_actors::{
-    paused_system, start_in_current_system_with_fleet_breakers, AdmissionError, AdmissionHandle,
-    RuntimeConfig, TokioClock,
+    paused_system, start_in_current_system, AdmissionError, AdmissionHandle, RuntimeConfig,
+    TokioClock,
 };
 use tollgate_quota::{
     BreakerScope, BreakerState, Clock, Outcome, Owner, Passage, QuotaKey, Timestamp, BASE_OPEN,
@@ -43,15 +43,18 @@ fn fleet(n: u32) -> Fleet {
     let clock = Arc::new(TokioClock::starting_at(START));
     let hosts = (1..=n)
         .map(|id| {
-            let config = RuntimeConfig::simulated(Owner {
-                pid: id,
-                generation: 1,
-            });
             let link = BreakerLink {
                 store: store.clone(),
                 host: format!("host-{id}"),
             };
-            start_in_current_system_with_fleet_breakers(config, clock.clone(), None, link)
+            let config = RuntimeConfig {
+                breakers: Some(link),
+                ..RuntimeConfig::simulated(Owner {
+                    pid: id,
+                    generation: 1,
+                })
+            };
+            start_in_current_system(config, clock.clone())
         })
         .collect();
     Fleet {
@@ -402,7 +405,7 @@ fn outage(shared: bool, stagger: Duration) -> OutageCost {
         } else {
             (1..=3)
                 .map(|id| {
-                    tollgate_actors::start_in_current_system(
+                    start_in_current_system(
                         RuntimeConfig::simulated(Owner {
                             pid: id,
                             generation: 1,

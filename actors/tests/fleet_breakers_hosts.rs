@@ -1,5 +1,6 @@
-//! The install path of fleet breakers: with fleet mode and a breaker store installed for
-//! the process, every coordinator it starts shares its breakers through the store. Two
+//! The spec path of fleet breakers: with fleet mode and a breaker store in the
+//! coordinator spec, every coordinator started with it shares its breakers through the
+//! store. Two
 //! admission directories are two hosts (each its own coordinator, host id and breaker
 //! board) over one in-memory table. Real clock: the test waits for conditions, never
 //! asserts a speed.
@@ -7,9 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tollgate_actors::fleet::breakers::install_breaker_store_for_this_process;
 use tollgate_actors::fleet::{MemoryBreakerStore, MemoryFleetStore};
-use tollgate_actors::{connect, AdmissionError, AdmissionHandle, FleetInstall};
+use tollgate_actors::{connect, AdmissionError, AdmissionHandle, CoordinatorSpec, FleetSpec};
 use tollgate_quota::fleet::FleetConfig;
 use tollgate_quota::{BreakerScope, Outcome, Passage, QuotaKey};
 use tollgate_storage::AdmissionDir;
@@ -50,16 +50,19 @@ async fn refused(handle: &AdmissionHandle) -> bool {
 #[test]
 fn a_coordinator_in_fleet_mode_publishes_its_opening_and_another_host_adopts_it() {
     let breakers = Arc::new(MemoryBreakerStore::new());
-    FleetInstall {
+    let spec = CoordinatorSpec::none().with_fleet(Some(FleetSpec {
         store: Arc::new(MemoryFleetStore::new()),
         config: FleetConfig::default(),
-    }
-    .install_for_this_process();
-    install_breaker_store_for_this_process(breakers.clone());
+        breakers: Some(breakers.clone()),
+    }));
 
     let tmp = tempfile::tempdir().unwrap();
-    let host_a = connect(&AdmissionDir::at(tmp.path().join("a")).unwrap()).unwrap();
-    let host_b = connect(&AdmissionDir::at(tmp.path().join("b")).unwrap()).unwrap();
+    let host_a = connect(
+        &AdmissionDir::at(tmp.path().join("a")).unwrap(),
+        spec.clone(),
+    )
+    .unwrap();
+    let host_b = connect(&AdmissionDir::at(tmp.path().join("b")).unwrap(), spec).unwrap();
     assert!(host_a.is_coordinator() && host_b.is_coordinator());
     let (a, b) = (host_a.handle(), host_b.handle());
     let scope = BreakerScope::of(&key());

@@ -21,6 +21,8 @@ fn config(store: Arc<dyn QuotaStore>, pid: u32) -> RuntimeConfig {
         pid_alive: Arc::new(|_| true),
         evict_after: Duration::from_secs(10),
         schedules: tollgate_actors::Schedules::none(),
+        fleet: None,
+        breakers: None,
     }
 }
 

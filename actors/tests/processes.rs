@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use tollgate_actors::{connect, WaitOptions};
+use tollgate_actors::{connect, CoordinatorSpec, WaitOptions};
 use tollgate_quota::{Outcome, Passage, Policy, QuotaKey, Timestamp};
 use tollgate_storage::AdmissionDir;
 
@@ -70,7 +70,7 @@ fn child_process_entry_point() {
         return;
     };
     let dir = AdmissionDir::at(std::env::var(DIR).unwrap()).unwrap();
-    let admission = connect(&dir).unwrap();
+    let admission = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(!admission.is_coordinator(), "the parent coordinates");
     let handle = admission.handle();
     rt().block_on(async {
@@ -108,7 +108,7 @@ fn child_process_entry_point() {
 fn one_probe_across_three_processes_and_the_others_go_on_its_success() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
-    let coordinator = connect(&dir).unwrap();
+    let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(coordinator.is_coordinator());
     let handle = coordinator.handle();
     let rt = rt();
@@ -150,7 +150,7 @@ fn one_probe_across_three_processes_and_the_others_go_on_its_success() {
 fn a_retry_after_pause_holds_back_a_waiter_in_another_process() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
-    let coordinator = connect(&dir).unwrap();
+    let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
     let handle = coordinator.handle();
     let rt = rt();
     let wait = WaitOptions {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tollgate_actors::remote::frame::{self, MAX_FRAME_BYTES, PROTOCOL_VERSION};
 use tollgate_actors::remote::protocol::{Request, RequestBody, Response, ResponseBody, WireError};
 use tollgate_actors::remote::server::HELLO_TIMEOUT;
-use tollgate_actors::{connect, Admission};
+use tollgate_actors::{connect, Admission, CoordinatorSpec};
 use tollgate_storage::AdmissionDir;
 
 struct Served {
@@ -27,7 +27,7 @@ impl Served {
     fn start() -> Served {
         let tmp = tempfile::tempdir().unwrap();
         let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
-        let coordinator = connect(&dir).unwrap();
+        let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
         assert!(coordinator.is_coordinator());
         Served {
             _tmp: tmp,

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use tollgate_actors::{connect, WaitOptions};
+use tollgate_actors::{connect, CoordinatorSpec, WaitOptions};
 use tollgate_quota::{Outcome, Policy, QuotaKey};
 use tollgate_storage::AdmissionDir;
 
@@ -38,14 +38,14 @@ fn a_client_whose_runtime_reads_the_answers_admits_and_takes_over_on_graceful_ex
 fn client_admits_and_takes_over(runtime_reads: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
-    let coordinator = connect(&dir).unwrap();
+    let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(coordinator.is_coordinator());
     assert!(
         !coordinator.handle().read_answers_here(),
         "the coordinator reads nothing"
     );
     let rt = rt();
-    let client = connect(&dir).unwrap();
+    let client = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(!client.is_coordinator());
     assert!(!client.handle().read_answers_here(), "outside a runtime");
     let policy = Policy::new(1000.0, 10.0, 10, 20).unwrap();
@@ -89,7 +89,7 @@ fn client_admits_and_takes_over(runtime_reads: bool) {
         client.shutdown().await.unwrap();
     });
     // The last coordinator handed over cleanly: a new one may open the state again.
-    let again = connect(&dir).unwrap();
+    let again = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(again.is_coordinator());
     rt.block_on(again.shutdown()).unwrap();
 }
@@ -114,15 +114,15 @@ fn a_crash_after_a_graceful_hand_over_does_not_resurrect_the_stale_window() {
             grant.admitted_at
         })
     };
-    let first = connect(&dir).unwrap();
+    let first = connect(&dir, CoordinatorSpec::none()).unwrap();
     admit_once(&first);
     rt().block_on(first.shutdown()).unwrap(); // graceful record: one start at t0
     std::thread::sleep(Duration::from_millis(1_100)); // that start leaves the window
-    let second = connect(&dir).unwrap();
+    let second = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(second.is_coordinator());
     let crashed_at = admit_once(&second); // at once: the restored window is empty
     drop(second); // no hand-over, and too soon for its periodic record to be stored
-    let third = connect(&dir).unwrap();
+    let third = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(third.is_coordinator());
     let next = admit_once(&third);
     assert!(
@@ -193,7 +193,7 @@ fn a_client_that_reads_late_gets_every_answer_once() {
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
-    let coordinator = connect(&dir).unwrap();
+    let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
     let mut raw = RawClient::hello(&dir);
     // About 1.5 MB of answers: several socket buffers' worth.
     let n = 30_000u64;
@@ -232,7 +232,7 @@ fn waiting_requests_beyond_the_cap_are_refused_and_pings_still_answered() {
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
-    let coordinator = connect(&dir).unwrap();
+    let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
     let mut raw = RawClient::hello(&dir);
     // Concurrency 1: the first reservation holds the only slot, the rest wait.
     let policy = Policy::new(1000.0, 10.0, 1, 20).unwrap();
@@ -306,7 +306,7 @@ fn a_key_sent_with_a_service_alias_reaches_the_actor_of_its_canonical_form() {
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
-    let coordinator = connect(&dir).unwrap();
+    let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
     let mut raw = RawClient::hello(&dir);
     let policy = Policy::new(1000.0, 10.0, 10, 20).unwrap();
     let reserve = |key: &str| RequestBody::Reserve {

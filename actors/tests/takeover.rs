@@ -32,6 +32,8 @@ fn config(store: Arc<dyn QuotaStore>, pid: u32) -> RuntimeConfig {
         pid_alive: Arc::new(move |p| p == pid),
         evict_after: Duration::from_secs(300),
         schedules: tollgate_actors::Schedules::none(),
+        fleet: None,
+        breakers: None,
     }
 }
 

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use tollgate_actors::clock::unix_now;
 use tollgate_actors::remote::frame;
 use tollgate_actors::remote::protocol::{Request, RequestBody, Response};
-use tollgate_actors::{connect, WaitOptions};
+use tollgate_actors::{connect, CoordinatorSpec, WaitOptions};
 use tollgate_quota::{Policy, QuotaKey};
 use tollgate_storage::AdmissionDir;
 
@@ -127,9 +127,9 @@ fn admission(
 ) -> anyhow::Result<WorkerReport> {
     // As in `tollgate`: with TOLLGATE_FLEET_TABLE set, a coordinator this process becomes
     // (after its host's coordinator died) admits under fleet blocks.
-    tollgate_fleet::install_from_env()?;
+    let spec = CoordinatorSpec::none().with_fleet(tollgate_fleet::spec_from_env()?);
     let dir = AdmissionDir::at(dir)?;
-    let joined = connect(&dir)?;
+    let joined = connect(&dir, spec)?;
     let coordinator = joined.is_coordinator();
     let handle = joined.handle();
     let key: QuotaKey = BENCH_KEY.parse()?;

@@ -451,8 +451,11 @@ fn status_lists_an_open_breaker_with_its_reopen_instant() {
     use tollgate_quota::{Outcome, Passage, QuotaKey};
     let (_tmp, dir, _logs) = setup();
     let (serve, _) = start_serve(&dir);
-    let admission =
-        tollgate_actors::connect(&tollgate_storage::AdmissionDir::at(&dir).unwrap()).unwrap();
+    let admission = tollgate_actors::connect(
+        &tollgate_storage::AdmissionDir::at(&dir).unwrap(),
+        tollgate_actors::CoordinatorSpec::none(),
+    )
+    .unwrap();
     assert!(!admission.is_coordinator());
     let key: QuotaKey = "aws/123456789012/eu-west-1/ec2:describe".parse().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()

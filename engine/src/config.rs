@@ -10,6 +10,9 @@
 //! name the file (and, for a TOML syntax error, its line), never its contents.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tollgate_actors::{CoordinatorSpec, FleetSpec};
 
 use tollgate_quota::overrides::{OverrideError, PolicyTable, OVERRIDES_ENV};
 use tollgate_storage::{DirEnv, ADMISSION_DIR_ENV};
@@ -21,6 +24,10 @@ pub struct EngineConfig {
     pub dir_env: DirEnv,
     /// Default policies merged with overrides.
     pub policies: PolicyTable,
+    /// Fleet mode for a coordinator this engine starts (`None`: this host's quota is its
+    /// own). The engine does not read `TOLLGATE_FLEET_*`: a command that coordinates
+    /// passes `tollgate_fleet::spec_from_env()` here ([`EngineConfig::with_fleet`]).
+    pub fleet: Option<FleetSpec>,
 }
 
 /// A configuration value was refused.
@@ -100,7 +107,20 @@ impl EngineConfig {
         Ok(EngineConfig {
             dir_env: DirEnv::from_process_env(),
             policies,
+            fleet: None,
         })
+    }
+
+    /// Run a coordinator this engine starts in fleet mode on `fleet` (`None`: without).
+    pub fn with_fleet(mut self, fleet: Option<FleetSpec>) -> EngineConfig {
+        self.fleet = fleet;
+        self
+    }
+
+    /// What a coordinator this engine starts enforces, now or by failover: the policies'
+    /// schedules and allowances on the real clock, and the fleet mode.
+    pub fn coordinator_spec(&self) -> CoordinatorSpec {
+        CoordinatorSpec::enforcing(Arc::new(self.policies.clone())).with_fleet(self.fleet.clone())
     }
 
     /// Use `dir` as the admission directory, as if `TOLLGATE_ADMISSION_DIR` named it.

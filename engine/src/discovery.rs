@@ -62,6 +62,7 @@ impl Discovery {
             policies: engine.policies().clone(),
             telemetry: ScanTelemetry::new(telemetry.unwrap_or_else(|| Arc::new(NoTelemetry))),
             http: crate::aws::default_http_client(),
+            fleet_notes: engine.fleet_notes(),
         };
         Discovery::start_with(deps)
     }

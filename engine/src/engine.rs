@@ -3,6 +3,10 @@
 //! Opening an engine resolves the admission directory and joins it: the first process
 //! takes the coordinator lock, opens the sled state and hosts the quota actors; any later
 //! one becomes a client of its Unix socket (and takes over if the coordinator goes away).
+//! A coordinator it starts, first or by that takeover, enforces the configuration's
+//! [`CoordinatorSpec`](tollgate_actors::CoordinatorSpec) (its policies' schedules, its
+//! fleet mode): each engine carries its own, so two engines in one process never see
+//! each other's.
 //! Either way the engine hands out the same `Send + Clone` admission handle. Closing it
 //! hands the coordinator role over gracefully (graceful records, clean-shutdown mark,
 //! sled closed, lock released) or closes the client's connection.
@@ -12,6 +16,7 @@ use tollgate_quota::overrides::PolicyTable;
 use tollgate_storage::{AdmissionDir, StorageError};
 
 use crate::config::EngineConfig;
+use crate::fleet_degraded::DegradedNotes;
 
 /// Why an engine could not open or close.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +34,7 @@ pub enum EngineError {
 #[derive(Debug)]
 pub struct Engine {
     policies: PolicyTable,
+    fleet_notes: DegradedNotes,
     admission: Admission,
 }
 
@@ -36,16 +42,11 @@ impl Engine {
     /// Resolve the admission directory and join it, as coordinator or client.
     pub fn open(config: EngineConfig) -> Result<Engine, EngineError> {
         let dir = AdmissionDir::resolve(&config.dir_env)?;
-        // Any coordinator this process starts (now or by failover) enforces the
-        // configuration's schedules and allowances; the actors' clock counts Unix time.
-        tollgate_actors::Schedules::new(
-            std::sync::Arc::new(config.policies.clone()),
-            tollgate_quota::WallClock::UNIX_EPOCH,
-        )
-        .install_for_this_process();
-        let admission = connect(&dir)?;
+        let fleet_notes = DegradedNotes::for_spec(&config.fleet);
+        let admission = connect(&dir, config.coordinator_spec())?;
         Ok(Engine {
             policies: config.policies,
+            fleet_notes,
             admission,
         })
     }
@@ -58,6 +59,11 @@ impl Engine {
     /// The effective policies.
     pub fn policies(&self) -> &PolicyTable {
         &self.policies
+    }
+
+    /// Whether a scan's end asks which of its keys degraded (in fleet mode only).
+    pub fn fleet_notes(&self) -> DegradedNotes {
+        self.fleet_notes
     }
 
     /// The admission directory in use.

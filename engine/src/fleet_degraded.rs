@@ -5,8 +5,9 @@
 //! fleet block and under the local share, and the coordinator may be another process.
 //! The coordinator keeps each key's latest degraded spell (`KeyStatus::fleet_degraded`,
 //! kept after the key rejoins), so one status request when the scan ends tells which of
-//! its keys degraded between its start and its end. Only a process with fleet mode
-//! installed asks: without `TOLLGATE_FLEET_TABLE` nothing changes.
+//! its keys degraded between its start and its end. Only a supervisor whose engine runs
+//! in fleet mode asks ([`DegradedNotes::Ask`]): without `TOLLGATE_FLEET_TABLE` nothing
+//! changes.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -16,6 +17,26 @@ use tollgate_quota::fleet::FleetMode;
 use tollgate_quota::Timestamp;
 
 use crate::output::{rfc3339, FleetDegraded};
+
+/// Whether the end of a scan asks the coordinator which of its keys degraded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DegradedNotes {
+    /// Not in fleet mode: no key can degrade, nothing to ask.
+    #[default]
+    Skip,
+    /// In fleet mode: ask once per scan, at its end.
+    Ask,
+}
+
+impl DegradedNotes {
+    /// `Ask` with fleet mode, `Skip` without.
+    pub fn for_spec(fleet: &Option<tollgate_actors::FleetSpec>) -> DegradedNotes {
+        match fleet {
+            Some(_) => DegradedNotes::Ask,
+            None => DegradedNotes::Skip,
+        }
+    }
+}
 
 /// How long the end of a scan waits for the coordinator's status.
 pub const STATUS_TIMEOUT: Duration = Duration::from_secs(2);

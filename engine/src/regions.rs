@@ -9,8 +9,10 @@
 //! opens later is accepted once named in `TOLLGATE_EXTRA_REGIONS` (comma-separated), and
 //! any region is accepted with `--endpoint-url`, where the user chose the endpoint
 //! (emulators accept any name).
-
-use std::sync::OnceLock;
+//!
+//! The accepted regions are a value, [`KnownRegions`]: the table plus the extras read
+//! from the environment when the value is built ([`KnownRegions::from_env`]), not cached
+//! in a process-wide static, so a test or an embedder can pass its own.
 
 /// Environment variable naming regions to accept beyond [`KNOWN_REGIONS`].
 pub const EXTRA_REGIONS_ENV: &str = "TOLLGATE_EXTRA_REGIONS";
@@ -73,19 +75,36 @@ pub const KNOWN_REGIONS: &[&str] = &[
     "eusc-de-east-1",
 ];
 
-/// Whether `region` is a known AWS region or named in `TOLLGATE_EXTRA_REGIONS`.
-pub fn is_known(region: &str) -> bool {
-    KNOWN_REGIONS.contains(&region) || extra_regions().iter().any(|r| r == region)
+/// The regions a request may name: [`KNOWN_REGIONS`] and the user's extras.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KnownRegions {
+    extra: Vec<String>,
 }
 
-/// `TOLLGATE_EXTRA_REGIONS`, read once per process.
-fn extra_regions() -> &'static [String] {
-    static EXTRA: OnceLock<Vec<String>> = OnceLock::new();
-    EXTRA.get_or_init(|| {
+impl KnownRegions {
+    /// AWS's table only.
+    pub fn aws() -> Self {
+        KnownRegions::default()
+    }
+
+    /// AWS's table and the regions of `list` (comma-separated, as `TOLLGATE_EXTRA_REGIONS`).
+    pub fn with_extra(list: &str) -> Self {
+        KnownRegions {
+            extra: parse_list(list),
+        }
+    }
+
+    /// AWS's table and `TOLLGATE_EXTRA_REGIONS` as the environment has it now.
+    pub fn from_env() -> Self {
         std::env::var(EXTRA_REGIONS_ENV)
-            .map(|v| parse_list(&v))
+            .map(|v| KnownRegions::with_extra(&v))
             .unwrap_or_default()
-    })
+    }
+
+    /// Whether `region` is a known AWS region or one of the extras.
+    pub fn contains(&self, region: &str) -> bool {
+        KNOWN_REGIONS.contains(&region) || self.extra.iter().any(|r| r == region)
+    }
 }
 
 fn parse_list(value: &str) -> Vec<String> {
@@ -111,11 +130,19 @@ mod tests {
 
     #[test]
     fn known_regions_are_known_and_misspellings_are_not() {
-        assert!(is_known("us-east-1"));
-        assert!(is_known("eu-west-1"));
-        assert!(is_known("us-gov-west-1"));
-        assert!(!is_known("us-est-1"));
-        assert!(!is_known("us-east-9"));
+        let known = KnownRegions::aws();
+        assert!(known.contains("us-east-1"));
+        assert!(known.contains("eu-west-1"));
+        assert!(known.contains("us-gov-west-1"));
+        assert!(!known.contains("us-est-1"));
+        assert!(!known.contains("us-east-9"));
+    }
+
+    #[test]
+    fn extras_are_known_only_to_the_value_that_names_them() {
+        let extra = KnownRegions::with_extra("xx-new-1");
+        assert!(extra.contains("xx-new-1") && extra.contains("us-east-1"));
+        assert!(!KnownRegions::aws().contains("xx-new-1"));
     }
 
     #[test]

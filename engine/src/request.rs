@@ -5,6 +5,7 @@ use std::time::Duration;
 
 pub use crate::aws::assume_role::{AssumeRole, RoleError};
 use crate::dataset::Dataset;
+use crate::regions::KnownRegions;
 
 /// Default discovery deadline (seed 000: 5 minutes); reservations expire with it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -95,8 +96,15 @@ impl DiscoveryRequest {
         datasets
     }
 
-    /// Check the request; regions are deduplicated and sorted.
-    pub fn validate(mut self) -> Result<DiscoveryRequest, RequestError> {
+    /// Check the request against AWS's regions and `TOLLGATE_EXTRA_REGIONS` as set now;
+    /// regions are deduplicated and sorted.
+    pub fn validate(self) -> Result<DiscoveryRequest, RequestError> {
+        self.validate_in(&KnownRegions::from_env())
+    }
+
+    /// Check the request, accepting the regions of `known`; regions are deduplicated and
+    /// sorted.
+    pub fn validate_in(mut self, known: &KnownRegions) -> Result<DiscoveryRequest, RequestError> {
         for region in &self.regions {
             let ok = !region.is_empty()
                 && region.len() <= 32
@@ -108,7 +116,7 @@ impl DiscoveryRequest {
                 return Err(RequestError::BadRegion(region.clone()));
             }
             // With --endpoint-url the user chose the endpoint; emulators take any name.
-            if self.endpoint_url.is_none() && !crate::regions::is_known(region) {
+            if self.endpoint_url.is_none() && !known.contains(region) {
                 return Err(RequestError::UnknownRegion(region.clone()));
             }
         }
@@ -175,6 +183,23 @@ mod tests {
             ..typo
         };
         assert!(emulator.validate().is_ok());
+    }
+
+    #[test]
+    fn a_region_named_in_the_extras_value_is_accepted_by_that_value_only() {
+        let new = DiscoveryRequest {
+            regions: vec!["xx-new-1".into()],
+            ..Default::default()
+        };
+        let extras = KnownRegions::with_extra("xx-new-1, yy-new-2");
+        assert_eq!(
+            new.clone().validate_in(&extras).unwrap().regions,
+            ["xx-new-1"]
+        );
+        assert_eq!(
+            new.validate_in(&KnownRegions::aws()),
+            Err(RequestError::UnknownRegion("xx-new-1".into()))
+        );
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub struct SupervisorDeps {
     /// ([`default_http_client`](crate::aws::default_http_client); a fake transport in
     /// simulation tests).
     pub http: aws_smithy_runtime_api::client::http::SharedHttpClient,
+    /// Whether a scan's end asks which of its keys degraded (fleet mode only).
+    pub fleet_notes: crate::fleet_degraded::DegradedNotes,
 }
 
 impl std::fmt::Debug for SupervisorDeps {

@@ -71,6 +71,7 @@ fn engine_config(dir: &std::path::Path, overrides: Option<&str>) -> EngineConfig
             Some(json) => PolicyTable::from_env(Some(json)).unwrap(),
             None => PolicyTable::defaults(),
         },
+        fleet: None,
     }
 }
 

@@ -56,6 +56,7 @@ async fn discover(sim: &Simulator, datasets: Vec<Dataset>) -> Run {
         policies: PolicyTable::defaults(),
         telemetry: ScanTelemetry::new(Arc::new(telemetry.clone())),
         http: sim.http_client(),
+        fleet_notes: tollgate_engine::fleet_degraded::DegradedNotes::Skip,
     })
     .start();
     sim.reset();

@@ -27,6 +27,7 @@ fn discovery() -> (Discovery, AdmissionRuntime) {
         policies: PolicyTable::defaults(),
         telemetry: ScanTelemetry::new(Arc::new(NoTelemetry)),
         http: tollgate_engine::aws::default_http_client(),
+        fleet_notes: tollgate_engine::fleet_degraded::DegradedNotes::Skip,
     });
     (discovery, admission)
 }

@@ -93,6 +93,7 @@ async fn a_throttled_dataset_is_partial_and_the_gap_is_reported() {
         policies,
         telemetry: ScanTelemetry::new(Arc::new(NoTelemetry)),
         http: fake.http_client(),
+        fleet_notes: tollgate_engine::fleet_degraded::DegradedNotes::Skip,
     });
     let report = discovery
         .discover(DiscoveryRequest {

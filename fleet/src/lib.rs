@@ -28,27 +28,22 @@ use std::sync::Arc;
 
 pub use dynamo::DynamoFleetStore;
 pub use settings::{FleetSettings, FleetValues, SettingsError};
-use tollgate_actors::fleet::FleetInstall;
+use tollgate_actors::FleetSpec;
 
-/// Read `TOLLGATE_FLEET_*`; when a table is set, install fleet mode for every coordinator
-/// this process starts and return its store (whose request counter the benchmark reads).
-/// `Ok(None)`: no table set, nothing changes.
-pub fn install_from_env() -> Result<Option<DynamoFleetStore>, SettingsError> {
-    Ok(FleetSettings::from_env()?.map(install))
+/// Read `TOLLGATE_FLEET_*`; when a table is set, fleet mode on it, for the
+/// [`CoordinatorSpec`](tollgate_actors::CoordinatorSpec) of a command that coordinates.
+/// `Ok(None)`: no table set, nothing changes. Only commands that may coordinate call this,
+/// so a malformed setting never breaks one that does not (`tollgate policies`).
+pub fn spec_from_env() -> Result<Option<FleetSpec>, SettingsError> {
+    Ok(FleetSettings::from_env()?.map(spec))
 }
 
-/// Install fleet mode on `settings` for every coordinator this process starts from now on
-/// (replacing an earlier install); returns its store.
-pub fn install(settings: FleetSettings) -> DynamoFleetStore {
+/// Fleet mode on `settings`: quota blocks and breakers (issue 14) on the same table.
+pub fn spec(settings: FleetSettings) -> FleetSpec {
     let store = DynamoFleetStore::new(settings.clone());
-    // Breakers are shared through the same table (issue 14).
-    tollgate_actors::fleet::breakers::install_breaker_store_for_this_process(Arc::new(
-        store.clone(),
-    ));
-    FleetInstall {
+    FleetSpec {
         store: Arc::new(store.clone()),
         config: settings.config,
+        breakers: Some(Arc::new(store)),
     }
-    .install_for_this_process();
-    store
 }

@@ -17,6 +17,9 @@
 //! - [`scheduler`]: fires `[[schedule]]` targets; the pure [`scheduler::decide`].
 //! - [`state_dir`]: [`StateDir`] resolution and checks; [`token`]: [`ApiToken`].
 //! - `run`: [`RunningService`], everything wired, started and stopped in order.
+//! - `serve`: [`serve_until`], the coordinator role and the service beside it until a
+//!   shutdown future resolves (waiting for the role, handing it over); `tollgate serve`
+//!   only parses, calls it and prints its [`ServeEvent`]s.
 //! - `duration`: `90s`, `5m`, `30d` parsing.
 #![forbid(unsafe_code)]
 
@@ -31,6 +34,7 @@ pub mod record;
 mod run;
 pub mod scan_request;
 pub mod scheduler;
+mod serve;
 pub mod state_dir;
 pub mod token;
 
@@ -43,5 +47,6 @@ pub use metrics::ServiceMetrics;
 pub use record::{ScanRecord, ScanStatus};
 pub use run::{RunningService, ServiceError, ServiceOptions};
 pub use scan_request::{JoinKey, ScanFields};
+pub use serve::{serve_until, ServeError, ServeEvent, ServeSetup, WAIT_FOR_ROLE};
 pub use state_dir::{StateDir, StateDirEnv, STATE_DIR_ENV};
 pub use token::ApiToken;

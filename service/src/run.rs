@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use tollgate_actors::AdmissionHandle;
 use tollgate_engine::aws::telemetry::TelemetrySink;
+use tollgate_engine::fleet_degraded::DegradedNotes;
 use tollgate_engine::supervisor::SupervisorDeps;
 use tollgate_engine::throttling::ScanTelemetry;
 use tollgate_engine::{Discovery, DiscoveryRequest};
@@ -42,6 +43,9 @@ pub struct ServiceOptions {
     /// Also write every attempt event here (`tollgate serve --telemetry FILE`); the
     /// metrics always get them.
     pub telemetry: Option<Arc<dyn TelemetrySink>>,
+    /// Whether a scan's end asks which of its keys degraded (the coordinator runs in
+    /// fleet mode).
+    pub fleet_notes: DegradedNotes,
 }
 
 /// Attempt events to the metrics and to the user's sink.
@@ -161,6 +165,7 @@ impl RunningService {
             policies: options.policies.clone(),
             telemetry: ScanTelemetry::new(sink),
             http: tollgate_engine::aws::default_http_client(),
+            fleet_notes: options.fleet_notes,
         });
         let manager = ScanManager::new(ManagerDeps {
             supervisor: discovery.supervisor(),

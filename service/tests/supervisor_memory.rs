@@ -42,6 +42,7 @@ fn finished_scans_are_stored_and_forgotten_by_the_supervisor() {
             policies: PolicyTable::defaults(),
             telemetry: ScanTelemetry::new(Arc::new(telemetry.clone())),
             http: sim.http_client(),
+            fleet_notes: tollgate_engine::fleet_degraded::DegradedNotes::Skip,
         })
         .start();
         let manager = ScanManager::new(ManagerDeps {

@@ -128,7 +128,11 @@ pub(super) struct ScanEnv {
 
 impl ScanEnv {
     pub(super) fn new(flags: &ScanFlags) -> anyhow::Result<ScanEnv> {
-        let config = EngineConfig::from_env()?.with_admission_dir(flags.dir.clone());
+        // A scan coordinates (first, or by failover): it runs in fleet mode when
+        // TOLLGATE_FLEET_TABLE is set.
+        let config = EngineConfig::from_env()?
+            .with_admission_dir(flags.dir.clone())
+            .with_fleet(tollgate_fleet::spec_from_env()?);
         for warning in config.policies.warnings() {
             eprintln!("tollgate: warning: {warning}");
         }

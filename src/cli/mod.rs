@@ -99,9 +99,9 @@ pub enum Command {
 
 /// Run a parsed command line; the exit code on success.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    // TOLLGATE_FLEET_TABLE: every coordinator this process starts admits under fleet
-    // blocks (nothing changes without it).
-    tollgate_fleet::install_from_env()?;
+    // Fleet settings (TOLLGATE_FLEET_*) are read only by the commands that may coordinate
+    // (discover, demo, serve, a live status), into the spec they join admission with; the
+    // others never read them, so a malformed one cannot break `tollgate policies`.
     match cli.command {
         Command::Discover(args) => discover::run(args),
         Command::Demo(args) => demo::run(args),

@@ -139,7 +139,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
             opened.store.mark_clean_shutdown()?;
         }
         None => {
-            let live = super::status_live::fetch(&dir)?;
+            let live = super::status_live::fetch(&dir, config)?;
             report.coordinator_pid = Some(live.coordinator_pid);
             report.clients = live.clients;
             report.breakers = live.breakers;

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 use tollgate_quota::breaker_fleet::{Change, FleetBreaker};
 use tollgate_quota::fleet::HostId;
@@ -56,25 +56,6 @@ impl std::fmt::Debug for BreakerLink {
             .field("host", &self.host)
             .finish()
     }
-}
-
-static THIS_PROCESS: RwLock<Option<Arc<dyn BreakerStore>>> = RwLock::new(None);
-
-/// Share the breakers of every fleet-mode coordinator this process starts through
-/// `store` (installed beside [`FleetInstall`](super::FleetInstall)).
-pub fn install_breaker_store_for_this_process(store: Arc<dyn BreakerStore>) {
-    if let Ok(mut slot) = THIS_PROCESS.write() {
-        *slot = Some(store);
-    }
-}
-
-/// The link for a coordinator in fleet mode as host `host`, if a store is installed.
-pub fn breaker_link_for_this_process(host: &HostId) -> Option<BreakerLink> {
-    let store = THIS_PROCESS.read().ok().and_then(|slot| slot.clone())?;
-    Some(BreakerLink {
-        store,
-        host: host.clone(),
-    })
 }
 
 /// Conditional writes tried per change before giving up with `Contention`.

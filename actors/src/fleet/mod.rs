@@ -6,10 +6,10 @@
 //! serves paused-time tests. [`exchange`] is the read-compute-write loop around the pure
 //! `tollgate_quota::fleet::take_block`, retried on conflict with a fresh read.
 //!
-//! A process that wants fleet mode installs a [`FleetInstall`] at startup
-//! ([`FleetInstall::install_for_this_process`], like the schedules); every coordinator
-//! this process starts then runs its keys under fleet blocks, with a host id stored in
-//! its admission directory ([`host_id`]). Without an install nothing changes.
+//! A process that wants fleet mode passes a [`FleetSpec`] in the
+//! [`CoordinatorSpec`](crate::CoordinatorSpec) it joins admission with; a coordinator it
+//! starts (first, or by failover) then runs its keys under fleet blocks, with a host id
+//! stored in its admission directory ([`host_id`]). Without one nothing changes.
 //!
 //! Breakers in fleet mode (issue 14) are shared through [`breakers`]: a breaker item per
 //! scope beside the quota items, read and written only while a scope fails.
@@ -20,7 +20,7 @@ pub mod host_id;
 mod memory;
 mod store;
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 pub use breakers::{BreakerLink, BreakerStore, MemoryBreakerStore, VersionedBreaker};
 pub use exchange::{exchange, MAX_ATTEMPTS};
@@ -49,38 +49,31 @@ impl std::fmt::Debug for FleetSetup {
     }
 }
 
-/// Fleet mode as a process installs it: the table and the settings; the host id comes
-/// from the admission directory of each coordinator the process starts.
+/// Fleet mode as a coordinator spec carries it: the table and the settings, and the
+/// table the breakers are shared through (issue 14; `tollgate-fleet` uses the same one).
+/// The host id comes from the admission directory of each coordinator started with it.
 #[derive(Clone)]
-pub struct FleetInstall {
+pub struct FleetSpec {
     pub store: Arc<dyn FleetStore>,
     pub config: FleetConfig,
+    /// Share the breakers through this table too (`None`: each host's own).
+    pub breakers: Option<Arc<dyn BreakerStore>>,
 }
 
-impl std::fmt::Debug for FleetInstall {
+impl std::fmt::Debug for FleetSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FleetInstall")
+        f.debug_struct("FleetSpec")
             .field("store", &self.store.describe())
             .field("config", &self.config)
+            .field(
+                "breakers",
+                &self.breakers.as_ref().map(|b| b.describe_breakers()),
+            )
             .finish()
     }
 }
 
-static THIS_PROCESS: RwLock<Option<FleetInstall>> = RwLock::new(None);
-
-impl FleetInstall {
-    /// Make `self` the fleet mode of every coordinator this process starts from now on.
-    pub fn install_for_this_process(self) {
-        if let Ok(mut slot) = THIS_PROCESS.write() {
-            *slot = Some(self);
-        }
-    }
-
-    /// The fleet mode installed for this process, if any.
-    pub fn for_this_process() -> Option<FleetInstall> {
-        THIS_PROCESS.read().ok().and_then(|slot| slot.clone())
-    }
-
+impl FleetSpec {
     /// The setup for a coordinator whose host id is `host`.
     pub fn setup(&self, host: HostId) -> FleetSetup {
         FleetSetup {
@@ -88,5 +81,13 @@ impl FleetInstall {
             config: self.config,
             host,
         }
+    }
+
+    /// The breaker link for a coordinator whose host id is `host`, if breakers are shared.
+    pub fn breaker_link(&self, host: &HostId) -> Option<BreakerLink> {
+        Some(BreakerLink {
+            store: self.breakers.clone()?,
+            host: host.clone(),
+        })
     }
 }

@@ -84,11 +84,6 @@ pub struct ActorDeps {
     pub persister: Persister,
     /// Process liveness, for reaping reservations.
     pub pid_alive: PidAlive,
-    /// Set when this runtime took over from a coordinator that did not shut down cleanly:
-    /// the instant of the takeover (for the log; the leases in the stored records say
-    /// what the dead coordinator may have granted, and a key without a record was never
-    /// granted on, since no grant precedes a stored lease).
-    pub unclean_takeover_at: Option<Timestamp>,
     /// The keys' schedules and allowances, and the clock's anchor on the calendar.
     pub schedules: Schedules,
     /// Fleet mode (`None`: this host's quota is its own).

@@ -15,6 +15,10 @@
 //! a waiting reservation or admission is answered by the successor. Slots already held
 //! survive in the stored state; a slot the dead coordinator never stored is taken afresh
 //! by its guard (see `ReservationGuard::admit`).
+//!
+//! A client that takes over starts its coordinator with the [`CoordinatorSpec`] it was
+//! started with (the spec of the `connect` that made it), so the successor enforces the
+//! same schedules and fleet mode as the process would have had it coordinated first.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,6 +43,7 @@ use crate::clock::TokioClock;
 use crate::coordinator::Coordinator;
 use crate::handle::WaitOptions;
 use crate::key::{AdmitCall, CanonicalKey};
+use crate::spec::CoordinatorSpec;
 use crate::AdmissionError;
 
 /// How long connecting or taking over may take before it is an error (DESIGN §5).
@@ -75,7 +80,11 @@ pub(crate) struct RemoteClient {
 
 impl RemoteClient {
     /// Connect (electing ourselves if nobody serves), waiting at most [`TAKEOVER_TIMEOUT`].
-    pub(crate) fn start(dir: AdmissionDir, owner: Owner) -> Result<RemoteClient, AdmissionError> {
+    pub(crate) fn start(
+        dir: AdmissionDir,
+        owner: Owner,
+        spec: CoordinatorSpec,
+    ) -> Result<RemoteClient, AdmissionError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let epoch = Arc::new(AtomicU64::new(0));
@@ -97,7 +106,15 @@ impl RemoteClient {
                         return;
                     }
                 };
-                rt.block_on(run(dir, owner, thread_epoch, thread_link, rx, ready_tx));
+                rt.block_on(run(
+                    dir,
+                    spec,
+                    owner,
+                    thread_epoch,
+                    thread_link,
+                    rx,
+                    ready_tx,
+                ));
             })
             .map_err(|e| {
                 AdmissionError::Coordination(format!("cannot start the admission client: {e}"))
@@ -309,6 +326,7 @@ enum Ended {
 
 async fn run(
     dir: AdmissionDir,
+    spec: CoordinatorSpec,
     owner: Owner,
     epoch: Arc<AtomicU64>,
     link: Arc<Link>,
@@ -320,7 +338,7 @@ async fn run(
     let mut host: Option<Handle> = None;
     let mut ready = Some(ready);
     let stop = loop {
-        let stream = match establish(&dir, owner, &mut hosted).await {
+        let stream = match establish(&dir, &spec, owner, &mut hosted).await {
             Ok(s) => s,
             Err(e) => {
                 if let Some(r) = ready.take() {
@@ -445,6 +463,7 @@ async fn settle(wire: &mut Wire, link: &Link) {
 /// Connect to the coordinator, or become it. Errors after [`TAKEOVER_TIMEOUT`].
 async fn establish(
     dir: &AdmissionDir,
+    spec: &CoordinatorSpec,
     owner: Owner,
     hosted: &mut Option<Coordinator>,
 ) -> Result<UnixStream, AdmissionError> {
@@ -478,7 +497,7 @@ async fn establish(
             let lock = CoordinatorLock::try_acquire(dir)
                 .map_err(|e| AdmissionError::Coordination(e.to_string()))?;
             if let Some(lock) = lock {
-                *hosted = Some(Coordinator::start(dir, lock)?);
+                *hosted = Some(Coordinator::start(dir, lock, spec)?);
                 continue;
             }
         }
@@ -550,7 +569,7 @@ mod tests {
     fn a_long_legitimate_wait_is_pinged_not_given_up() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
-        let coordinator = crate::connect(&dir).unwrap();
+        let coordinator = crate::connect(&dir, CoordinatorSpec::none()).unwrap();
         assert!(coordinator.is_coordinator());
         let client = RemoteClient::start(
             dir,
@@ -558,6 +577,7 @@ mod tests {
                 pid: std::process::id(),
                 generation: 2,
             },
+            CoordinatorSpec::none(),
         )
         .unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()

@@ -32,7 +32,6 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::clock::unix_now;
-use tollgate_actors::FleetInstall;
 use tollgate_quota::Timestamp;
 
 pub use messages::{
@@ -43,6 +42,7 @@ pub use messages::{
 use crate::aws::{CallContext, ScanId};
 use crate::collectors::{CollectorActor, CollectorRun, Progress};
 use crate::dataset::Dataset;
+use crate::fleet_degraded::DegradedNotes;
 use crate::output::{
     rfc3339, DatasetReport, DatasetStatus, DiscoveryReport, FleetDegraded, Reason,
 };
@@ -201,7 +201,7 @@ impl Supervisor {
         scan.cancel.cancel();
         let finished_at = unix_now();
         let used = self.deps.telemetry.keys(&scan_id.to_string());
-        if FleetInstall::for_this_process().is_none() || used.is_empty() {
+        if self.deps.fleet_notes == DegradedNotes::Skip || used.is_empty() {
             self.complete(scan_id, finished_at, Vec::new());
             return;
         }
