@@ -17,7 +17,7 @@
 //! - [`scheduler`]: fires `[[schedule]]` targets; the pure [`scheduler::decide`].
 //! - [`state_dir`]: [`StateDir`] resolution and checks; [`token`]: [`ApiToken`].
 //! - `run`: [`RunningService`], everything wired, started and stopped in order.
-//! - `duration`: `90s`, `5m`, `30d` parsing.
+//! - `duration`: `90s`, `5m`, `2d` parsing, the one guarded parser (the CLI's too).
 #![forbid(unsafe_code)]
 
 pub mod client;
@@ -36,7 +36,7 @@ pub mod token;
 
 pub use client::{ClientError, ServiceClient};
 pub use config::{ConfigError, Retention, ServiceConfig};
-pub use duration::parse_duration;
+pub use duration::{duration_from_seconds, parse_duration, DurationError};
 pub use history::{History, HistoryError};
 pub use manager::{ManagerDeps, ManagerError, ScanManager, Submitted};
 pub use metrics::ServiceMetrics;
