@@ -17,7 +17,10 @@
 //! - `key`: [`CanonicalKey`], the quota key as admission carries it (parsed once at the
 //!   edge, shared), and the admission request that travels with it.
 //! - [`runtime`]: the dedicated actor thread, or start-in-current-system for tests.
-//! - [`clock`]: `TokioClock`, the one place real time is read.
+//! - [`clock`]: `TokioClock` and `monotonic_now`, the one place real time is read
+//!   (`clippy.toml` disallows every other clock read).
+//! - [`offline_status`]: [`read_offline`], the stored state of a directory no coordinator
+//!   holds (`tollgate status` without one).
 //! - [`schedules`]: [`Schedules`], the keys' schedules and allowances (seed 003) and the
 //!   clock's anchor on the calendar.
 //! - [`join`]: [`connect`] and [`Admission`]: become the coordinator or its client.
@@ -43,6 +46,7 @@ pub mod join;
 mod key;
 mod local;
 pub mod messages;
+pub mod offline_status;
 pub mod persist;
 pub mod quota_actor;
 pub mod registry;
@@ -59,6 +63,7 @@ pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
 pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
+pub use offline_status::{read_offline, OfflineStatus, OfflineStatusError, StoredKeyStatus};
 pub use remote::{ClientInfo, CoordinationStatus};
 pub use runtime::{paused_system, start_in_current_system, AdmissionRuntime, RuntimeConfig};
 pub use schedules::Schedules;

@@ -20,7 +20,7 @@ use tollgate_quota::{Clock, Owner};
 use tollgate_storage::{MemoryStore, QuotaStore};
 
 use crate::breaker_board::BreakerBoard;
-use crate::clock::{unix_now, TokioClock};
+use crate::clock::TokioClock;
 use crate::fleet::{BreakerLink, FleetSetup};
 use crate::handle::AdmissionHandle;
 use crate::local::LocalAdmission;
@@ -126,7 +126,7 @@ pub fn paused_system() -> actix::SystemRunner {
 pub fn this_process_owner() -> Owner {
     Owner {
         pid: tollgate_storage::current_pid(),
-        generation: unix_now().as_micros(),
+        generation: TokioClock::system().now().as_micros(),
     }
 }
 

@@ -16,7 +16,7 @@ use tollgate_actors::{AdmissionHandle, KeyStatus};
 use tollgate_quota::fleet::FleetMode;
 use tollgate_quota::Timestamp;
 
-use crate::output::{rfc3339, FleetDegraded};
+use crate::output::{rfc3339, DegradedMode, FleetDegraded};
 
 /// Whether the end of a scan asks the coordinator which of its keys degraded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,10 +56,9 @@ pub fn degraded_keys(
             spell.overlaps(from, to).then(|| FleetDegraded {
                 key: s.key.clone(),
                 mode: match spell.mode {
-                    FleetMode::Stop => "stop",
-                    _ => "local-share",
-                }
-                .to_string(),
+                    FleetMode::Stop => DegradedMode::Stop,
+                    _ => DegradedMode::LocalShare,
+                },
                 error: spell.error.clone(),
                 since: rfc3339(spell.since),
                 rejoined_at: spell.rejoined_at.map(rfc3339),
@@ -160,7 +159,7 @@ mod tests {
             at(20),
         );
         assert_eq!(out[0].key, KEY);
-        assert_eq!(out[0].mode, "stop");
+        assert_eq!(out[0].mode, DegradedMode::Stop);
         assert!(out[0].error.contains("table t"));
         assert_eq!(out[0].since, rfc3339(at(12)));
         assert_eq!(out[0].rejoined_at, Some(rfc3339(at(15))));

@@ -110,12 +110,8 @@ pub struct Reason {
     /// The item field left `null`, when the cause was a per-item read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
-    /// What happened: `unavailable` (the account or endpoint will not give the value),
-    /// `throttled`, `retries_exhausted`, `transient`, `deadline_exceeded`, `cancelled`,
-    /// `breaker_open` (the scope's circuit breaker was open past the deadline; the
-    /// message names the scope), `admission`, `credentials` (the caller's credentials
-    /// could not be loaded or expired; not retried) or `failed`.
-    pub kind: String,
+    /// What happened (see [`ReasonKind`]).
+    pub kind: ReasonKind,
     /// The AWS error code, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
@@ -123,6 +119,69 @@ pub struct Reason {
     pub message: String,
     /// How many calls ended this way.
     pub count: u64,
+}
+
+/// What a [`Reason`] is: how the calls it counts ended. Serialised in snake case
+/// (`retries_exhausted`), as the report has always spelled it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonKind {
+    /// The account or endpoint will not give the value (access denied, not implemented).
+    Unavailable,
+    /// Throttled past what retries could absorb.
+    Throttled,
+    /// The key's shared retry allowance ran out.
+    RetriesExhausted,
+    /// Transient failures (5xx, connection errors) past the retries.
+    Transient,
+    /// The scan's deadline passed.
+    DeadlineExceeded,
+    /// The scan was cancelled.
+    Cancelled,
+    /// The key's calendar allowance (seed 003) is used up for its period.
+    AllowanceExhausted,
+    /// Admission itself failed (its state cannot be stored, coordination was lost).
+    Admission,
+    /// The scope's circuit breaker was open past the deadline; the message names the
+    /// scope.
+    BreakerOpen,
+    /// The caller's credentials could not be loaded or expired; not retried.
+    Credentials,
+    /// Anything else.
+    Failed,
+}
+
+impl ReasonKind {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonKind::Unavailable => "unavailable",
+            ReasonKind::Throttled => "throttled",
+            ReasonKind::RetriesExhausted => "retries_exhausted",
+            ReasonKind::Transient => "transient",
+            ReasonKind::DeadlineExceeded => "deadline_exceeded",
+            ReasonKind::Cancelled => "cancelled",
+            ReasonKind::AllowanceExhausted => "allowance_exhausted",
+            ReasonKind::Admission => "admission",
+            ReasonKind::BreakerOpen => "breaker_open",
+            ReasonKind::Credentials => "credentials",
+            ReasonKind::Failed => "failed",
+        }
+    }
+
+    /// The kind of the one reason a dataset that never reported carries.
+    pub fn of_unfinished(status: DatasetStatus) -> ReasonKind {
+        match status {
+            DatasetStatus::Cancelled => ReasonKind::Cancelled,
+            _ => ReasonKind::Failed,
+        }
+    }
+}
+
+impl std::fmt::Display for ReasonKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// An inventory item. Untagged in JSON: each variant has its own required name field.
@@ -220,9 +279,8 @@ impl KeyThrottling {
 pub struct FleetDegraded {
     /// The canonical quota key.
     pub key: String,
-    /// `local-share` (admitted at the key's rate divided by the hosts seen) or `stop`
-    /// (requests refused).
-    pub mode: String,
+    /// How the key admitted without the table.
+    pub mode: DegradedMode,
     /// The table's error that degraded the key; it names the table.
     pub error: String,
     /// When the key left fleet mode, RFC 3339 UTC.
@@ -230,6 +288,33 @@ pub struct FleetDegraded {
     /// When the table answered again; `null` if the key was still degraded when the
     /// scan finished.
     pub rejoined_at: Option<String>,
+}
+
+/// How a key admitted while the fleet table failed (`on_error`). Serialised in kebab case
+/// (`local-share`), as the report has always spelled it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DegradedMode {
+    /// Admitted at the key's rate divided by the hosts seen.
+    LocalShare,
+    /// Requests refused.
+    Stop,
+}
+
+impl DegradedMode {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DegradedMode::LocalShare => "local-share",
+            DegradedMode::Stop => "stop",
+        }
+    }
+}
+
+impl std::fmt::Display for DegradedMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// RFC 3339 UTC with millisecond precision, for `started_at`/`finished_at`.
@@ -256,6 +341,39 @@ mod tests {
     fn statuses_order_from_best_to_worst() {
         use DatasetStatus::*;
         assert!(Complete < Partial && Partial < Failed && Failed < Cancelled);
+    }
+
+    #[test]
+    fn reason_kinds_and_degraded_modes_keep_their_json_spelling() {
+        use ReasonKind::*;
+        let kinds = [
+            (Unavailable, "unavailable"),
+            (Throttled, "throttled"),
+            (RetriesExhausted, "retries_exhausted"),
+            (Transient, "transient"),
+            (DeadlineExceeded, "deadline_exceeded"),
+            (Cancelled, "cancelled"),
+            (AllowanceExhausted, "allowance_exhausted"),
+            (Admission, "admission"),
+            (BreakerOpen, "breaker_open"),
+            (Credentials, "credentials"),
+            (Failed, "failed"),
+        ];
+        for (kind, text) in kinds {
+            let json = serde_json::to_value(kind).unwrap();
+            assert_eq!(json, text, "{kind:?}");
+            assert_eq!(kind.as_str(), text);
+            assert_eq!(serde_json::from_value::<ReasonKind>(json).unwrap(), kind);
+        }
+        for (mode, text) in [
+            (DegradedMode::LocalShare, "local-share"),
+            (DegradedMode::Stop, "stop"),
+        ] {
+            let json = serde_json::to_value(mode).unwrap();
+            assert_eq!(json, text, "{mode:?}");
+            assert_eq!(mode.as_str(), text);
+            assert_eq!(serde_json::from_value::<DegradedMode>(json).unwrap(), mode);
+        }
     }
 
     #[test]

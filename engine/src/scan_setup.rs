@@ -12,8 +12,8 @@
 
 use std::sync::Arc;
 
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tollgate_actors::clock::monotonic_now;
 use tollgate_actors::{AdmissionHandle, AdmissionRuntime};
 use tollgate_quota::key::{AccountScope, RunId};
 use tollgate_quota::PolicyTable;
@@ -131,7 +131,7 @@ pub async fn prepare(
     scan_id: ScanId,
     cancel: CancellationToken,
 ) -> Result<ScanSetup, SetupError> {
-    let deadline = Instant::now() + request.timeout;
+    let deadline = monotonic_now() + request.timeout;
     let first_region = request.regions.first().map(String::as_str);
     let mut sdk = sdk_config_assuming(
         deps.http.clone(),

@@ -18,6 +18,7 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tollgate_actors::clock::monotonic_now;
 use tollgate_actors::{
     paused_system, start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock,
 };
@@ -94,7 +95,9 @@ impl FakeAws {
     }
 
     fn answer(&self) -> HttpConnectorFuture {
-        self.seen.lock().unwrap().push(Seen { at: Instant::now() });
+        self.seen.lock().unwrap().push(Seen {
+            at: monotonic_now(),
+        });
         let reply = self
             .script
             .lock()
@@ -252,7 +255,7 @@ fn context(cancel: CancellationToken) -> CallContext {
         scan_id: ScanId(7),
         collector: "test-collector",
         datasets: vec!["identity".into()],
-        deadline: Instant::now() + Duration::from_secs(3_600),
+        deadline: monotonic_now() + Duration::from_secs(3_600),
         cancel,
     }
 }
@@ -298,7 +301,7 @@ fn throttled_twice_then_success_spends_two_units_and_refunds_one() {
     paused_system().block_on(async {
         let fake = FakeAws::new([throttle(), throttle(), Reply::Identity], Reply::Identity);
         let h = harness(fake, PolicyTable::defaults(), None);
-        let start = Instant::now();
+        let start = monotonic_now();
         let account = h.call(&context(CancellationToken::new())).await.unwrap();
         assert_eq!(account, "123456789012");
 
@@ -369,7 +372,7 @@ fn retry_after_is_a_floor_for_the_backoff() {
         };
         let fake = FakeAws::new([slow_down], Reply::Identity);
         let h = harness(fake, PolicyTable::defaults(), None);
-        let start = Instant::now();
+        let start = monotonic_now();
         h.call(&context(CancellationToken::new())).await.unwrap();
         let at = h.dispatch_offsets(start);
         assert_eq!(at.len(), 2);
@@ -399,7 +402,7 @@ fn a_wait_past_four_minutes_reprepares_with_a_fresh_signature() {
         );
         let h = harness(fake, table, Some(signatures.clone()));
         let ctx = context(CancellationToken::new());
-        let start = Instant::now();
+        let start = monotonic_now();
         h.call(&ctx).await.unwrap();
         h.call(&ctx).await.unwrap();
 
@@ -629,7 +632,7 @@ fn identity_resolves_account_and_partition_from_the_arn() {
             &fake.client(),
             RunId::new("run-1").unwrap(),
             &CancellationToken::new(),
-            Instant::now() + Duration::from_secs(60),
+            monotonic_now() + Duration::from_secs(60),
             &telemetry,
         )
         .await
@@ -660,7 +663,7 @@ fn identity_failure_falls_back_to_an_unresolved_run_scope() {
             &fake.client(),
             RunId::new("run-42").unwrap(),
             &CancellationToken::new(),
-            Instant::now() + Duration::from_secs(60),
+            monotonic_now() + Duration::from_secs(60),
             &MemoryTelemetry::new(),
         )
         .await
@@ -703,7 +706,7 @@ fn identity_cancellation_is_an_error_not_a_fallback() {
             &fake.client(),
             RunId::new("run-3").unwrap(),
             &cancel,
-            Instant::now() + Duration::from_secs(60),
+            monotonic_now() + Duration::from_secs(60),
             &MemoryTelemetry::new(),
         )
         .await
@@ -865,7 +868,7 @@ fn unavailable() -> Reply {
 
 fn context_for(deadline: Duration) -> CallContext {
     CallContext {
-        deadline: Instant::now() + deadline,
+        deadline: monotonic_now() + deadline,
         ..context(CancellationToken::new())
     }
 }
@@ -907,7 +910,7 @@ fn a_call_whose_deadline_allows_waits_for_the_probe_and_completes_after_the_outa
             PolicyTable::defaults(),
             None,
         );
-        let start = Instant::now();
+        let start = monotonic_now();
         let account = h
             .call(&context_for(Duration::from_secs(600)))
             .await
@@ -943,7 +946,7 @@ fn a_throttle_with_retry_after_pauses_every_caller_of_the_key() {
             PolicyTable::defaults(),
             None,
         ));
-        let start = Instant::now();
+        let start = monotonic_now();
         let first = {
             let h = h.clone();
             actix::spawn(async move { h.call(&context(CancellationToken::new())).await })

@@ -17,8 +17,8 @@ use aws_credential_types::provider::{future, ProvideCredentials};
 use aws_sdk_sts::config::retry::RetryConfig;
 use aws_sdk_sts::config::{BehaviorVersion, Credentials, IdentityCache, Region};
 use aws_smithy_runtime_api::client::http::HttpConnectorFuture;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tollgate_actors::clock::monotonic_now;
 use tollgate_actors::TokioClock;
 use tollgate_actors::{paused_system, start_in_current_system, AdmissionHandle, RuntimeConfig};
 use tollgate_engine::aws::{
@@ -26,6 +26,7 @@ use tollgate_engine::aws::{
     ClockTimeSource, MemoryTelemetry, RetryOutcome, ScanId, UngatedRefusal,
 };
 use tollgate_engine::collectors::report_builder::ReportBuilder;
+use tollgate_engine::output::ReasonKind;
 use tollgate_engine::DatasetStatus;
 use tollgate_quota::key::AccountId;
 use tollgate_quota::{Owner, Partition, PolicyTable, Timestamp};
@@ -137,7 +138,7 @@ impl Harness {
             scan_id: ScanId(16),
             collector: "test-collector",
             datasets: vec!["kms-keys".into()],
-            deadline: Instant::now() + Duration::from_secs(3_600),
+            deadline: monotonic_now() + Duration::from_secs(3_600),
             cancel: CancellationToken::new(),
         };
         let client = self.client.clone();
@@ -219,7 +220,7 @@ fn credentials_failing_mid_scan_are_kind_credentials_and_spend_no_retry() {
         failed.listing_failed("kms:ListKeys", &err);
         let report = failed.finish();
         assert_eq!(report.status, DatasetStatus::Failed);
-        assert_eq!(report.reasons[0].kind, "credentials");
+        assert_eq!(report.reasons[0].kind, ReasonKind::Credentials);
     });
 }
 

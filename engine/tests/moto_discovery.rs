@@ -25,7 +25,7 @@ use aws_sdk_s3::types::{
 };
 use common::moto::{moto, unique_prefix, Moto};
 use tollgate_engine::aws::telemetry::{AttemptOutcome, MemoryTelemetry};
-use tollgate_engine::output::{DynamoDbTable, KmsKey, LambdaFunction, S3Bucket};
+use tollgate_engine::output::{DynamoDbTable, KmsKey, LambdaFunction, ReasonKind, S3Bucket};
 use tollgate_engine::{
     Dataset, DatasetStatus, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig, Item,
 };
@@ -339,7 +339,7 @@ async fn discovers_every_dataset_item_by_item() {
         Dataset::S3Buckets,
         "s3:ListBucketIntelligentTieringConfigurations",
     );
-    assert_eq!(tiering.kind, "unavailable");
+    assert_eq!(tiering.kind, ReasonKind::Unavailable);
     assert_eq!(
         tiering.field.as_deref(),
         Some("intelligent_tiering_configuration_count")
@@ -416,8 +416,8 @@ async fn discovers_every_dataset_item_by_item() {
     assert_eq!(last_use.field.as_deref(), Some("last_used_at"));
     assert!(last_use.count >= 2, "{last_use:?}");
     let kms = report.dataset(Dataset::KmsKeys).unwrap();
-    match last_use.kind.as_str() {
-        "unavailable" => assert_eq!(kms.status, DatasetStatus::Complete),
+    match last_use.kind {
+        ReasonKind::Unavailable => assert_eq!(kms.status, DatasetStatus::Complete),
         _ => assert_eq!(kms.status, DatasetStatus::Partial, "{:#?}", kms.reasons),
     }
 

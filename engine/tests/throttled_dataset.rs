@@ -9,7 +9,7 @@ use aws_smithy_runtime_api::client::http::{HttpConnectorFuture, SharedHttpClient
 use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
 use tollgate_actors::{AdmissionRuntime, RuntimeConfig};
 use tollgate_engine::aws::telemetry::NoTelemetry;
-use tollgate_engine::output::DynamoDbTable;
+use tollgate_engine::output::{DynamoDbTable, ReasonKind};
 use tollgate_engine::supervisor::SupervisorDeps;
 use tollgate_engine::throttling::ScanTelemetry;
 use tollgate_engine::{Dataset, DatasetStatus, Discovery, DiscoveryRequest, Item};
@@ -148,7 +148,7 @@ async fn a_throttled_dataset_is_partial_and_the_gap_is_reported() {
     assert_eq!(reason.operation, "dynamodb:DescribeTable");
     assert_eq!(reason.code.as_deref(), Some("ThrottlingException"));
     assert!(
-        reason.kind == "retries_exhausted" || reason.kind == "throttled",
+        reason.kind == ReasonKind::RetriesExhausted || reason.kind == ReasonKind::Throttled,
         "{reason:?}"
     );
     let gap = report

@@ -17,10 +17,12 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tollgate_engine::aws::check_credentials;
 use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
 use tollgate_engine::collectors::DatasetProgress;
-use tollgate_engine::request::{AssumeRole, RequestError, FALLBACK_REGION, MAX_TIMEOUT};
+use tollgate_engine::output::ReasonKind;
+use tollgate_engine::request::{AssumeRole, RequestError, FALLBACK_REGION};
 use tollgate_engine::{
     Dataset, DatasetStatus, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig, ScanHandle,
 };
+use tollgate_service::parse_duration;
 
 /// Exit code of a scan whose datasets are all complete.
 const EXIT_COMPLETE: u8 = 0;
@@ -74,7 +76,8 @@ pub struct DiscoverArgs {
 /// The flags `discover` and `demo` share.
 #[derive(Debug, clap::Args)]
 pub struct ScanFlags {
-    /// Deadline for the whole scan: 90s, 5m, 1h, 1500ms, or plain seconds.
+    /// Deadline for the whole scan: 90s, 5m, 1h, 1500ms, 2d, or plain seconds (at most
+    /// 168h).
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Write one JSON line per admission or physical attempt here.
@@ -83,39 +86,6 @@ pub struct ScanFlags {
     /// Admission directory (default: TOLLGATE_ADMISSION_DIR, else the user cache).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-}
-
-/// Parse `90s`, `5m`, `1h`, `1500ms` or plain seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => text.split_at(i),
-        None => (text, "s"),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (try 90s, 5m, 1h or 1500ms)"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
-            return Err(format!(
-                "{text:?}: unknown unit {unit:?} (use ms, s, m or h)"
-            ))
-        }
-    };
-    if !seconds.is_finite() || seconds <= 0.0 {
-        return Err(format!("{text:?}: the timeout must be longer than zero"));
-    }
-    // Checked before converting: `Duration::from_secs_f64` panics past u64 seconds.
-    if seconds > MAX_TIMEOUT.as_secs_f64() {
-        return Err(format!(
-            "{text:?}: the timeout must be at most 168h (7 days)"
-        ));
-    }
-    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// What `discover` and `demo` set up before a scan: the validated configuration (its
@@ -346,7 +316,7 @@ fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
         .datasets
         .values()
         .flat_map(|d| &d.reasons)
-        .find(|r| r.kind == "credentials")
+        .find(|r| r.kind == ReasonKind::Credentials)
     {
         writeln!(
             err,
@@ -413,7 +383,7 @@ impl ProgressDisplay {
             }
             return ProgressDisplay::Plain {
                 last: std::sync::Mutex::new((
-                    tokio::time::Instant::now(),
+                    tollgate_actors::clock::monotonic_now(),
                     vec![None; progress.len()],
                 )),
             };
@@ -456,7 +426,7 @@ impl ProgressDisplay {
             }
             ProgressDisplay::Plain { last } => {
                 let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
-                let now = tokio::time::Instant::now();
+                let now = tollgate_actors::clock::monotonic_now();
                 let periodic = now.duration_since(last.0) >= PLAIN_EVERY;
                 for (i, p) in progress.iter().enumerate() {
                     let was = last.1.get(i).copied().flatten();
@@ -507,6 +477,7 @@ impl ProgressDisplay {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tollgate_engine::request::MAX_TIMEOUT;
 
     #[test]
     fn durations_parse_with_units() {
@@ -524,7 +495,7 @@ mod tests {
     fn a_huge_timeout_is_a_usage_error_not_a_panic() {
         assert!(parse_duration("1e30s").is_err());
         for huge in ["100000000000000000000000000000h", "169h", "604801s"] {
-            let err = parse_duration(huge).unwrap_err();
+            let err = parse_duration(huge).unwrap_err().to_string();
             assert!(err.contains("at most 168h"), "{huge}: {err}");
         }
         assert_eq!(parse_duration("168h"), Ok(MAX_TIMEOUT));

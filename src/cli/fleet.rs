@@ -71,7 +71,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<ExitCode> {
         }
         FleetCommand::Status { table, json } => {
             let store = store(table)?;
-            let now = tollgate_actors::clock::unix_now();
+            let now = tollgate_quota::Clock::now(&tollgate_actors::TokioClock::system());
             let status = rt.block_on(tollgate_fleet::status::fleet_status(&store, now))?;
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&status)?)?;

@@ -1,8 +1,8 @@
 //! `tollgate status`: the quota state held in the admission directory.
 //!
-//! If no process holds the directory, status takes the lock briefly, reads the stored
-//! records and releases it (marking the state cleanly shut down: reading changes
-//! nothing). If a coordinator holds it, status asks it over the socket for its pid, its
+//! If no process holds the directory, status reads the stored records through
+//! [`tollgate_actors::read_offline`] (which takes the lock briefly and releases it marked
+//! cleanly shut down: reading changes nothing). If a coordinator holds it, status asks it over the socket for its pid, its
 //! connected clients, every key's live state and every circuit breaker it knows
 //! (breakers live in the coordinator's memory: with none running, the list is empty).
 //!
@@ -16,15 +16,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde::Serialize;
-use tollgate_actors::clock::unix_now;
-use tollgate_actors::messages::{AllowanceStatus, CalendarStatus};
-use tollgate_actors::{BreakerStatus, ClientInfo};
-use tollgate_quota::schedule::DEFAULT_SCAN_CAP;
-use tollgate_quota::{
-    AllowanceCounter, PolicyTable, QuotaKey, QuotaRecord, QuotaSnapshot, QuotaState, ReadTime,
-    Timestamp, WallClock,
-};
-use tollgate_storage::{AdmissionDir, CoordinatorLock, QuotaStore, SledStore};
+use tollgate_actors::messages::CalendarStatus;
+use tollgate_actors::{read_offline, BreakerStatus, ClientInfo, OfflineStatus, TokioClock};
+use tollgate_quota::{Clock, QuotaSnapshot};
+use tollgate_storage::AdmissionDir;
 
 #[derive(Debug, Serialize)]
 struct Report {
@@ -52,60 +47,8 @@ struct KeyReport {
     fleet_degraded: Option<tollgate_actors::FleetDegradedSpell>,
 }
 
-/// The stored counter of an allowance key's record.
-#[derive(serde::Deserialize)]
-struct StoredAllowance {
-    #[serde(default)]
-    allowance: Option<AllowanceCounter>,
-}
-
-/// A key's calendar from the configuration and its stored record (no coordinator runs).
-fn stored_calendar(
-    table: &PolicyTable,
-    key: &str,
-    bytes: &[u8],
-    lease_cost: Option<f64>,
-    now: Timestamp,
-) -> Option<CalendarStatus> {
-    let key: QuotaKey = key.parse().ok()?;
-    let at = WallClock::from_timestamp(now, WallClock::UNIX_EPOCH);
-    match table.read_time_for_key(&key)? {
-        ReadTime::Schedule(_) => {
-            let resolved = table.resolve_for_name(
-                key.service_group(),
-                at,
-                at.saturating_add(DEFAULT_SCAN_CAP),
-            );
-            Some(CalendarStatus {
-                entry: resolved.entry,
-                valid_until: Some(resolved.valid_until),
-                allowance: None,
-            })
-        }
-        ReadTime::Allowance(allowance) => {
-            let stored = serde_json::from_slice::<StoredAllowance>(bytes)
-                .ok()
-                .and_then(|s| s.allowance);
-            let mut counter = match (stored, lease_cost) {
-                (Some(c), Some(cost)) => {
-                    AllowanceCounter::restore(allowance, &c, cost.ceil() as u64, at)
-                }
-                (Some(c), None) => c,
-                (None, _) => AllowanceCounter::new(allowance, 0, at),
-            };
-            counter.roll(allowance, at);
-            Some(CalendarStatus {
-                entry: None,
-                valid_until: None,
-                allowance: Some(AllowanceStatus::of(allowance, &counter)),
-            })
-        }
-    }
-}
-
-pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
-    let config = tollgate_engine::EngineConfig::from_env()?.with_admission_dir(dir);
-    let dir = AdmissionDir::resolve(&config.dir_env)?;
+/// The report: the stored state if no coordinator runs, else the coordinator's.
+fn gather(dir: &AdmissionDir, config: tollgate_engine::EngineConfig) -> anyhow::Result<Report> {
     let mut report = Report {
         admission_dir: dir.path().display().to_string(),
         source: dir.source().to_string(),
@@ -114,32 +57,21 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         keys: Vec::new(),
         breakers: Vec::new(),
     };
-    match CoordinatorLock::try_acquire(&dir)? {
-        Some(lock) => {
-            let opened = SledStore::open(&dir, &lock)?;
-            let now = unix_now();
-            for (key, bytes) in opened.store.entries()? {
-                let record: QuotaRecord = serde_json::from_slice(&bytes).map_err(|_| {
-                    anyhow::anyhow!(
-                        "{key}: stored quota state is corrupted; stop every tollgate process using {}, move its state aside, then retry",
-                        dir.path().display()
-                    )
-                })?;
-                let lease_cost = record.lease.map(|l| l.cost);
-                let calendar = stored_calendar(&config.policies, &key, &bytes, lease_cost, now);
-                let (state, _) = QuotaState::from_record(record, now, &tollgate_storage::pid_alive);
-                report.keys.push(KeyReport {
-                    key,
-                    state: state.snapshot(now),
-                    calendar,
+    match read_offline(dir, &config.policies, TokioClock::system().now())? {
+        OfflineStatus::Stored(keys) => {
+            report.keys = keys
+                .into_iter()
+                .map(|k| KeyReport {
+                    key: k.key,
+                    state: k.state,
+                    calendar: k.calendar,
                     fleet: None,
                     fleet_degraded: None,
-                });
-            }
-            opened.store.mark_clean_shutdown()?;
+                })
+                .collect();
         }
-        None => {
-            let live = super::status_live::fetch(&dir, config)?;
+        OfflineStatus::Coordinated => {
+            let live = super::status_live::fetch(dir, config)?;
             report.coordinator_pid = Some(live.coordinator_pid);
             report.clients = live.clients;
             report.breakers = live.breakers;
@@ -156,11 +88,24 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
                 .collect();
         }
     }
+    Ok(report)
+}
+
+pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
+    let config = tollgate_engine::EngineConfig::from_env()?.with_admission_dir(dir);
+    let dir = AdmissionDir::resolve(&config.dir_env)?;
+    let report = gather(&dir, config)?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        write_text(&mut out, &report)?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The report for people.
+fn write_text(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
     writeln!(
         out,
         "admission directory: {} ({})",
@@ -193,8 +138,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
         writeln!(out, "breaker {}: {:?}{reopens}{source}", b.scope, b.state)?;
     }
     if report.keys.is_empty() {
-        writeln!(out, "no quota state stored yet")?;
-        return Ok(ExitCode::SUCCESS);
+        return writeln!(out, "no quota state stored yet");
     }
     writeln!(
         out,
@@ -251,5 +195,5 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
             )?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -81,12 +81,13 @@ impl CoordinatorLock {
     ///
     /// Fails with [`StorageErrorKind::LockTimeout`], naming the directory and
     /// the holder, if the lock is still taken when the time is up.
+    // clock: storage's one annotated read (it depends on no tollgate crate that has a
+    // clock): lock polling only; admission decisions never see these instants.
+    #[allow(clippy::disallowed_methods)]
     pub fn acquire_within(
         dir: &AdmissionDir,
         timeout: Duration,
     ) -> Result<CoordinatorLock, StorageError> {
-        // clock: lock polling only; admission decisions never see this instant.
-        #[allow(clippy::disallowed_methods)]
         let start = Instant::now();
         loop {
             if let Some(lock) = Self::try_acquire(dir)? {

@@ -467,7 +467,7 @@ async fn establish(
     owner: Owner,
     hosted: &mut Option<Coordinator>,
 ) -> Result<UnixStream, AdmissionError> {
-    let started = tokio::time::Instant::now();
+    let started = crate::clock::monotonic_now();
     let mut backoff = BACKOFF_MIN;
     let mut last_problem: String;
     loop {
@@ -501,7 +501,7 @@ async fn establish(
                 continue;
             }
         }
-        if started.elapsed() >= TAKEOVER_TIMEOUT {
+        if crate::clock::since(started) >= TAKEOVER_TIMEOUT {
             let holder = tollgate_storage::read_holder(dir)
                 .ok()
                 .flatten()

@@ -28,6 +28,8 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Interval};
 
+use crate::clock::monotonic_now;
+
 use super::link::Link;
 use super::protocol::RequestBody;
 use super::reads::{spawn_reader, Reads, STALLED_TICKS, WATCH_INTERVAL};
@@ -82,7 +84,7 @@ pub(super) struct Wire {
 
 /// An interval whose first tick is one period away (tokio's fires at once).
 fn ticker(period: Duration) -> Interval {
-    let mut tick = tokio::time::interval_at(Instant::now() + period, period);
+    let mut tick = tokio::time::interval_at(monotonic_now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick
 }
@@ -109,7 +111,7 @@ impl Wire {
             ticking: true,
             liveness: Liveness {
                 seen: 0,
-                quiet_since: Instant::now(),
+                quiet_since: monotonic_now(),
                 ping_sent_at: None,
             },
         };
@@ -187,7 +189,7 @@ impl Wire {
                     // A request after a quiet spell: watch again.
                     self.ticking = true;
                     self.tick.reset();
-                    self.liveness.reset(self.reads.answers(), Instant::now());
+                    self.liveness.reset(self.reads.answers(), monotonic_now());
                 }
             },
             ready = wait_ready(self.writable.as_ref(), Interest::WRITABLE), if flushing => {
@@ -210,7 +212,7 @@ impl Wire {
 
     fn on_tick(&mut self, link: &Link) -> Result<bool, ()> {
         if !link.has_pending() {
-            self.liveness.reset(self.reads.answers(), Instant::now());
+            self.liveness.reset(self.reads.answers(), monotonic_now());
             // Stop ticking until a request wakes us (`Link::go_idle` re-checks, so a
             // request arriving meanwhile is not missed).
             if link.go_idle() {
@@ -252,7 +254,7 @@ impl Wire {
     /// Ping a coordinator that has been silent while requests wait; `Err` (the connection
     /// is given up) when a ping has gone unanswered for [`UNRESPONSIVE_AFTER`].
     fn check_liveness(&mut self, link: &Link) -> Result<(), ()> {
-        let now = Instant::now();
+        let now = monotonic_now();
         let answers = self.reads.answers();
         if answers != self.liveness.seen {
             self.liveness.reset(answers, now);

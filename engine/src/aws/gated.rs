@@ -37,6 +37,7 @@ use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tollgate_actors::clock::{monotonic_now, until};
 use tollgate_actors::{AdmissionError, ReservationGuard, WaitOptions};
 use tollgate_quota::Grant;
 
@@ -191,7 +192,7 @@ async fn gate_and_send(
     if plan.cancel.is_cancelled() {
         return Err(cancelled());
     }
-    let remaining = plan.deadline.saturating_duration_since(Instant::now());
+    let remaining = until(plan.deadline);
     let refresh_bound = plan.max_wait < remaining;
     let wait = WaitOptions {
         timeout: plan.max_wait.min(remaining),
@@ -219,19 +220,19 @@ async fn gate_and_send(
         // spent, when it reads the record (grant without dispatch).
         return Err(cancelled());
     }
-    attempt.update(|r| r.dispatched_at = Some(Instant::now()));
+    attempt.update(|r| r.dispatched_at = Some(monotonic_now()));
     let response = tokio::select! {
         biased;
         // Dropping the inner future aborts the request.
         _ = plan.cancel.cancelled() => {
-            attempt.update(|r| r.finished_at = Some(Instant::now()));
+            attempt.update(|r| r.finished_at = Some(monotonic_now()));
             return Err(cancelled());
         }
         response = inner.call(request) => response,
     };
     let now = plan.guard.now();
     attempt.update(|r| {
-        r.finished_at = Some(Instant::now());
+        r.finished_at = Some(monotonic_now());
         if let Ok(response) = &response {
             r.status = Some(response.status().as_u16());
             r.retry_after = retry_after(response.headers(), now);

@@ -17,6 +17,7 @@ use std::time::Duration;
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use tokio::time::{sleep, Instant};
 use tokio_util::sync::CancellationToken;
+use tollgate_actors::clock::{monotonic_now, since};
 use tollgate_actors::{AdmissionError, AdmissionRuntime, RuntimeConfig};
 use tollgate_quota::key::{AccountId, RunId};
 use tollgate_quota::{AccountScope, Partition};
@@ -127,7 +128,7 @@ pub async fn resolve_identity(
 ) -> Result<CallerIdentity, CallError> {
     const OPERATION: &str = "GetCallerIdentity";
     let region = sts.config().region().map(|r| r.as_ref().to_owned());
-    let deadline = deadline.min(Instant::now() + IDENTITY_TIMEOUT);
+    let deadline = deadline.min(monotonic_now() + IDENTITY_TIMEOUT);
     let settings = RetrySettings::default();
     let attribution = Attribution::new(run_id.as_str().to_owned(), "caller-identity", &[]);
     let event = |attempt: u32,
@@ -143,9 +144,7 @@ pub async fn resolve_identity(
         started_at_ms: started.1,
         preparation_count: 1,
         queue_duration_ms: 0,
-        transport_duration_ms: Instant::now()
-            .saturating_duration_since(started.0)
-            .as_millis() as u64,
+        transport_duration_ms: since(started.0).as_millis() as u64,
         dispatched: status.is_some(),
         status_code: status,
         outcome,
@@ -164,7 +163,7 @@ pub async fn resolve_identity(
     let cancelled = || CallError::new(CallErrorKind::Cancelled, OPERATION, "cancelled");
     let mut last = String::new();
     for attempt in 1..=IDENTITY_MAX_ATTEMPTS {
-        let started = (Instant::now(), now_ms());
+        let started = (monotonic_now(), now_ms());
         let send = sts
             .get_caller_identity()
             .customize()
@@ -233,7 +232,7 @@ pub async fn resolve_identity(
                     RetryOutcome::NotRetryable
                 } else if attempt == IDENTITY_MAX_ATTEMPTS {
                     RetryOutcome::AttemptsExhausted
-                } else if Instant::now() + delay >= deadline {
+                } else if monotonic_now() + delay >= deadline {
                     RetryOutcome::Deadline
                 } else {
                     RetryOutcome::Retry

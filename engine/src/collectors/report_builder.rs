@@ -14,7 +14,7 @@
 //! Reasons are deduplicated by (operation, field, kind, code) and counted.
 
 use crate::aws::{CallError, CallErrorKind};
-use crate::output::{DatasetReport, DatasetStatus, Item, Reason};
+use crate::output::{DatasetReport, DatasetStatus, Item, Reason, ReasonKind};
 
 /// Accumulates one dataset's items, reasons and status.
 #[derive(Debug, Default)]
@@ -104,7 +104,7 @@ impl ReportBuilder {
         self.status = Some(self.status().max(to));
     }
 
-    fn note(&mut self, operation: &str, field: Option<&str>, kind: &str, error: &CallError) {
+    fn note(&mut self, operation: &str, field: Option<&str>, kind: ReasonKind, error: &CallError) {
         let code = error.code().map(str::to_string);
         if let Some(existing) = self.reasons.iter_mut().find(|r| {
             r.operation == operation
@@ -118,7 +118,7 @@ impl ReportBuilder {
         self.reasons.push(Reason {
             operation: operation.to_string(),
             field: field.map(str::to_string),
-            kind: kind.to_string(),
+            kind,
             code,
             message: explain(error),
             count: 1,
@@ -131,20 +131,20 @@ fn same_cause(a: &Reason, b: &Reason) -> bool {
 }
 
 /// The `kind` spelled in a reason.
-fn reason_kind(kind: CallErrorKind) -> &'static str {
+fn reason_kind(kind: CallErrorKind) -> ReasonKind {
     match kind {
-        CallErrorKind::Fatal => "unavailable",
-        CallErrorKind::Throttled => "throttled",
-        CallErrorKind::Transient => "transient",
-        CallErrorKind::RetryAllowanceExhausted => "retries_exhausted",
-        CallErrorKind::DeadlineExceeded => "deadline_exceeded",
-        CallErrorKind::Cancelled => "cancelled",
-        CallErrorKind::AllowanceExhausted => "allowance_exhausted",
-        CallErrorKind::Admission => "admission",
-        CallErrorKind::BreakerOpen => "breaker_open",
-        CallErrorKind::Credentials => "credentials",
+        CallErrorKind::Fatal => ReasonKind::Unavailable,
+        CallErrorKind::Throttled => ReasonKind::Throttled,
+        CallErrorKind::Transient => ReasonKind::Transient,
+        CallErrorKind::RetryAllowanceExhausted => ReasonKind::RetriesExhausted,
+        CallErrorKind::DeadlineExceeded => ReasonKind::DeadlineExceeded,
+        CallErrorKind::Cancelled => ReasonKind::Cancelled,
+        CallErrorKind::AllowanceExhausted => ReasonKind::AllowanceExhausted,
+        CallErrorKind::Admission => ReasonKind::Admission,
+        CallErrorKind::BreakerOpen => ReasonKind::BreakerOpen,
+        CallErrorKind::Credentials => ReasonKind::Credentials,
         #[allow(unreachable_patterns)] // the error taxonomy is non_exhaustive
-        _ => "failed",
+        _ => ReasonKind::Failed,
     }
 }
 
@@ -223,12 +223,12 @@ mod tests {
         assert_eq!(report.status, DatasetStatus::Partial);
         assert_eq!(report.reasons.len(), 2);
         assert_eq!(report.reasons[0].count, 3);
-        assert_eq!(report.reasons[0].kind, "unavailable");
+        assert_eq!(report.reasons[0].kind, ReasonKind::Unavailable);
         assert_eq!(
             report.reasons[0].code.as_deref(),
             Some("AccessDeniedException")
         );
-        assert_eq!(report.reasons[1].kind, "throttled");
+        assert_eq!(report.reasons[1].kind, ReasonKind::Throttled);
     }
 
     #[test]

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use aws_sdk_kms::config::retry::RetryConfig;
 use aws_sdk_kms::config::{BehaviorVersion, Credentials, Region};
-use tokio::time::{sleep_until, Instant};
+use tokio::time::sleep_until;
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::{
     start_in_current_system, AdmissionHandle, RuntimeConfig, Schedules, TokioClock,
@@ -100,7 +100,7 @@ struct Finished {
 }
 
 async fn simulate(script: Script) -> Result<Report, ReplayError> {
-    let origin = Instant::now();
+    let origin = tollgate_actors::clock::monotonic_now();
     // The admission clock reads the script's `start_at` at time 0 (Unix time, like the real
     // clock), so schedules and resets fall where they would, and signatures and stored
     // timestamps are reproducible.
@@ -142,7 +142,7 @@ async fn simulate(script: Script) -> Result<Report, ReplayError> {
         let cancel = tokens[index].clone();
         tasks.push(actix::spawn(async move {
             let request = &script.requests[index];
-            let started = origin.elapsed();
+            let started = tollgate_actors::clock::since(origin);
             let transport = ScriptedTransport::new(&request.responses, origin);
             let gate = AwsGate::new(
                 handle,
@@ -162,7 +162,7 @@ async fn simulate(script: Script) -> Result<Report, ReplayError> {
             Finished {
                 index,
                 started,
-                ended: origin.elapsed(),
+                ended: tollgate_actors::clock::since(origin),
                 error,
                 transport,
             }

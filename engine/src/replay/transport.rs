@@ -78,7 +78,7 @@ impl ScriptedTransport {
 
     /// Log the attempt and answer it with the script's next response.
     fn answer(&self) -> HttpConnectorFuture {
-        let now = Instant::now();
+        let now = tollgate_actors::clock::monotonic_now();
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         let index = log.len();
         let response = self.responses[index.min(self.responses.len() - 1)];
@@ -97,7 +97,7 @@ impl ScriptedTransport {
                 tokio::time::sleep(response.transport).await;
             }
             let mut log = this.log.lock().unwrap_or_else(PoisonError::into_inner);
-            log[index].answered_at = Some(Instant::now().saturating_duration_since(this.origin));
+            log[index].answered_at = Some(tollgate_actors::clock::since(this.origin));
             drop(log);
             Ok(wire_response(&response))
         })

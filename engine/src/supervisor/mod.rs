@@ -31,7 +31,7 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, MessageResult
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tollgate_actors::clock::unix_now;
+use tollgate_actors::clock::monotonic_now;
 use tollgate_quota::Timestamp;
 
 pub use messages::{
@@ -44,7 +44,7 @@ use crate::collectors::{CollectorActor, CollectorRun, Progress};
 use crate::dataset::Dataset;
 use crate::fleet_degraded::DegradedNotes;
 use crate::output::{
-    rfc3339, DatasetReport, DatasetStatus, DiscoveryReport, FleetDegraded, Reason,
+    rfc3339, DatasetReport, DatasetStatus, DiscoveryReport, FleetDegraded, Reason, ReasonKind,
 };
 use crate::request::{DiscoveryRequest, RequestError};
 pub use crate::scan_setup::SupervisorDeps;
@@ -199,7 +199,7 @@ impl Supervisor {
         scan.finishing = true;
         // Nothing of this scan may wait for admission any longer.
         scan.cancel.cancel();
-        let finished_at = unix_now();
+        let finished_at = self.deps.admission.now();
         let used = self.deps.telemetry.keys(&scan_id.to_string());
         if self.deps.fleet_notes == DegradedNotes::Skip || used.is_empty() {
             self.complete(scan_id, finished_at, Vec::new());
@@ -259,11 +259,7 @@ fn unfinished(status: DatasetStatus, message: &str) -> DatasetReport {
         reasons: vec![Reason {
             operation: "scan".to_string(),
             field: None,
-            kind: match status {
-                DatasetStatus::Cancelled => "cancelled",
-                _ => "failed",
-            }
-            .to_string(),
+            kind: ReasonKind::of_unfinished(status),
             code: None,
             message: message.to_string(),
             count: 1,
@@ -288,14 +284,14 @@ impl Handler<StartScan> for Supervisor {
             .map(|d| (*d, Progress::new(*d)))
             .collect();
         let cancel = CancellationToken::new();
-        let deadline = Instant::now() + request.timeout;
+        let deadline = monotonic_now() + request.timeout;
         self.scans.insert(
             scan_id,
             Scan {
                 request: request.clone(),
                 cancel: cancel.clone(),
                 deadline,
-                started_at: unix_now(),
+                started_at: self.deps.admission.now(),
                 progress: progress.clone(),
                 reports: BTreeMap::new(),
                 setup: None,

@@ -174,6 +174,6 @@ impl Moto {
 
 /// A prefix unique to this test run, for resource names (lowercase, S3-safe).
 pub fn unique_prefix(test: &str) -> String {
-    let nanos = tollgate_actors::clock::unix_now().as_micros();
+    let nanos = tollgate_quota::Clock::now(&tollgate_actors::TokioClock::system()).as_micros();
     format!("tg{}-{test}-", nanos % 1_000_000_000)
 }

@@ -199,7 +199,7 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
             None => None,
             Some(t) => Some(
                 parse_duration(t.get_ref())
-                    .map_err(|e| at.at(Some(t.span()), key("timeout"), e))?,
+                    .map_err(|e| at.at(Some(t.span()), key("timeout"), e.to_string()))?,
             ),
         };
         let span_of = |field: &str| match field {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tollgate_engine::DiscoveryRequest;
 
 use super::error::ApiError;
-use crate::duration::parse_duration;
+use crate::duration::{duration_from_seconds, parse_duration};
 use crate::scan_request::ScanFields;
 
 const FIELDS: [&str; 9] = [
@@ -110,13 +110,12 @@ pub fn parse_submission(
             Value::String(text) => {
                 parse_duration(text).map_err(|e| ApiError::bad_field("timeout", e))?
             }
-            Value::Number(n) => n
-                .as_f64()
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .map(std::time::Duration::from_secs_f64)
-                .ok_or_else(|| {
+            Value::Number(n) => {
+                let seconds = n.as_f64().ok_or_else(|| {
                     ApiError::bad_field("timeout", "must be a positive number of seconds")
-                })?,
+                })?;
+                duration_from_seconds(seconds).map_err(|e| ApiError::bad_field("timeout", e))?
+            }
             _ => {
                 return Err(ApiError::bad_field(
                     "timeout",
@@ -164,6 +163,10 @@ mod tests {
             (r#"{"regions":"us-east-1"}"#, "regions:"),
             (r#"{"datasets":["ec2"]}"#, "datasets:"),
             (r#"{"timeout":"soon"}"#, "timeout:"),
+            // Regression: 1e20 seconds panicked an actix worker converting to Duration.
+            (r#"{"timeout":1e20}"#, "timeout:"),
+            (r#"{"timeout":"99999999999999999999d"}"#, "timeout:"),
+            (r#"{"timeout":-1}"#, "timeout:"),
             (r#"{"role_arn":"scanner"}"#, "role_arn:"),
             (r#"{"role_arn":7}"#, "role_arn:"),
             (r#"{"color":"red"}"#, "color:"),

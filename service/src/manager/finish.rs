@@ -4,7 +4,7 @@
 use actix::Addr;
 use tokio::sync::oneshot;
 use tollgate_engine::aws::ScanId;
-use tollgate_engine::output::{rfc3339, DatasetReport, Reason};
+use tollgate_engine::output::{rfc3339, DatasetReport, Reason, ReasonKind};
 use tollgate_engine::supervisor::{AwaitReport, ForgetScan, Supervisor};
 use tollgate_engine::{DatasetStatus, DiscoveryReport, DiscoveryRequest};
 use tollgate_quota::Timestamp;
@@ -47,7 +47,7 @@ fn unstarted_report(
                     reasons: vec![Reason {
                         operation: "scan".to_string(),
                         field: None,
-                        kind: status.as_str().to_string(),
+                        kind: ReasonKind::of_unfinished(status),
                         code: None,
                         message: why.to_string(),
                         count: 1,

@@ -297,7 +297,7 @@ impl ScanManager {
                 tracing::warn!(error = %e, "could not store a queued scan as interrupted");
             }
         }
-        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        let deadline = tollgate_actors::clock::monotonic_now() + SHUTDOWN_GRACE;
         loop {
             let left = self.shared.left.notified();
             if self.state().active.is_empty() {

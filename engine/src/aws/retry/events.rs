@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tollgate_actors::clock::{monotonic_now, since};
 use tollgate_quota::Outcome;
 
 use crate::aws::context::GateInner;
@@ -42,10 +43,10 @@ impl Events<'_> {
         retry: RetryOutcome,
         code: Option<&str>,
     ) -> AttemptEvent {
-        let end = record.dispatched_at.unwrap_or_else(Instant::now);
+        let end = record.dispatched_at.unwrap_or_else(monotonic_now);
         let transport = match (record.dispatched_at, record.finished_at) {
             (Some(a), Some(b)) => b.saturating_duration_since(a),
-            (Some(a), None) => Instant::now().saturating_duration_since(a),
+            (Some(a), None) => since(a),
             _ => Duration::ZERO,
         };
         AttemptEvent {

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // shape-loops removes these reads
 //! The retry owner: one logical call, its reservation, its physical attempts.
 //!
 //! Why does the engine own retries instead of the SDK? The SDK's retry quota is per
