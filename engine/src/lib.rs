@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aws;
+mod clock;
 pub mod config;
 pub mod engine;
 

@@ -17,10 +17,10 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use tollgate_quota::fleet::{
-    take_block, BlockGrant, BlockRequest, FleetConfig, FleetGate, FleetItem, HostLedger, OnError,
-    MIN_TOLERANCE,
+    take_block, BlockGrant, BlockRequest, FleetConfig, FleetGate, FleetItem, HostLedger, KeyUse,
+    OnError, MIN_TOLERANCE,
 };
-use tollgate_quota::{Policy, Timestamp};
+use tollgate_quota::{Outcome, Policy, Timestamp};
 
 #[derive(Debug, Clone)]
 struct HostPlan {
@@ -206,7 +206,7 @@ fn simulate(plan: &Plan) -> (Vec<u64>, u64) {
             _ if t >= hosts[i].dies_at_us => continue,
             Event::Arrival(_, n) => hosts[i].pending += n,
             Event::Throttled(_) => {
-                hosts[i].ledger.feedback(true, false);
+                hosts[i].ledger.feedback(Outcome::Throttled);
                 continue;
             }
             Event::Answer(_, grant) => {
@@ -245,7 +245,7 @@ fn simulate(plan: &Plan) -> (Vec<u64>, u64) {
                     break;
                 }
                 FleetGate::NeedBlock => {
-                    if host.ledger.wants_request(true, true, local) {
+                    if host.ledger.wants_request(KeyUse::NeedsBlock, local) {
                         let r = host.ledger.begin(1, host.pending, &policy, local);
                         q.push(t + latency / 2, Event::Lands(i, r));
                     }

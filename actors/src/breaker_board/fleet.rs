@@ -32,14 +32,24 @@ use crate::fleet::FleetError;
 /// How often a host that lost the probe claim reads the item again while callers wait.
 pub const RECHECK: Duration = Duration::from_secs(1);
 
-/// This host's standing on the fleet's probe of a half-open scope.
+/// This host's standing on the fleet's probe of a half-open scope, with the claim's
+/// write when one is in flight (one state: a claim in flight is never also won, held or
+/// probing).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 enum Claim {
     /// Not claimed: claim before probing.
     #[default]
     None,
-    /// A claim is being written.
-    Pending,
+    /// A claim must be written: the board starts it after polling.
+    Wanted,
+    /// A claim is being written; its answer decides.
+    Writing,
+    /// A claim is being written, but the breaker moved on since (an opening, a probe's
+    /// answer, an adopted view): its answer is dropped, and the scope claims again.
+    Superseded,
+    /// A claim is being written, but the table failed meanwhile: local rules, and its
+    /// answer is dropped.
+    LocalWhileWriting,
     /// Won until the instant: the local probe lease may be handed out.
     Won { until: Timestamp },
     /// The local probe lease went out under the fleet's claim.
@@ -50,6 +60,53 @@ enum Claim {
     Local,
 }
 
+impl Claim {
+    /// Whether a claim's write is in flight.
+    fn writing(self) -> bool {
+        matches!(
+            self,
+            Claim::Writing | Claim::Superseded | Claim::LocalWhileWriting
+        )
+    }
+
+    /// A claim's write starts.
+    fn started(self) -> Claim {
+        match self {
+            Claim::Wanted => Claim::Writing,
+            other => other,
+        }
+    }
+
+    /// The breaker changed (an opening, a probe's answer, an adopted view): start over,
+    /// dropping the answer of a claim in flight.
+    fn reset(self) -> Claim {
+        match self.writing() {
+            true => Claim::Superseded,
+            false => Claim::None,
+        }
+    }
+
+    /// A claim's write came back (answered or failed): the claim it leaves, before the
+    /// answer is applied (a claim still wanted takes the answer).
+    fn write_ended(self) -> Claim {
+        match self {
+            Claim::Writing => Claim::Wanted,
+            Claim::Superseded => Claim::None,
+            Claim::LocalWhileWriting => Claim::Local,
+            other => other,
+        }
+    }
+
+    /// The table failed: a wanted claim falls back to local rules.
+    fn table_failed(self) -> Claim {
+        match self {
+            Claim::Wanted => Claim::Local,
+            Claim::Writing => Claim::LocalWhileWriting,
+            other => other,
+        }
+    }
+}
+
 /// One scope's fleet state on this host.
 #[derive(Debug, Default)]
 pub(super) struct FleetScope {
@@ -58,8 +115,6 @@ pub(super) struct FleetScope {
     consulted_at: Option<Timestamp>,
     /// The breaker's state was last set from the fleet's item.
     pub(super) from_fleet: bool,
-    /// A claim's request is in flight.
-    claiming: bool,
 }
 
 impl FleetScope {
@@ -68,11 +123,11 @@ impl FleetScope {
         self.consulted_at
     }
 
-    /// Keep the scope in the board while a claim is in flight, and while a recent read
-    /// still limits the next one.
+    /// Keep the scope in the board while a claim is wanted or in flight, and while a
+    /// recent read still limits the next one.
     pub(super) fn busy(&self, now: Timestamp) -> bool {
-        self.claim == Claim::Pending
-            || self.claiming
+        matches!(self.claim, Claim::Wanted)
+            || self.claim.writing()
             || self.consulted_at.is_some_and(|at| now < at + BASE_OPEN)
     }
 }
@@ -93,16 +148,19 @@ impl FleetLink {
     }
 }
 
-/// May a caller pass? Without the fleet, as the breaker says. With it, a half-open
-/// breaker with no lease out waits for this host's claim of the fleet's probe; sets
-/// `claim` to `Pending` when one must be written (the board starts it after polling).
+/// May a caller pass? Without the fleet (`fleet` is `None`), as the breaker says. With
+/// it, a half-open breaker with no lease out waits for this host's claim of the fleet's
+/// probe; sets the claim to `Wanted` when one must be written (the board starts it after
+/// polling).
 pub(super) fn pass(
     breaker: &mut Breaker,
-    fleet: &mut FleetScope,
-    shared: bool,
+    fleet: Option<&mut FleetScope>,
     now: Timestamp,
 ) -> Passage {
-    if !shared || breaker.state(now) != (BreakerState::HalfOpen { probe: None }) {
+    let Some(fleet) = fleet else {
+        return breaker.pass(now);
+    };
+    if breaker.state(now) != (BreakerState::HalfOpen { probe: None }) {
         return breaker.pass(now);
     }
     let hold = |at| Passage::Wait {
@@ -110,7 +168,7 @@ pub(super) fn pass(
         reason: BreakerWait::ProbeInFlight,
     };
     match fleet.claim {
-        Claim::Local => breaker.pass(now),
+        Claim::Local | Claim::LocalWhileWriting => breaker.pass(now),
         Claim::Won { until } if until > now => {
             let pass = breaker.pass(now);
             if let Passage::Probe(lease) = pass {
@@ -118,11 +176,16 @@ pub(super) fn pass(
             }
             pass
         }
-        Claim::Pending => hold(now + RECHECK),
+        Claim::Wanted | Claim::Writing => hold(now + RECHECK),
         Claim::Held { recheck_at } if recheck_at > now => hold(recheck_at),
+        // A claim in flight whose answer will be dropped: take its answer after all.
+        Claim::Superseded => {
+            fleet.claim = Claim::Writing;
+            hold(now + RECHECK)
+        }
         // None, a lapsed win, a lease given up or run out, a recheck due: claim (again).
         _ => {
-            fleet.claim = Claim::Pending;
+            fleet.claim = Claim::Wanted;
             hold(now + RECHECK)
         }
     }
@@ -194,7 +257,7 @@ impl BreakerBoard {
                 });
             }
             Publish::Opening => {
-                entry.fleet.claim = Claim::None;
+                entry.fleet.claim = entry.fleet.claim.reset();
                 entry.fleet.from_fleet = false;
                 let open_for = entry.breaker.open_for();
                 self.run(scope, ctx, move |item, now| {
@@ -202,7 +265,7 @@ impl BreakerBoard {
                 });
             }
             Publish::Answer { recovered, since } => {
-                entry.fleet.claim = Claim::None;
+                entry.fleet.claim = entry.fleet.claim.reset();
                 entry.fleet.from_fleet = false;
                 self.run(scope, ctx, move |item, now| {
                     breaker_fleet::publish_answer(item, recovered, since, now)
@@ -215,20 +278,35 @@ impl BreakerBoard {
     pub(super) fn start_claims(&mut self, ctx: &mut Context<Self>) {
         let Some(fleet) = &self.fleet else { return };
         let host = fleet.link.host.clone();
-        let pending: Vec<BreakerScope> = self
+        let wanted: Vec<BreakerScope> = self
             .scopes
             .iter()
-            .filter(|(_, e)| e.fleet.claim == Claim::Pending && !e.fleet.claiming)
+            .filter(|(_, e)| e.fleet.claim == Claim::Wanted)
             .map(|(s, _)| s.clone())
             .collect();
-        for scope in pending {
+        for scope in wanted {
             if let Some(entry) = self.scopes.get_mut(&scope) {
-                entry.fleet.claiming = true;
+                entry.fleet.claim = entry.fleet.claim.started();
             }
             let host = host.clone();
-            self.run_claim(&scope, ctx, move |item, now| {
-                breaker_fleet::claim_probe(item, &host, now, tollgate_quota::breaker::PROBE_LEASE)
-            });
+            self.run_rule(
+                &scope,
+                ctx,
+                move |item, now| {
+                    breaker_fleet::claim_probe(
+                        item,
+                        &host,
+                        now,
+                        tollgate_quota::breaker::PROBE_LEASE,
+                    )
+                },
+                |act, scope, result| {
+                    if let Some(entry) = act.scopes.get_mut(scope) {
+                        entry.fleet.claim = entry.fleet.claim.write_ended();
+                    }
+                    act.answered(scope, result, Self::apply_claim);
+                },
+            );
         }
     }
 
@@ -238,27 +316,19 @@ impl BreakerBoard {
         R: Fn(Option<&breaker_fleet::FleetBreaker>, Timestamp) -> Change<FleetBreakerView>
             + 'static,
     {
-        self.run_rule(scope, ctx, rule, Self::apply_view, false);
+        self.run_rule(scope, ctx, rule, |act, scope, result| {
+            act.answered(scope, result, Self::apply_view)
+        });
     }
 
-    /// Run a probe claim on the scope's item; act on what it answers.
-    fn run_claim<R>(&mut self, scope: &BreakerScope, ctx: &mut Context<Self>, rule: R)
-    where
-        R: Fn(Option<&breaker_fleet::FleetBreaker>, Timestamp) -> Change<ProbeClaim> + 'static,
-    {
-        self.run_rule(scope, ctx, rule, Self::apply_claim, true);
-    }
-
-    /// Run `rule` on the scope's item in the background; `apply` its answer, or note the
-    /// table's failure (the scope then falls back to this host's breaker), then poll.
-    /// `ends_claim`: the scope's claim in flight is over whatever the answer.
+    /// Run `rule` on the scope's item in the background, hand its result to `then`, then
+    /// poll.
     fn run_rule<T, R>(
         &mut self,
         scope: &BreakerScope,
         ctx: &mut Context<Self>,
         rule: R,
-        apply: fn(&mut Self, &BreakerScope, T),
-        ends_claim: bool,
+        then: fn(&mut Self, &BreakerScope, Result<T, FleetError>),
     ) where
         T: 'static,
         R: Fn(Option<&breaker_fleet::FleetBreaker>, Timestamp) -> Change<T> + 'static,
@@ -272,20 +342,26 @@ impl BreakerBoard {
         );
         let scope = scope.clone();
         ctx.spawn(work.into_actor(self).map(move |result, act, ctx| {
-            if ends_claim {
-                if let Some(entry) = act.scopes.get_mut(&scope) {
-                    entry.fleet.claiming = false;
-                }
-            }
-            match result {
-                Ok(answer) => {
-                    act.table_answered();
-                    apply(act, &scope, answer)
-                }
-                Err(e) => act.table_failed(&scope, &e),
-            }
+            then(act, &scope, result);
             act.poll(ctx);
         }));
+    }
+
+    /// `apply` a rule's answer, or note the table's failure (the scope then falls back to
+    /// this host's breaker).
+    fn answered<T>(
+        &mut self,
+        scope: &BreakerScope,
+        result: Result<T, FleetError>,
+        apply: fn(&mut Self, &BreakerScope, T),
+    ) {
+        match result {
+            Ok(answer) => {
+                self.table_answered();
+                apply(self, scope, answer)
+            }
+            Err(e) => self.table_failed(scope, &e),
+        }
     }
 
     /// The fleet's view of a failing scope: adopt it (a closed view changes nothing
@@ -308,7 +384,7 @@ impl BreakerBoard {
                 || local_until.saturating_since(until) > RECHECK;
             if entry.breaker.adopt(failing_since, until, now) {
                 entry.fleet.from_fleet |= others;
-                entry.fleet.claim = Claim::None;
+                entry.fleet.claim = entry.fleet.claim.reset();
                 tracing::info!(scope = %scope, state = ?entry.breaker.state(now), "circuit breaker adopted from the fleet");
             }
         }
@@ -319,7 +395,7 @@ impl BreakerBoard {
         let Some(entry) = self.scopes.get_mut(scope) else {
             return;
         };
-        if entry.fleet.claim != Claim::Pending {
+        if entry.fleet.claim != Claim::Wanted {
             return;
         }
         entry.fleet.claim = Claim::None;
@@ -358,9 +434,7 @@ impl BreakerBoard {
     /// The table failed: local rules for this scope's half-open period; warn once.
     fn table_failed(&mut self, scope: &BreakerScope, error: &FleetError) {
         if let Some(entry) = self.scopes.get_mut(scope) {
-            if entry.fleet.claim == Claim::Pending {
-                entry.fleet.claim = Claim::Local;
-            }
+            entry.fleet.claim = entry.fleet.claim.table_failed();
             entry.fleet.from_fleet = false;
         }
         if let Some(fleet) = &mut self.fleet {
@@ -399,6 +473,157 @@ mod tests {
             b.record(Outcome::Transient, None, now);
         }
         b
+    }
+
+    #[test]
+    fn a_claims_write_moves_its_standing_through_one_state() {
+        use Claim::*;
+        let until = at(9);
+        let won = Won { until };
+        // (case, claim, event, claim after)
+        type Event = fn(Claim) -> Claim;
+        let (started, reset, ended, failed): (Event, Event, Event, Event) = (
+            Claim::started,
+            Claim::reset,
+            Claim::write_ended,
+            Claim::table_failed,
+        );
+        let table: &[(&str, Claim, Event, Claim)] = &[
+            ("a wanted claim starts its write", Wanted, started, Writing),
+            ("only a wanted claim starts", None, started, None),
+            ("a change drops a settled claim", won, reset, None),
+            (
+                "a change supersedes a claim in flight",
+                Writing,
+                reset,
+                Superseded,
+            ),
+            (
+                "and one the table failed under",
+                LocalWhileWriting,
+                reset,
+                Superseded,
+            ),
+            (
+                "a write still wanted takes its answer",
+                Writing,
+                ended,
+                Wanted,
+            ),
+            (
+                "a superseded write's answer is dropped",
+                Superseded,
+                ended,
+                None,
+            ),
+            (
+                "local rules outlast their write",
+                LocalWhileWriting,
+                ended,
+                Local,
+            ),
+            (
+                "a failed table makes a wanted claim local",
+                Wanted,
+                failed,
+                Local,
+            ),
+            (
+                "and one in flight local while it is",
+                Writing,
+                failed,
+                LocalWhileWriting,
+            ),
+            ("a won claim is kept", won, failed, won),
+        ];
+        for (case, claim, event, after) in table {
+            assert_eq!(event(*claim), *after, "{case}");
+        }
+        for claim in [Writing, Superseded, LocalWhileWriting] {
+            assert!(claim.writing(), "{claim:?}");
+        }
+        for claim in [None, Wanted, won, Local, Held { recheck_at: until }] {
+            assert!(!claim.writing(), "{claim:?}");
+        }
+    }
+
+    #[test]
+    fn a_half_open_scope_waits_for_its_claim_and_probes_once_won() {
+        let t = at(0);
+        let mut breaker = failing(5, t);
+        let half_open = at(5);
+        let mut scope = FleetScope::default();
+        // (case, claim before, claim after, the caller probes)
+        let table = [
+            ("unclaimed: claim first", Claim::None, Claim::Wanted, false),
+            (
+                "a claim wanted or written holds",
+                Claim::Wanted,
+                Claim::Wanted,
+                false,
+            ),
+            (
+                "a claim being written holds",
+                Claim::Writing,
+                Claim::Writing,
+                false,
+            ),
+            (
+                "a superseded write is wanted again",
+                Claim::Superseded,
+                Claim::Writing,
+                false,
+            ),
+            (
+                "a recheck not yet due holds",
+                Claim::Held { recheck_at: at(6) },
+                Claim::Held { recheck_at: at(6) },
+                false,
+            ),
+            (
+                "a due recheck claims again",
+                Claim::Held {
+                    recheck_at: half_open,
+                },
+                Claim::Wanted,
+                false,
+            ),
+            (
+                "a lapsed win claims again",
+                Claim::Won { until: half_open },
+                Claim::Wanted,
+                false,
+            ),
+        ];
+        for (case, before, after, probes) in table {
+            scope.claim = before;
+            let passage = pass(&mut breaker, Some(&mut scope), half_open);
+            assert_eq!(scope.claim, after, "{case} {before:?}");
+            assert_eq!(
+                matches!(passage, Passage::Probe(_)),
+                probes,
+                "{case} {before:?}"
+            );
+        }
+        scope.claim = Claim::Won { until: at(6) };
+        let Passage::Probe(lease) = pass(&mut breaker, Some(&mut scope), half_open) else {
+            panic!("a won claim probes");
+        };
+        assert_eq!(scope.claim, Claim::Probing(lease.id));
+        let mut local = failing(5, t);
+        scope.claim = Claim::LocalWhileWriting;
+        assert!(
+            matches!(
+                pass(&mut local, Some(&mut scope), half_open),
+                Passage::Probe(_)
+            ),
+            "local rules probe at once"
+        );
+        let mut own = failing(5, t);
+        assert!(
+            matches!(pass(&mut own, Option::None, half_open), Passage::Probe(_)),
+            "without the fleet, as the breaker says"
+        );
     }
 
     #[test]

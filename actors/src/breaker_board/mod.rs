@@ -87,9 +87,9 @@ impl BreakerBoard {
     fn poll(&mut self, ctx: &mut Context<Self>) {
         let now = self.clock.now();
         let mut next: Option<Timestamp> = None;
-        let shared = self.fleet.is_some();
+        let sharing = Sharing::of(self.fleet.as_ref());
         for (scope, entry) in &mut self.scopes {
-            let wake = serve(scope, entry, shared, now);
+            let wake = serve(scope, entry, sharing, now);
             next = match (next, wake) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
@@ -118,11 +118,37 @@ impl BreakerBoard {
     }
 }
 
+/// Whether the board's breakers are shared with the fleet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sharing {
+    /// This host's breakers are its own.
+    HostOnly,
+    /// Fleet mode: openings and the half-open probe are shared through the table.
+    Fleet,
+}
+
+impl Sharing {
+    fn of(link: Option<&FleetLink>) -> Self {
+        match link {
+            Some(_) => Sharing::Fleet,
+            None => Sharing::HostOnly,
+        }
+    }
+
+    /// The scope's fleet standing, when it counts.
+    fn standing(self, fleet: &mut FleetScope) -> Option<&mut FleetScope> {
+        match self {
+            Sharing::Fleet => Some(fleet),
+            Sharing::HostOnly => None,
+        }
+    }
+}
+
 /// Let through whoever may pass in one scope; returns the next instant worth waking at.
 fn serve(
     scope: &BreakerScope,
     entry: &mut Scope,
-    shared: bool,
+    sharing: Sharing,
     now: Timestamp,
 ) -> Option<Timestamp> {
     let Scope {
@@ -141,7 +167,7 @@ fn serve(
             if w.reply.is_closed() {
                 return Step::Drop;
             }
-            match fleet::pass(breaker, standing, shared, now) {
+            match fleet::pass(breaker, sharing.standing(standing), now) {
                 Passage::Wait {
                     at,
                     reason: BreakerWait::Open,
@@ -180,22 +206,23 @@ impl Handler<BreakerPass> for BreakerBoard {
     type Result = ();
     fn handle(&mut self, msg: BreakerPass, ctx: &mut Context<Self>) {
         let now = self.clock.now();
-        let shared = self.fleet.is_some();
+        let sharing = Sharing::of(self.fleet.as_ref());
         let entry = self.scopes.entry(msg.scope.clone()).or_default();
         // Nobody ahead: answer at once when the breaker can (a closed breaker always
         // can, whatever the deadline, even one that is already due).
         if entry.waiting.is_empty() {
-            let answer = match fleet::pass(&mut entry.breaker, &mut entry.fleet, shared, now) {
-                Passage::Wait {
-                    at,
-                    reason: BreakerWait::Open,
-                } if at > msg.deadline => Some(Err(AdmissionError::BreakerOpen {
-                    scope: msg.scope.to_string(),
-                    reopens_at: at,
-                })),
-                Passage::Wait { .. } => None,
-                pass => Some(Ok(pass)),
-            };
+            let answer =
+                match fleet::pass(&mut entry.breaker, sharing.standing(&mut entry.fleet), now) {
+                    Passage::Wait {
+                        at,
+                        reason: BreakerWait::Open,
+                    } if at > msg.deadline => Some(Err(AdmissionError::BreakerOpen {
+                        scope: msg.scope.to_string(),
+                        reopens_at: at,
+                    })),
+                    Passage::Wait { .. } => None,
+                    pass => Some(Ok(pass)),
+                };
             if let Some(answer) = answer {
                 if let Err(Ok(Passage::Probe(lease))) = msg.reply.send(answer) {
                     entry.breaker.abandon(lease.id, now);

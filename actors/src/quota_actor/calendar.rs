@@ -24,8 +24,10 @@ use serde::{Deserialize, Serialize};
 use tollgate_quota::schedule::{AllowanceDenial, DEFAULT_SCAN_CAP};
 use tollgate_quota::{
     schedule, Allowance, AllowanceCounter, Lease, Policy, PolicySchedule, QuotaRecord, QuotaState,
-    ReadTime, Refusal, Step, Timestamp, WallClock,
+    ReadTime, Refusal, Timestamp, WallClock,
 };
+
+use super::gate::Gate;
 
 use crate::messages::{AllowanceStatus, CalendarStatus};
 
@@ -162,14 +164,9 @@ impl Calendar {
     }
 
     /// Whether an admission of `cost` may go on to the quota state at `now`: `None` if so
-    /// (or the key has no allowance), else the step for the waiting head: wait for the
-    /// reset when it comes before `deadline`, otherwise refuse now.
-    pub(super) fn gate<G>(
-        &mut self,
-        cost: u32,
-        now: Timestamp,
-        deadline: Timestamp,
-    ) -> Option<Step<G, Refusal>> {
+    /// (or the key has no allowance), else the gate's stop for the waiting head: wait for
+    /// the reset when it comes before `deadline`, otherwise refuse now.
+    pub(super) fn gate(&mut self, cost: u32, now: Timestamp, deadline: Timestamp) -> Option<Gate> {
         let Kind::Allowance { allowance, counter } = &mut self.kind else {
             return None;
         };
@@ -179,13 +176,13 @@ impl Calendar {
             Err(AllowanceDenial::Exhausted { resets_at }) => {
                 let at = resets_at.to_timestamp(self.anchor);
                 Some(if at <= deadline {
-                    Step::Wait(at)
+                    Gate::Wait(at)
                 } else {
-                    Step::Refuse(Refusal::AllowanceExhausted { resets_at })
+                    Gate::Refuse(Refusal::AllowanceExhausted { resets_at })
                 })
             }
             Err(AllowanceDenial::ExceedsAmount { amount, .. }) => {
-                Some(Step::Refuse(Refusal::CostExceedsAllowance { cost, amount }))
+                Some(Gate::Refuse(Refusal::CostExceedsAllowance { cost, amount }))
             }
         }
     }

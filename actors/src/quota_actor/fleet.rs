@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use actix::fut::wrap_future;
 use actix::{ActorFutureExt, AsyncContext, Context};
-use tollgate_quota::fleet::{BlockGrant, FleetMode, HostLedger, Transition};
+use tollgate_quota::fleet::{BlockGrant, FleetMode, HostLedger, KeyUse, Transition};
 use tollgate_quota::Timestamp;
 
 use super::QuotaActor;
@@ -24,9 +24,6 @@ use crate::messages::FleetDegradedSpell;
 
 /// After a request lost every write to other hosts, ask again this much later.
 const CONTENTION_RETRY: Duration = Duration::from_millis(20);
-
-/// A waiter held back for a block is woken by the request's answer; this is a backstop.
-pub(super) const FLEET_RECHECK: Duration = Duration::from_secs(1);
 
 /// The fleet side of one key.
 pub(super) struct FleetKey {
@@ -91,7 +88,12 @@ impl QuotaActor {
             .sum();
         let policy = *self.state.policy();
         let f = self.fleet.as_mut()?;
-        if f.ledger.wants_request(f.blocked.is_some(), active, now) {
+        let key_use = match (f.blocked, active) {
+            (Some(_), _) => KeyUse::NeedsBlock,
+            (None, true) => KeyUse::InUse,
+            (None, false) => KeyUse::Idle,
+        };
+        if f.ledger.wants_request(key_use, now) {
             let request = f
                 .ledger
                 .begin(f.blocked.or(head).unwrap_or(1), waiting, &policy, now);

@@ -38,10 +38,7 @@ impl Handler<Feedback> for QuotaActor {
         if let Some(f) = self.fleet.as_mut() {
             // Reported with the next block: a throttle halves the fleet factor, a
             // success refunds a shared retry unit.
-            f.ledger.feedback(
-                msg.outcome == tollgate_quota::Outcome::Throttled,
-                msg.outcome == tollgate_quota::Outcome::Success,
-            );
+            f.ledger.feedback(msg.outcome);
         }
         if self.state.feedback(msg.outcome, msg.admitted_at, now) {
             // A new failure event: store the deeper penalty now (a renewal), not at the

@@ -34,18 +34,19 @@
 //! key's record. Other keys pay one timestamp comparison for it per poll (and a branch on
 //! the calendar's kind per admission).
 //!
-//! This file serves the FIFO queues; `save` holds the save bookkeeping (when records go
-//! to the persister, one at a time), `handlers` the message handlers and `calendar` the
-//! schedule and allowance.
+//! This file polls the FIFO queues and serves reservations; `admit` serves admissions,
+//! each through `gate`, the admission gate chain (its reservation, the calendar
+//! allowance, the lease, the fleet block: a pure function with a table of cases) before
+//! the quota state; `save` holds the save bookkeeping (when records go to the persister,
+//! one at a time), `handlers` the message handlers, `calendar` the schedule and
+//! allowance, and `fleet` the key's fleet block.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, SpawnHandle};
-use tollgate_quota::fleet::FleetGate;
 use tollgate_quota::{
-    Admission, Clock, Exit, LeaseLedger, QuotaState, Refusal, ReservationId, Step, Timestamp,
-    WaitQueue,
+    Clock, Exit, LeaseLedger, QuotaState, ReservationId, Step, Timestamp, WaitQueue,
 };
 
 use crate::fleet::FleetSetup;
@@ -55,22 +56,21 @@ use crate::persist::{Persister, StoreHealth};
 use crate::schedules::Schedules;
 use crate::AdmissionError;
 
+mod admit;
 mod calendar;
 mod fleet;
+mod gate;
 mod handlers;
 mod save;
 
 use calendar::Calendar;
-use fleet::{FleetKey, FLEET_RECHECK};
+use fleet::FleetKey;
 pub use handlers::Retire;
 use save::{SaveBook, Saving};
 
 /// How often a busy key's state is stored (as a lease renewal) at most, besides the
 /// renewals its grants ask for.
 pub const PERSIST_INTERVAL: Duration = Duration::from_millis(100);
-/// A waiter held back for a lease is woken by the renewal's acknowledgement; this is only
-/// a backstop.
-const LEASE_RECHECK: Duration = Duration::from_secs(1);
 
 /// Whether a process is still alive (injected so tests can simulate deaths).
 pub type PidAlive = Arc<dyn Fn(u32) -> bool + Send + Sync>;
@@ -203,20 +203,28 @@ impl QuotaActor {
         if self.calendar.due(now) {
             self.calendar.refresh(&mut self.state, now);
         }
-        let key = &self.key;
-        let state = &mut self.state;
-        let calendar = &mut self.calendar;
-        let callers_set_policy = !calendar.sets_policy();
-        let ledger = &mut self.ledger;
-        let stop_reason = self.fleet.as_ref().and_then(FleetKey::stop_reason);
-        let fleet = &mut self.fleet;
-        if let Some(f) = fleet.as_mut() {
+        if let Some(f) = self.fleet.as_mut() {
             f.blocked = None;
             f.asked = false;
         }
+        let reserve_wake = self.serve_reservations(now);
+        let (admit_wake, blocked_on_lease) = self.serve_admissions(now);
+        let next = match (reserve_wake, admit_wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (self.calendar.wake(next), blocked_on_lease)
+    }
+
+    /// Run the reservation queue once: grant whoever fits (reaping dead owners' slots
+    /// when the key is full). Returns the next instant worth waking at.
+    fn serve_reservations(&mut self, now: Timestamp) -> Option<Timestamp> {
+        let key = &self.key;
+        let state = &mut self.state;
+        let callers_set_policy = !self.calendar.sets_policy();
         let pid_alive = &self.deps.pid_alive;
         let mut orphaned: Vec<ReservationId> = Vec::new();
-        let reserve_wake = self.reserving.poll(
+        let wake = self.reserving.poll(
             now,
             |r| {
                 if r.reply.is_closed() {
@@ -255,99 +263,7 @@ impl QuotaActor {
         for id in orphaned {
             state.release(id, now);
         }
-        let mut unsent_retries = 0;
-        let mut blocked_on_lease = None;
-        let admit_wake = self.admitting.poll(
-            now,
-            |a| {
-                if a.reply.is_closed() {
-                    return Step::Drop;
-                }
-                let holder = state.reservations().get(a.request.reservation, now);
-                if holder.is_some_and(|r| r.owner != a.tag.owner) {
-                    // Someone else's slot (a stale id from before a failover).
-                    return Step::Refuse(Refusal::UnknownReservation);
-                }
-                if let Some(step) = calendar.gate(a.request.cost, now, a.deadline) {
-                    return step;
-                }
-                let cost = a.request.charged_cost();
-                if !ledger.covers(cost) {
-                    blocked_on_lease = Some(cost);
-                    return Step::Wait(now + LEASE_RECHECK);
-                }
-                if let Some(f) = fleet.as_mut().filter(|_| cost <= state.policy().burst()) {
-                    let units = u64::from(a.request.cost.max(1));
-                    f.asked = true;
-                    match f.ledger.gate(units, a.request.retry, now) {
-                        FleetGate::Go => {}
-                        FleetGate::Wait(at) => return Step::Wait(at),
-                        FleetGate::NeedBlock => {
-                            f.blocked = Some(units);
-                            return Step::Wait(now + FLEET_RECHECK);
-                        }
-                        FleetGate::RetryRefused => {
-                            return Step::Refuse(Refusal::RetryAllowanceExhausted)
-                        }
-                        FleetGate::Stopped(_) => {
-                            // Held for a rejoin attempt in flight or due now; refused otherwise.
-                            if f.ledger.in_flight() || f.ledger.wants_request(true, true, now) {
-                                f.blocked = Some(units);
-                                return Step::Wait(now + FLEET_RECHECK);
-                            }
-                            return Step::Refuse(Refusal::FleetStopped);
-                        }
-                    }
-                }
-                match state.admit(&a.request, now) {
-                    Admission::Granted(g) => {
-                        ledger.charge(cost);
-                        if let Some(f) = fleet.as_mut() {
-                            f.ledger
-                                .charge(u64::from(a.request.cost.max(1)), a.request.retry, now);
-                        }
-                        calendar.charge(a.request.cost, now);
-                        Step::Grant(g)
-                    }
-                    Admission::NotUntil { at, .. } => Step::Wait(at),
-                    Admission::Refused(r) => Step::Refuse(r),
-                }
-            },
-            |a, exit| match exit {
-                Exit::Granted(g) => {
-                    if a.reply.send(Ok(g)).is_err() && g.retry_spent {
-                        unsent_retries += 1;
-                    }
-                }
-                Exit::Refused(refusal) => {
-                    let error = match (&stop_reason, refusal) {
-                        (Some(reason), Refusal::FleetStopped) => AdmissionError::Fleet {
-                            key: key.to_string(),
-                            reason: reason.clone(),
-                        },
-                        _ => AdmissionError::Refused {
-                            key: key.to_string(),
-                            refusal,
-                        },
-                    };
-                    let _ = a.reply.send(Err(error));
-                }
-                Exit::DeadlineExceeded => {
-                    let _ = a.reply.send(Err(AdmissionError::DeadlineExceeded {
-                        key: key.to_string(),
-                    }));
-                }
-                Exit::Dropped => {}
-            },
-        );
-        for _ in 0..unsent_retries {
-            state.refund_retry();
-        }
-        let next = match (reserve_wake, admit_wake) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        (self.calendar.wake(next), blocked_on_lease)
+        wake
     }
 
     fn schedule_wake(&mut self, next: Option<Timestamp>, now: Timestamp, ctx: &mut Context<Self>) {

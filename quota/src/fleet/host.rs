@@ -5,24 +5,30 @@
 //! [`HostLedger::gate`] before each grant, [`HostLedger::charge`]s grants, starts a
 //! request when [`HostLedger::wants_request`] says so and reports its answer. Rules:
 //! - a grant spends the next tokens in hand, in order, each only inside its window (on
-//!   this host's clock); a token whose window passed unspent is dropped, never returned;
+//!   this host's clock); a token whose window passed unspent is dropped, never returned
+//!   (`hand`);
 //! - a host asks for its next block before its tokens run out (prefetch), one request in
 //!   flight at a time; the tokens in hand stay valid while it asks (they are future-dated
 //!   on the item, nobody else can be handed them);
 //! - a grant refused by the horizon says when to ask again: no request before then;
 //! - a failed request degrades the key (local share or stop, [`super::OnError`]) and
 //!   retries the table with a backoff; the first answer rejoins.
+//!
+//! Each mode carries its own data (`Mode`): only fleet mode holds tokens, only a
+//! degraded key counts failures and waits to rejoin. What survives a degraded spell
+//! (retry units held, reports not yet sent, the demand, the fleet as last seen) sits
+//! beside the mode.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fleet::hand::Hand;
 use crate::fleet::share::LocalShare;
 use crate::fleet::sizing::{DemandMeter, SizeHints};
 use crate::fleet::take::{BlockGrant, BlockRequest};
-use crate::fleet::window::TokenRun;
 use crate::fleet::{FleetConfig, HostId, OnError};
+use crate::penalty::Outcome;
 use crate::policy::Policy;
 use crate::time::Timestamp;
 
@@ -65,6 +71,20 @@ pub enum FleetMode {
     Stop,
 }
 
+/// How much the key's waiters need the table now: what [`HostLedger::wants_request`]
+/// weighs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyUse {
+    /// Nobody waits or asked the fleet gate: no request (a degraded key retries the
+    /// table only while in use).
+    Idle,
+    /// Waiters are being served: fleet mode asks ahead when its tokens run low, a
+    /// degraded key tries to rejoin.
+    InUse,
+    /// A waiter needs a block before it can go.
+    NeedsBlock,
+}
+
 /// A change of mode, for a warning (once per transition).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transition {
@@ -92,19 +112,65 @@ pub struct FleetView {
     pub last_error: Option<String>,
 }
 
-/// A granted run and how far it is spent.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Held {
-    run: TokenRun,
-    /// The next token to spend (tokens before it were spent or lapsed).
-    next: u64,
-}
-
+/// How the key admits, with what each mode needs.
 #[derive(Debug, Clone, PartialEq)]
 enum Mode {
-    Fleet,
+    /// Under blocks from the table.
+    Fleet {
+        /// The tokens in hand.
+        hand: Hand,
+        /// The last grant said the item's retry units are used up.
+        retry_empty: bool,
+    },
+    /// The table failed.
+    Degraded {
+        /// What admits meanwhile.
+        fallback: Fallback,
+        /// Requests failed in a row (the rejoin backoff doubles with each).
+        failures: u32,
+        /// No attempt to rejoin before this instant.
+        rejoin_at: Timestamp,
+    },
+}
+
+/// What admits while the table fails ([`OnError`]).
+#[derive(Debug, Clone, PartialEq)]
+enum Fallback {
     LocalShare(LocalShare),
     Stop,
+}
+
+impl Mode {
+    const FRESH: Mode = Mode::Fleet {
+        hand: Hand::EMPTY,
+        retry_empty: false,
+    };
+}
+
+/// The attempts' outcomes a host reports with its next block request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Reports {
+    /// A throttle since the last report: the fleet penalty.
+    throttled: bool,
+    /// Successes since the last report: each refunds a shared retry unit.
+    refunds: u32,
+}
+
+impl Reports {
+    /// Add `other`'s reports (a request that did not land keeps what it carried).
+    fn merge(&mut self, other: Reports) {
+        self.throttled |= other.throttled;
+        self.refunds = self.refunds.saturating_add(other.refunds);
+    }
+}
+
+/// How the next block is sized: the host's demand, and the last block asked for.
+#[derive(Debug, Clone)]
+struct Sizing {
+    demand: DemandMeter,
+    last_size: u64,
+    /// A token lapsed unspent since the last request.
+    lapsed: bool,
 }
 
 /// The host's bookkeeping for one key.
@@ -112,22 +178,19 @@ enum Mode {
 pub struct HostLedger {
     host: HostId,
     config: FleetConfig,
-    /// The runs in hand, oldest first (at most the current one and a prefetched one).
-    held: VecDeque<Held>,
-    in_flight: Option<(bool, u32)>,
-    retry_held: u32,
-    retry_empty: bool,
-    throttled: bool,
-    refunds: u32,
-    next_try_at: Option<Timestamp>,
-    demand: DemandMeter,
-    /// The last block asked for, and whether a token lapsed unspent since.
-    last_size: u64,
-    lapsed: bool,
     mode: Mode,
+    /// Shared retry units drawn from the item, unspent (kept through a degraded spell).
+    retry_held: u32,
+    /// Reports for the next request.
+    unsent: Reports,
+    /// The request in flight, with the reports it carries.
+    in_flight: Option<Reports>,
+    /// A refused grant's (or a contended request's) instant to ask again.
+    next_try_at: Option<Timestamp>,
+    sizing: Sizing,
+    /// The table's last error (kept after a rejoin, for status).
     last_error: Option<String>,
-    failures: u32,
-    rejoin_at: Option<Timestamp>,
+    /// The fleet factor and the hosts seen, as of the last grant.
     factor: f64,
     hosts_seen: usize,
 }
@@ -138,20 +201,17 @@ impl HostLedger {
         HostLedger {
             host,
             config,
-            held: VecDeque::new(),
-            in_flight: None,
+            mode: Mode::FRESH,
             retry_held: 0,
-            retry_empty: false,
-            throttled: false,
-            refunds: 0,
+            unsent: Reports::default(),
+            in_flight: None,
             next_try_at: None,
-            demand: DemandMeter::default(),
-            last_size: 0,
-            lapsed: false,
-            mode: Mode::Fleet,
+            sizing: Sizing {
+                demand: DemandMeter::default(),
+                last_size: 0,
+                lapsed: false,
+            },
             last_error: None,
-            failures: 0,
-            rejoin_at: None,
             factor: 1.0,
             hosts_seen: 1,
         }
@@ -160,20 +220,26 @@ impl HostLedger {
     /// May an admission of `cost` (a retry if `retry`) go now?
     pub fn gate(&self, cost: u64, retry: bool, now: Timestamp) -> FleetGate {
         match &self.mode {
-            Mode::Stop => FleetGate::Stopped(self.last_error.clone().unwrap_or_default()),
-            Mode::LocalShare(share) => match share.ready_at(cost as f64, now) {
+            Mode::Degraded {
+                fallback: Fallback::Stop,
+                ..
+            } => FleetGate::Stopped(self.last_error.clone().unwrap_or_default()),
+            Mode::Degraded {
+                fallback: Fallback::LocalShare(share),
+                ..
+            } => match share.ready_at(cost as f64, now) {
                 None => FleetGate::Go,
                 Some(at) => FleetGate::Wait(at),
             },
-            Mode::Fleet => {
+            Mode::Fleet { hand, retry_empty } => {
                 if retry && self.retry_held == 0 {
-                    return if self.retry_empty && self.in_flight.is_none() {
+                    return if *retry_empty && self.in_flight.is_none() {
                         FleetGate::RetryRefused
                     } else {
                         FleetGate::NeedBlock
                     };
                 }
-                match self.spendable_at(cost, now) {
+                match hand.spendable_at(cost, now) {
                     Some(at) if at <= now => FleetGate::Go,
                     Some(at) => FleetGate::Wait(at),
                     None => match self.next_try_at {
@@ -187,52 +253,55 @@ impl HostLedger {
 
     /// Charge a granted admission.
     pub fn charge(&mut self, cost: u64, retry: bool, now: Timestamp) {
-        self.demand.record(cost as f64, now);
+        self.sizing.demand.record(cost as f64, now);
         match &mut self.mode {
-            Mode::Fleet => {
-                self.drop_lapsed(now);
-                let mut cost = cost;
-                while cost > 0 {
-                    let Some(h) = self.held.front_mut() else {
-                        break;
-                    };
-                    let spent = cost.min(h.run.count - h.next);
-                    h.next += spent;
-                    cost -= spent;
-                    if h.next == h.run.count {
-                        self.held.pop_front();
-                    }
-                }
+            Mode::Fleet { hand, .. } => {
+                self.sizing.lapsed |= hand.drop_lapsed(now);
+                hand.spend(cost);
                 if retry {
                     self.retry_held = self.retry_held.saturating_sub(1);
                 }
             }
-            Mode::LocalShare(share) => share.take(cost as f64, now),
-            Mode::Stop => {}
+            Mode::Degraded {
+                fallback: Fallback::LocalShare(share),
+                ..
+            } => share.take(cost as f64, now),
+            Mode::Degraded {
+                fallback: Fallback::Stop,
+                ..
+            } => {}
         }
     }
 
-    /// An attempt's outcome: a throttle is reported with the next block (the fleet
-    /// penalty); a success refunds one shared retry unit.
-    pub fn feedback(&mut self, throttled: bool, success: bool) {
-        self.throttled |= throttled;
-        if success {
-            self.refunds = self.refunds.saturating_add(1);
+    /// An attempt's outcome, reported with the next block: a throttle is the fleet
+    /// penalty; a success refunds one shared retry unit; other outcomes say nothing to
+    /// the fleet.
+    pub fn feedback(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Throttled => self.unsent.throttled = true,
+            Outcome::Success => self.unsent.refunds = self.unsent.refunds.saturating_add(1),
+            Outcome::Transient | Outcome::Fatal => {}
         }
     }
 
-    /// Should a request start now? `blocked` if a waiter needs a block, `active` if the
-    /// key has waiters at all (degraded keys retry the table only while in use).
-    pub fn wants_request(&self, blocked: bool, active: bool, now: Timestamp) -> bool {
+    /// Should a request start now, with the key's waiters in `key_use`? One at a time;
+    /// fleet mode asks when a waiter needs a block or, in use, when its tokens run low
+    /// (not before a refused grant's instant); a degraded key tries to rejoin while in
+    /// use, after its backoff.
+    pub fn wants_request(&self, key_use: KeyUse, now: Timestamp) -> bool {
         if self.in_flight.is_some() {
             return false;
         }
-        match self.mode {
-            Mode::Fleet => {
-                (blocked || (active && self.running_low(now)))
-                    && self.next_try_at.is_none_or(|at| at <= now)
+        match &self.mode {
+            Mode::Fleet { hand, .. } => {
+                let wanted = match key_use {
+                    KeyUse::NeedsBlock => true,
+                    KeyUse::InUse => self.running_low(hand, now),
+                    KeyUse::Idle => false,
+                };
+                wanted && self.next_try_at.is_none_or(|at| at <= now)
             }
-            _ => (blocked || active) && self.rejoin_at.is_none_or(|at| at <= now),
+            Mode::Degraded { rejoin_at, .. } => key_use != KeyUse::Idle && *rejoin_at <= now,
         }
     }
 
@@ -244,7 +313,11 @@ impl HostLedger {
     /// The next instant the ledger itself may change its answer (a refused grant's instant to ask again, a
     /// rejoin attempt), if any.
     pub fn wake_at(&self, now: Timestamp) -> Option<Timestamp> {
-        [self.next_try_at, self.rejoin_at]
+        let rejoin_at = match &self.mode {
+            Mode::Degraded { rejoin_at, .. } => Some(*rejoin_at),
+            Mode::Fleet { .. } => None,
+        };
+        [self.next_try_at, rejoin_at]
             .into_iter()
             .flatten()
             .filter(|at| *at > now)
@@ -260,64 +333,63 @@ impl HostLedger {
         policy: &Policy,
         now: Timestamp,
     ) -> BlockRequest {
-        self.drop_lapsed(now);
+        if let Mode::Fleet { hand, .. } = &mut self.mode {
+            self.sizing.lapsed |= hand.drop_lapsed(now);
+        }
         let hints = SizeHints {
             head,
             waiting,
-            last: self.last_size,
-            last_spent: !self.lapsed,
+            last: self.sizing.last_size,
+            last_spent: !self.sizing.lapsed,
             rate: policy.rate_per_second() * self.factor,
             hosts: self.hosts_seen,
             refresh: self.config.refresh,
         };
-        let wanted = self.demand.block_size(&hints, now);
-        self.last_size = wanted;
-        self.lapsed = false;
+        let wanted = self.sizing.demand.block_size(&hints, now);
+        self.sizing.last_size = wanted;
+        self.sizing.lapsed = false;
         let target = RETRY_BLOCK.min(policy.retry_capacity());
+        let reports = std::mem::take(&mut self.unsent);
         let request = BlockRequest {
             host: self.host.clone(),
             wanted,
             rate: policy.rate_per_second(),
             burst: policy.burst(),
             retry_capacity: policy.retry_capacity(),
-            throttled: self.throttled,
+            throttled: reports.throttled,
             retry_want: target.saturating_sub(self.retry_held),
-            retry_refund: self.refunds,
+            retry_refund: reports.refunds,
             horizon: self.config.horizon(),
         };
-        self.in_flight = Some((self.throttled, self.refunds));
-        self.throttled = false;
-        self.refunds = 0;
+        self.in_flight = Some(reports);
         request
     }
 
     /// The request's answer arrived. Returns a transition if the key was degraded.
     pub fn granted(&mut self, grant: &BlockGrant) -> Option<Transition> {
         self.in_flight = None;
-        if grant.run.count > 0 {
-            self.held.push_back(Held {
-                run: grant.run,
-                next: 0,
-            });
-        }
         self.retry_held += grant.retry_units;
-        self.retry_empty = grant.retry_empty;
         self.next_try_at = grant.next_at;
         self.factor = grant.factor;
         self.hosts_seen = grant.hosts_seen;
-        self.failures = 0;
-        self.rejoin_at = None;
         let was = self.mode();
-        self.mode = Mode::Fleet;
+        let mut hand = match std::mem::replace(&mut self.mode, Mode::FRESH) {
+            Mode::Fleet { hand, .. } => hand,
+            Mode::Degraded { .. } => Hand::EMPTY,
+        };
+        hand.push(grant.run);
+        self.mode = Mode::Fleet {
+            hand,
+            retry_empty: grant.retry_empty,
+        };
         (was != FleetMode::Fleet).then_some(Transition::Rejoined)
     }
 
     /// The request lost every conditional write to other hosts: not a table failure
     /// (no degraded mode), ask again at `retry_at` with the reports kept.
     pub fn contended(&mut self, retry_at: Timestamp) {
-        if let Some((throttled, refunds)) = self.in_flight.take() {
-            self.throttled |= throttled;
-            self.refunds = self.refunds.saturating_add(refunds);
+        if let Some(carried) = self.in_flight.take() {
+            self.unsent.merge(carried);
         }
         self.next_try_at = Some(retry_at);
     }
@@ -325,29 +397,34 @@ impl HostLedger {
     /// The request failed with `error` (already naming the table). Returns a transition
     /// if the key was in fleet mode.
     pub fn failed(&mut self, error: String, policy: &Policy, now: Timestamp) -> Option<Transition> {
-        if let Some((throttled, refunds)) = self.in_flight.take() {
-            self.throttled |= throttled;
-            self.refunds = self.refunds.saturating_add(refunds);
+        if let Some(carried) = self.in_flight.take() {
+            self.unsent.merge(carried);
         }
-        self.failures = self.failures.saturating_add(1);
-        let backoff = REJOIN_FIRST
-            .saturating_mul(1 << self.failures.min(8).saturating_sub(1))
-            .min(REJOIN_MAX);
-        self.rejoin_at = Some(now + backoff);
         self.last_error = Some(error.clone());
-        if self.mode() != FleetMode::Fleet {
+        if let Mode::Degraded {
+            failures,
+            rejoin_at,
+            ..
+        } = &mut self.mode
+        {
+            *failures = failures.saturating_add(1);
+            *rejoin_at = now + rejoin_backoff(*failures);
             return None;
         }
-        self.held.clear();
-        self.mode = match self.config.on_error {
-            OnError::LocalShare => Mode::LocalShare(LocalShare::new(
+        let fallback = match self.config.on_error {
+            OnError::LocalShare => Fallback::LocalShare(LocalShare::new(
                 policy.rate_per_second(),
                 self.factor,
                 policy.burst(),
                 self.hosts_seen,
                 now,
             )),
-            OnError::Stop => Mode::Stop,
+            OnError::Stop => Fallback::Stop,
+        };
+        self.mode = Mode::Degraded {
+            fallback,
+            failures: 1,
+            rejoin_at: now + rejoin_backoff(1),
         };
         Some(Transition::Degraded {
             mode: self.mode(),
@@ -357,86 +434,53 @@ impl HostLedger {
 
     /// The mode now.
     pub fn mode(&self) -> FleetMode {
-        match self.mode {
-            Mode::Fleet => FleetMode::Fleet,
-            Mode::LocalShare(_) => FleetMode::LocalShare,
-            Mode::Stop => FleetMode::Stop,
+        match &self.mode {
+            Mode::Fleet { .. } => FleetMode::Fleet,
+            Mode::Degraded {
+                fallback: Fallback::LocalShare(_),
+                ..
+            } => FleetMode::LocalShare,
+            Mode::Degraded {
+                fallback: Fallback::Stop,
+                ..
+            } => FleetMode::Stop,
         }
     }
 
     /// A read-only view for status output.
     pub fn view(&self) -> FleetView {
+        let (block_left, spend_until, local_share_rate) = match &self.mode {
+            Mode::Fleet { hand, .. } => (hand.left(), hand.spend_until(), None),
+            Mode::Degraded { fallback, .. } => {
+                let rate = match fallback {
+                    Fallback::LocalShare(s) => Some(s.rate()),
+                    Fallback::Stop => None,
+                };
+                (0, None, rate)
+            }
+        };
         FleetView {
             mode: self.mode(),
-            block_left: self.held.iter().map(|h| h.run.count - h.next).sum(),
-            spend_until: self.held.back().map(|h| h.run.closes(h.run.count - 1)),
+            block_left,
+            spend_until,
             retry_units_held: self.retry_held,
             factor: self.factor,
             hosts_seen: self.hosts_seen,
-            local_share_rate: match &self.mode {
-                Mode::LocalShare(s) => Some(s.rate()),
-                _ => None,
-            },
+            local_share_rate,
             last_error: self.last_error.clone(),
         }
     }
-}
 
-impl HostLedger {
-    /// The unspent tokens in hand whose window has not passed at `now`, in order:
-    /// (opens, closes) of each.
-    fn tokens(&self, now: Timestamp) -> impl Iterator<Item = (Timestamp, Timestamp)> + '_ {
-        self.held
-            .iter()
-            .flat_map(|h| (h.next..h.run.count).map(|j| (h.run.opens(j), h.run.closes(j))))
-            .filter(move |(_, closes)| *closes >= now)
-    }
-
-    /// When the next `cost` tokens in hand are all spendable (`None`: not enough tokens).
-    fn spendable_at(&self, cost: u64, now: Timestamp) -> Option<Timestamp> {
-        let mut open = Timestamp::ZERO;
-        let mut close = Timestamp::from_micros(u64::MAX);
-        let mut n = 0;
-        for (opens, closes) in self.tokens(now).take(cost.max(1) as usize) {
-            open = open.max(opens);
-            close = close.min(closes);
-            n += 1;
-        }
-        if n < cost.max(1) {
-            return None;
-        }
-        // Windows of tokens from two runs may not overlap: wait for the first to lapse.
-        Some(if open <= close {
-            open.max(now)
-        } else {
-            close + Duration::from_micros(1)
-        })
-    }
-
-    /// Drop the tokens whose window passed unspent (they are lost, never returned).
-    fn drop_lapsed(&mut self, now: Timestamp) {
-        while let Some(h) = self.held.front_mut() {
-            while h.next < h.run.count && h.run.closes(h.next) < now {
-                h.next += 1;
-                self.lapsed = true;
-            }
-            if h.next < h.run.count {
-                break;
-            }
-            self.held.pop_front();
-        }
-    }
-
-    /// Will the tokens in hand run out within [`PREFETCH`]? They last until the last one's
-    /// window opens or until the host's demand has spent them, whichever is later.
-    fn running_low(&self, now: Timestamp) -> bool {
-        let (left, last_open) = self
+    /// Will the tokens in `hand` run out within [`PREFETCH`]? They last until the last
+    /// one's window opens or until the host's demand has spent them, whichever is later.
+    fn running_low(&self, hand: &Hand, now: Timestamp) -> bool {
+        let (left, last_open) = hand
             .tokens(now)
             .fold((0u64, now), |(n, _), (opens, _)| (n + 1, opens));
         if left == 0 {
             return true;
         }
-        let demand = self.demand.rate_at(now);
+        let demand = self.sizing.demand.rate_at(now);
         let spent_by = if demand > 0.0 {
             now + crate::time::secs_ceil(left as f64 / demand)
         } else {
@@ -446,10 +490,18 @@ impl HostLedger {
     }
 }
 
+/// How long a degraded key waits before its next attempt to rejoin, after `failures`
+/// failed requests in a row: [`REJOIN_FIRST`], doubling, at most [`REJOIN_MAX`].
+fn rejoin_backoff(failures: u32) -> Duration {
+    REJOIN_FIRST
+        .saturating_mul(1 << failures.min(8).saturating_sub(1))
+        .min(REJOIN_MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::window::SpendWindow;
+    use crate::fleet::window::{SpendWindow, TokenRun};
 
     fn ms(v: u64) -> Timestamp {
         Timestamp::from_millis(v)
@@ -493,9 +545,12 @@ mod tests {
     fn tokens_are_spent_in_order_each_inside_its_window() {
         let mut l = ledger(OnError::Stop);
         assert_eq!(l.gate(1, false, ms(0)), FleetGate::NeedBlock);
-        assert!(l.wants_request(true, true, ms(0)));
+        assert!(l.wants_request(KeyUse::NeedsBlock, ms(0)));
         l.begin(1, 1, &policy(), ms(0));
-        assert!(!l.wants_request(true, true, ms(0)), "one request at a time");
+        assert!(
+            !l.wants_request(KeyUse::NeedsBlock, ms(0)),
+            "one request at a time"
+        );
         l.granted(&grant(3, 400));
         // Token 0: [150, 350]; token 1: [200, 400]; token 2: [250, 450].
         assert_eq!(l.gate(1, false, ms(100)), FleetGate::Wait(ms(150)));
@@ -532,9 +587,9 @@ mod tests {
             let t = ms(250 + 50 * j);
             assert_eq!(l.gate(1, false, t), FleetGate::Go);
             l.charge(1, false, t);
-            if asked_at.is_none() && l.wants_request(false, true, t) {
+            if asked_at.is_none() && l.wants_request(KeyUse::InUse, t) {
                 asked_at = Some(j);
-                assert!(!l.wants_request(false, false, t), "no waiter, no prefetch");
+                assert!(!l.wants_request(KeyUse::Idle, t), "no waiter, no prefetch");
             }
         }
         let j = asked_at.expect("asked before the last token");
@@ -549,8 +604,8 @@ mod tests {
         g.next_at = Some(ms(150));
         l.granted(&g);
         assert_eq!(l.gate(1, false, ms(100)), FleetGate::Wait(ms(150)));
-        assert!(!l.wants_request(true, true, ms(100)));
-        assert!(l.wants_request(true, true, ms(150)));
+        assert!(!l.wants_request(KeyUse::NeedsBlock, ms(100)));
+        assert!(l.wants_request(KeyUse::NeedsBlock, ms(150)));
     }
 
     #[test]
@@ -581,7 +636,8 @@ mod tests {
         let mut l = ledger(OnError::LocalShare);
         l.begin(1, 1, &policy(), ms(0));
         l.granted(&grant(1, 200));
-        l.feedback(true, true);
+        l.feedback(Outcome::Throttled);
+        l.feedback(Outcome::Success);
         l.begin(1, 1, &policy(), ms(0));
         let t = l.failed("table t: unreachable".into(), &policy(), ms(0));
         assert!(matches!(
@@ -593,8 +649,8 @@ mod tests {
         ));
         assert_eq!(l.view().local_share_rate, Some(5.0), "20/s over 4 hosts");
         assert_eq!(l.gate(1, false, ms(0)), FleetGate::Wait(ms(200)));
-        assert!(!l.wants_request(true, true, ms(100)), "backoff");
-        assert!(l.wants_request(false, true, ms(250)));
+        assert!(!l.wants_request(KeyUse::NeedsBlock, ms(100)), "backoff");
+        assert!(l.wants_request(KeyUse::InUse, ms(250)));
         let r = l.begin(1, 1, &policy(), ms(250));
         assert!(
             r.throttled && r.retry_refund == 1,
@@ -619,5 +675,135 @@ mod tests {
             l.gate(1, false, ms(0)),
             FleetGate::Stopped("table t: AccessDenied".into())
         );
+    }
+
+    #[test]
+    fn each_mode_asks_the_table_when_its_waiters_need_it() {
+        use KeyUse::*;
+        // A fleet key with no tokens (running low), one with plenty, one told to wait
+        // until 150 ms, one with a request in flight, a degraded key backing off until
+        // 250 ms.
+        let empty = ledger(OnError::Stop);
+        let mut stocked = ledger(OnError::Stop);
+        stocked.begin(1, 1, &policy(), ms(0));
+        stocked.granted(&grant(40, 2_000));
+        let mut refused = ledger(OnError::Stop);
+        refused.begin(1, 1, &policy(), ms(0));
+        let mut g = grant(0, 3_000);
+        g.next_at = Some(ms(150));
+        refused.granted(&g);
+        let mut asking = ledger(OnError::Stop);
+        asking.begin(1, 1, &policy(), ms(0));
+        let mut degraded = ledger(OnError::LocalShare);
+        degraded.begin(1, 1, &policy(), ms(0));
+        degraded.failed("table t: unreachable".into(), &policy(), ms(0));
+        // (case, ledger, key use, at, wants a request)
+        let table: &[(&str, &HostLedger, KeyUse, u64, bool)] = &[
+            ("an idle key never asks", &empty, Idle, 0, false),
+            ("a key in use with no tokens asks", &empty, InUse, 0, true),
+            ("a blocked waiter asks", &empty, NeedsBlock, 0, true),
+            ("plenty in hand: no prefetch", &stocked, InUse, 0, false),
+            (
+                "plenty in hand, but a waiter is blocked",
+                &stocked,
+                NeedsBlock,
+                0,
+                true,
+            ),
+            (
+                "a refused grant waits for its instant",
+                &refused,
+                NeedsBlock,
+                100,
+                false,
+            ),
+            ("and asks at it", &refused, NeedsBlock, 150, true),
+            ("one request at a time", &asking, NeedsBlock, 0, false),
+            (
+                "a degraded key backs off",
+                &degraded,
+                NeedsBlock,
+                100,
+                false,
+            ),
+            (
+                "a degraded key in use rejoins after its backoff",
+                &degraded,
+                InUse,
+                250,
+                true,
+            ),
+            (
+                "a degraded key rejoins only while in use",
+                &degraded,
+                Idle,
+                250,
+                false,
+            ),
+        ];
+        for (case, l, key_use, at, wants) in table {
+            assert_eq!(l.wants_request(*key_use, ms(*at)), *wants, "{case}");
+        }
+    }
+
+    #[test]
+    fn only_throttles_and_successes_are_reported_to_the_fleet() {
+        // (outcome, the next request reports a throttle, its refunds)
+        let table = [
+            (Outcome::Throttled, true, 0),
+            (Outcome::Success, false, 1),
+            (Outcome::Transient, false, 0),
+            (Outcome::Fatal, false, 0),
+        ];
+        for (outcome, throttled, refunds) in table {
+            let mut l = ledger(OnError::Stop);
+            l.feedback(outcome);
+            let r = l.begin(1, 1, &policy(), ms(0));
+            assert_eq!(
+                (r.throttled, r.retry_refund),
+                (throttled, refunds),
+                "{outcome:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_contended_request_keeps_its_reports_for_the_next() {
+        let mut l = ledger(OnError::Stop);
+        l.feedback(Outcome::Throttled);
+        l.feedback(Outcome::Success);
+        l.begin(1, 1, &policy(), ms(0));
+        l.feedback(Outcome::Success);
+        l.contended(ms(20));
+        assert_eq!(l.mode(), FleetMode::Fleet, "contention is not a failure");
+        assert_eq!(l.wake_at(ms(0)), Some(ms(20)));
+        let r = l.begin(1, 1, &policy(), ms(20));
+        assert!(r.throttled);
+        assert_eq!(r.retry_refund, 2);
+    }
+
+    #[test]
+    fn the_rejoin_backoff_doubles_up_to_its_cap() {
+        let table = [
+            (1, 250),
+            (2, 500),
+            (3, 1_000),
+            (4, 2_000),
+            (5, 4_000),
+            (6, 5_000),
+        ];
+        for (failures, wait_ms) in table {
+            assert_eq!(
+                rejoin_backoff(failures),
+                Duration::from_millis(wait_ms),
+                "{failures}"
+            );
+        }
+        let mut l = ledger(OnError::Stop);
+        for (at, rejoin_at) in [(0, 250), (250, 750), (750, 1_750)] {
+            l.begin(1, 1, &policy(), ms(at));
+            l.failed("table t: unreachable".into(), &policy(), ms(at));
+            assert_eq!(l.wake_at(ms(at)), Some(ms(rejoin_at)));
+        }
     }
 }

@@ -40,9 +40,12 @@
 //! - [`take`]: `take_block`, its request and grant.
 //! - [`penalty`]: the fleet factor: halved at most once per cooldown, learned ceiling.
 //! - [`sizing`]: how many tokens a host asks for (its recent demand).
-//! - [`host`]: the host's side: the tokens in hand, the request in flight, retry units.
+//! - [`host`]: the host's side: its mode (fleet, or degraded with a fallback), the request
+//!   in flight, retry units, the reports for the next request.
+//! - `hand`: the tokens in hand and the window each may be spent in.
 //! - [`share`]: degraded mode's local share when the table does not answer.
 
+mod hand;
 pub mod host;
 pub mod item;
 pub mod penalty;
@@ -53,7 +56,7 @@ pub mod window;
 
 use std::time::Duration;
 
-pub use host::{FleetGate, FleetMode, FleetView, HostLedger, Transition};
+pub use host::{FleetGate, FleetMode, FleetView, HostLedger, KeyUse, Transition};
 pub use item::{FleetItem, HostId};
 pub use penalty::{FleetPenalty, FLEET_COOLDOWN, MIN_FACTOR};
 pub use share::LocalShare;

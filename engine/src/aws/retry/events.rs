@@ -7,14 +7,15 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tollgate_actors::clock::{monotonic_now, since};
 use tollgate_quota::Outcome;
 
 use crate::aws::context::GateInner;
 use crate::aws::gated::AttemptRecord;
 use crate::aws::retry::decide::{AdmissionStop, Ending};
+use crate::aws::retry::tally::Tally;
 use crate::aws::taxonomy::ErrorClass;
 use crate::aws::telemetry::{emit, AttemptEvent, AttemptOutcome, Attribution, RetryOutcome};
+use crate::clock;
 
 /// Builds one call's telemetry events.
 pub(super) struct Events<'a> {
@@ -34,7 +35,38 @@ pub(super) struct Prep {
     pub started: Instant,
 }
 
+/// When a preparation started: `startedAtMs` on the admission clock (which processes
+/// share), and the instant its queue duration counts from.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stamp {
+    pub at_ms: u64,
+    pub at: Instant,
+}
+
+impl Stamp {
+    /// Now, on both clocks.
+    pub fn read(gate: &GateInner) -> Self {
+        Stamp {
+            at_ms: gate.admission.now().as_micros() / 1_000,
+            at: clock::now(),
+        }
+    }
+}
+
+impl Prep {
+    /// The preparation `tally` counts, started at `stamp`.
+    pub fn of(tally: &Tally, stamp: Stamp) -> Self {
+        Prep {
+            attempt: tally.attempt,
+            preparation: tally.preparation,
+            started_at_ms: stamp.at_ms,
+            started: stamp.at,
+        }
+    }
+}
+
 impl Events<'_> {
+    /// The event of `prep` as measured `now`.
     pub fn event(
         &self,
         prep: Prep,
@@ -42,11 +74,12 @@ impl Events<'_> {
         outcome: AttemptOutcome,
         retry: RetryOutcome,
         code: Option<&str>,
+        now: Instant,
     ) -> AttemptEvent {
-        let end = record.dispatched_at.unwrap_or_else(monotonic_now);
+        let end = record.dispatched_at.unwrap_or(now);
         let transport = match (record.dispatched_at, record.finished_at) {
             (Some(a), Some(b)) => b.saturating_duration_since(a),
-            (Some(a), None) => since(a),
+            (Some(a), None) => now.saturating_duration_since(a),
             _ => Duration::ZERO,
         };
         AttemptEvent {
@@ -67,6 +100,12 @@ impl Events<'_> {
             attribution: self.attribution.clone(),
             cleanup_outcome: None,
         }
+    }
+
+    /// The event of `prep`'s success, as measured `now`.
+    pub fn success(&self, prep: Prep, record: &AttemptRecord, now: Instant) -> AttemptEvent {
+        let (outcome, done) = (AttemptOutcome::Success, RetryOutcome::Done);
+        self.event(prep, record, outcome, done, None, now)
     }
 
     pub fn emit(&self, event: &AttemptEvent) {

@@ -1,4 +1,3 @@
-#![allow(clippy::disallowed_methods)] // shape-loops removes these reads
 //! The retry owner: one logical call, its reservation, its physical attempts.
 //!
 //! Why does the engine own retries instead of the SDK? The SDK's retry quota is per
@@ -35,63 +34,48 @@
 //! # Layout
 //! - [`decide`]: the pure decision after each preparation (done, prepare again, retry
 //!   after a delay, give up and why), with its table of cases.
+//! - `tally`: the loop's states ([`tally::Next`]: pass the breaker, prepare, back off)
+//!   and the call's counts, and what each decision does to them; pure, with a table.
+//! - `reports`: what a preparation's end tells the key (feedback, refund, pause) and the
+//!   scope's breaker; pure, with a table.
+//! - `failure`: how a preparation ended and the call error it leaves.
 //! - `events`: the attempt events this loop emits.
-//! - this file: the loop that applies decisions: it reserves, sends, feeds outcomes back
-//!   to the key, sleeps the backoff and emits telemetry.
+//! - this file: the loop that applies decisions: it reserves, passes the breaker,
+//!   sends, hands the reports on, sleeps the backoff and emits telemetry. It reads time
+//!   only through [`crate::clock::now`] (and the admission clock for `startedAtMs`).
 
 mod decide;
 mod events;
+mod failure;
+mod reports;
+mod tally;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
-use tokio::time::{sleep, sleep_until, Instant};
+use tokio::time::{sleep, sleep_until};
 use tollgate_actors::{AdmissionError, ReservationGuard, WaitOptions};
-use tollgate_quota::{Outcome, Passage, ProbeId, QuotaKey};
+use tollgate_quota::{Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::random_unit;
 use crate::aws::context::{CallContext, GateInner};
 use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::gated::{AttemptPlan, AttemptRecord, ConnectorStop, GatedHttpClient};
 use crate::aws::sdk_error::{describe, FailureFacts};
-use crate::aws::taxonomy::ErrorClass;
-use crate::aws::telemetry::{AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome};
+use crate::aws::telemetry::{
+    AttemptEvent, AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome,
+};
+use crate::clock;
 
-use decide::{admission_give_up, decide, AdmissionStop, Decision, Ending, Standing};
-use events::{admission_outcome, attempt_outcome, feedback_of, Events, Prep};
-
-/// What happened to a preparation of an attempt that did not succeed, with what the loop
-/// needs to finish the call: the admission error, the failure's facts.
-enum AttemptEnd {
-    NeedsRefresh,
-    Cancelled,
-    DeadlinePassed,
-    AdmissionFailed(AdmissionError),
-    Failed(FailureFacts),
-}
-
-impl AttemptEnd {
-    /// The decision's view.
-    fn ending(&self) -> Ending {
-        match self {
-            AttemptEnd::NeedsRefresh => Ending::NeedsRefresh,
-            AttemptEnd::Cancelled => Ending::Cancelled,
-            AttemptEnd::DeadlinePassed => Ending::DeadlinePassed,
-            AttemptEnd::AdmissionFailed(e) => Ending::Admission(e.into()),
-            AttemptEnd::Failed(facts) => Ending::Failed(facts.class),
-        }
-    }
-
-    fn code(&self) -> Option<&str> {
-        match self {
-            AttemptEnd::Failed(facts) => facts.code.as_deref(),
-            _ => None,
-        }
-    }
-}
+use decide::{admission_give_up, decide, AdmissionStop, Standing};
+use events::{admission_outcome, attempt_outcome, Events, Prep, Stamp};
+use failure::{admission_error, AttemptEnd};
+use reports::{reports, KeyReport, PrepEnd};
+use tally::{Next, Sent, Tally};
 
 /// Run one logical call. See the module docs.
 pub(crate) async fn run<T, E, F, Fut>(
@@ -114,228 +98,101 @@ where
         quota: Some(key.to_string()),
         attribution: Attribution::new(ctx.scan_id.to_string(), ctx.collector, &ctx.datasets),
     };
-    let policy = gate.policies.policy_for_key(&key);
-    let mut prep = Prep {
-        attempt: 1,
-        preparation: 0,
-        started_at_ms: gate.admission.now().as_micros() / 1_000,
-        started: Instant::now(),
-    };
-
+    let mut tally = Tally::FIRST;
+    let mut stamp = Stamp::read(gate);
     // The concurrency reservation, held across every retry.
-    let remaining = ctx.deadline.saturating_duration_since(Instant::now());
-    let reserve = gate.admission.reserve(
-        &key,
-        policy,
-        WaitOptions {
-            timeout: remaining,
-            scope: ctx.scan_id.scope(),
-        },
-    );
-    let reserved = tokio::select! {
-        biased;
-        _ = ctx.cancel.cancelled() => Err(AdmissionError::Cancelled { key: key.to_string() }),
-        reserved = reserve => reserved,
-    };
-    let guard = match reserved {
+    let guard = match reserve(gate, ctx, &key).await {
         Ok(guard) => Arc::new(guard),
         Err(e) => {
-            let stop = AdmissionStop::from(&e);
-            let (retry, kind) = admission_give_up(stop);
-            let mut event = events.event(
-                prep,
-                &AttemptRecord::default(),
-                admission_outcome(stop),
-                retry,
-                None,
-            );
+            let (result, mut event) = not_admitted(&events, &tally, stamp, &e, None);
             event.cleanup_outcome = Some(CleanupOutcome::Released);
             events.emit(&event);
-            return Err(admission_error(&e, kind, operation, None, 0));
+            return result;
         }
     };
-
-    let mut dispatched_attempts = 0u32;
-    let mut local_retries = 0u32;
-    let mut last_failure: Option<FailureFacts> = None;
-    // The breaker's probe lease this attempt holds, and whether the next preparation
-    // starts a new attempt (and so must pass the breaker first).
+    // The breaker's probe lease this attempt holds; the failure that asked for a retry.
     let mut probe: Option<ProbeId> = None;
-    let mut new_attempt = true;
+    let mut last_failure: Option<FailureFacts> = None;
+    let mut next = Next::PassBreaker;
     let (result, mut final_event) = loop {
-        if new_attempt {
-            new_attempt = false;
-            match pass_breaker(gate, ctx, &key).await {
-                Ok(lease) => probe = lease,
-                Err(e) => {
-                    let stop = AdmissionStop::from(&e);
-                    let (retry, kind) = admission_give_up(stop);
-                    let event = events.event(
-                        prep,
-                        &AttemptRecord::default(),
-                        admission_outcome(stop),
-                        retry,
-                        None,
-                    );
-                    let error = admission_error(
-                        &e,
-                        kind,
-                        operation,
-                        last_failure.take(),
-                        dispatched_attempts,
-                    );
-                    break (Err(error), event);
-                }
-            }
-        }
-        prep.preparation += 1;
-        prep.started = Instant::now();
-        prep.started_at_ms = gate.admission.now().as_micros() / 1_000;
-        let http = GatedHttpClient::new(
-            gate.http.clone(),
-            AttemptPlan {
-                guard: guard.clone(),
-                retry: prep.attempt > 1 && dispatched_attempts > 0,
-                cost: 1,
-                scope: ctx.scan_id.scope(),
-                cancel: ctx.cancel.clone(),
-                deadline: ctx.deadline,
-                max_wait: gate.signed_request_max_wait,
+        match next {
+            Next::PassBreaker => match pass_breaker(gate, ctx, &key).await {
+                Ok(lease) => (probe, next) = (lease, Next::Prepare),
+                Err(e) => break not_admitted(&events, &tally, stamp, &e, last_failure.take()),
             },
-        );
-        let recorder = http.recorder();
-        let sent = send(http);
-        let raced = tokio::select! {
-            biased;
-            _ = ctx.cancel.cancelled() => None,
-            _ = sleep_until(ctx.deadline) => Some(None),
-            result = sent => Some(Some(result)),
-        };
-        let mut record = recorder.take();
-        let dispatched = record.dispatched_at.is_some();
-        let end = match raced {
-            None => AttemptEnd::Cancelled,
-            Some(None) => AttemptEnd::DeadlinePassed,
-            Some(Some(Ok(value))) => {
-                if let Some(grant) = &record.grant {
-                    guard.feedback(Outcome::Success, grant);
-                }
-                gate.admission
-                    .breaker_report(&key, Some(Outcome::Success), probe.take());
-                let event = events.event(
-                    prep,
-                    &record,
-                    AttemptOutcome::Success,
-                    RetryOutcome::Done,
-                    None,
-                );
-                break (Ok(value), event);
-            }
-            Some(Some(Err(err))) => match record.stop.take() {
-                Some(ConnectorStop::NeedsRefresh) => AttemptEnd::NeedsRefresh,
-                Some(ConnectorStop::Cancelled) => AttemptEnd::Cancelled,
-                Some(ConnectorStop::Admission(e)) => AttemptEnd::AdmissionFailed(e),
-                None => AttemptEnd::Failed(describe(&err, dispatched)),
-            },
-        };
-        if dispatched {
-            dispatched_attempts += 1;
-        }
-        feed_back(&guard, &record, &end, dispatched);
-        if let (AttemptEnd::Failed(facts), true) = (&end, dispatched) {
-            let outcome = feedback_of(facts.class).0;
-            gate.admission
-                .breaker_report(&key, Some(outcome), probe.take());
-            let pausing = facts.class == ErrorClass::Throttled || record.status == Some(503);
-            if let (true, Some(hint)) = (pausing, record.retry_after.key_pause()) {
-                guard.pause(hint);
-            }
-        }
-
-        let ending = end.ending();
-        let decision = decide(
-            ending,
-            Standing {
-                attempts_used: dispatched_attempts + local_retries,
-                server: record.retry_after,
-                time_left: ctx.deadline.saturating_duration_since(Instant::now()),
-            },
-            &gate.retry,
-            random_unit,
-        );
-        let outcome = attempt_outcome(ending);
-        match decision {
-            Decision::Reprepare => {
-                events.emit(&events.event(prep, &record, outcome, RetryOutcome::Reprepare, None));
-            }
-            Decision::GiveUp { retry, kind } => {
-                give_up_probe(gate, &key, &mut probe);
-                let event = events.event(prep, &record, outcome, retry, end.code());
-                let error = match end {
-                    AttemptEnd::AdmissionFailed(e) => admission_error(
-                        &e,
-                        kind,
-                        operation,
-                        last_failure.take(),
-                        dispatched_attempts,
-                    ),
-                    AttemptEnd::Failed(facts) => {
-                        facts.into_error(kind, operation, dispatched_attempts)
-                    }
-                    _ => {
-                        let message = if dispatched {
-                            "the request was aborted in flight"
-                        } else {
-                            "nothing was sent"
-                        };
-                        let mut error = CallError::new(kind, operation, message);
-                        error.attempts = dispatched_attempts;
-                        error
-                    }
+            Next::Prepare => {
+                tally.prepare();
+                stamp = Stamp::read(gate);
+                let (answer, record) = send_once(gate, ctx, &guard, &tally, &mut send).await;
+                let (sent, prep, now) = (Sent::of(&record), Prep::of(&tally, stamp), clock::now());
+                let ended = PrepEnd::of(&answer);
+                send_reports(gate, &guard, &key, &record, &mut probe, ended);
+                let end = match answer {
+                    Ok(value) => break (Ok(value), events.success(prep, &record, now)),
+                    Err(end) => end,
                 };
-                break (Err(error), event);
-            }
-            Decision::RetryAfter(delay) => {
-                give_up_probe(gate, &key, &mut probe);
-                new_attempt = true;
-                events.emit(&events.event(prep, &record, outcome, RetryOutcome::Retry, end.code()));
-                if let AttemptEnd::Failed(facts) = end {
-                    last_failure = Some(facts);
-                }
-                let slept = tokio::select! {
-                    biased;
-                    _ = ctx.cancel.cancelled() => false,
-                    _ = sleep(delay) => true,
+                tally.ended(sent);
+                let ending = end.ending();
+                let standing = Standing {
+                    attempts_used: tally.attempts_used(),
+                    server: record.retry_after,
+                    time_left: ctx.deadline.saturating_duration_since(now),
                 };
-                if dispatched {
-                    prep.attempt += 1;
-                } else {
-                    local_retries += 1;
+                let decision = decide(ending, standing, &gate.retry, random_unit);
+                if !decision.keeps_probe() {
+                    give_up_probe(gate, &key, &mut probe);
                 }
-                prep.preparation = 0;
-                if !slept {
-                    let event = events.event(
-                        Prep {
-                            preparation: 0,
-                            started: Instant::now(),
-                            ..prep
-                        },
-                        &AttemptRecord::default(),
-                        AttemptOutcome::Cancelled,
-                        RetryOutcome::Cancelled,
-                        None,
-                    );
-                    let mut error =
-                        CallError::new(CallErrorKind::Cancelled, operation, "cancelled in backoff");
-                    error.attempts = dispatched_attempts;
-                    break (Err(error), event);
+                let (outcome, verdict) = (attempt_outcome(ending), decision.retry_outcome());
+                let event = events.event(prep, &record, outcome, verdict, end.code(), now);
+                tally.follow(&decision, sent);
+                match decision.next() {
+                    Ok(step) => {
+                        events.emit(&event);
+                        last_failure = end.into_failure().or(last_failure);
+                        next = step;
+                    }
+                    Err(kind) => {
+                        let last = last_failure.take();
+                        let error = end.into_error(kind, sent, operation, last, tally.dispatched);
+                        break (Err(error), event);
+                    }
                 }
+            }
+            Next::Backoff(delay) => {
+                if !back_off(ctx, delay).await {
+                    break cancelled_in_backoff(&events, &tally, stamp);
+                }
+                next = Next::PassBreaker;
             }
         }
     };
     final_event.cleanup_outcome = Some(release(guard));
     events.emit(&final_event);
     result
+}
+
+/// Take the call's concurrency reservation within its deadline (raced with its
+/// cancellation).
+async fn reserve(
+    gate: &GateInner,
+    ctx: &CallContext,
+    key: &QuotaKey,
+) -> Result<ReservationGuard, AdmissionError> {
+    let policy = gate.policies.policy_for_key(key);
+    let remaining = ctx.deadline.saturating_duration_since(clock::now());
+    let reserve = gate.admission.reserve(
+        key,
+        policy,
+        WaitOptions {
+            timeout: remaining,
+            scope: ctx.scan_id.scope(),
+        },
+    );
+    tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => Err(AdmissionError::Cancelled { key: key.to_string() }),
+        reserved = reserve => reserved,
+    }
 }
 
 /// Ask the breaker of `key`'s scope for passage within the call's deadline (raced with its
@@ -345,7 +202,7 @@ async fn pass_breaker(
     ctx: &CallContext,
     key: &QuotaKey,
 ) -> Result<Option<ProbeId>, AdmissionError> {
-    let time_left = ctx.deadline.saturating_duration_since(Instant::now());
+    let time_left = ctx.deadline.saturating_duration_since(clock::now());
     let passed = tokio::select! {
         biased;
         _ = ctx.cancel.cancelled() => Err(AdmissionError::Cancelled { key: key.to_string() }),
@@ -357,6 +214,84 @@ async fn pass_breaker(
     }
 }
 
+/// Prepare and send one preparation of the current attempt through a fresh gated client,
+/// raced with the call's cancellation and deadline: its answer, and what the connector
+/// recorded of it.
+async fn send_once<T, E, F, Fut>(
+    gate: &GateInner,
+    ctx: &CallContext,
+    guard: &Arc<ReservationGuard>,
+    tally: &Tally,
+    send: &mut F,
+) -> (Result<T, AttemptEnd>, AttemptRecord)
+where
+    F: FnMut(GatedHttpClient) -> Fut,
+    Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    let http = GatedHttpClient::new(
+        gate.http.clone(),
+        AttemptPlan {
+            guard: guard.clone(),
+            retry: tally.is_retry(),
+            cost: 1,
+            scope: ctx.scan_id.scope(),
+            cancel: ctx.cancel.clone(),
+            deadline: ctx.deadline,
+            max_wait: gate.signed_request_max_wait,
+        },
+    );
+    let recorder = http.recorder();
+    let sent = send(http);
+    let raced = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => None,
+        _ = sleep_until(ctx.deadline) => Some(None),
+        result = sent => Some(Some(result)),
+    };
+    let mut record = recorder.take();
+    let answer = match raced {
+        None => Err(AttemptEnd::Cancelled),
+        Some(None) => Err(AttemptEnd::DeadlinePassed),
+        Some(Some(Ok(value))) => Ok(value),
+        Some(Some(Err(err))) => Err(match record.stop.take() {
+            Some(ConnectorStop::NeedsRefresh) => AttemptEnd::NeedsRefresh,
+            Some(ConnectorStop::Cancelled) => AttemptEnd::Cancelled,
+            Some(ConnectorStop::Admission(e)) => AttemptEnd::AdmissionFailed(e),
+            None => AttemptEnd::Failed(describe(&err, record.dispatched_at.is_some())),
+        }),
+    };
+    (answer, record)
+}
+
+/// Send what a preparation that ended as `end` reports ([`reports`]): to the key through
+/// the preparation's grant (an ungranted preparation tells the key nothing), to the
+/// scope's breaker with the attempt's probe lease, and the key's pause.
+fn send_reports(
+    gate: &GateInner,
+    guard: &ReservationGuard,
+    key: &QuotaKey,
+    record: &AttemptRecord,
+    probe: &mut Option<ProbeId>,
+    end: PrepEnd,
+) {
+    let said = reports(end, Sent::of(record), record.status, record.retry_after);
+    if let Some(grant) = &record.grant {
+        match said.key {
+            KeyReport::Feedback(outcome) => guard.feedback(outcome, grant),
+            KeyReport::RefundRetry => guard.refund_retry(grant),
+            KeyReport::Nothing => {}
+        }
+    }
+    if let Some(outcome) = said.breaker {
+        gate.admission
+            .breaker_report(key, Some(outcome), probe.take());
+    }
+    if let Some(hint) = said.pause {
+        guard.pause(hint);
+    }
+}
+
 /// A probe lease whose attempt got no answer from the service (never sent, aborted in
 /// flight) is given up, so the scope's next caller probes at once.
 fn give_up_probe(gate: &GateInner, key: &QuotaKey, probe: &mut Option<ProbeId>) {
@@ -365,23 +300,56 @@ fn give_up_probe(gate: &GateInner, key: &QuotaKey, probe: &mut Option<ProbeId>) 
     }
 }
 
-/// Tell the key what a failed attempt says about its capacity. A dispatched failure
-/// reports its class; an aborted request says nothing, and a retry unit granted to an
-/// attempt that never went out comes back. (A success's feedback is sent where it ends
-/// the call.)
-fn feed_back(guard: &ReservationGuard, record: &AttemptRecord, end: &AttemptEnd, dispatched: bool) {
-    let Some(grant) = &record.grant else {
-        return;
-    };
-    match end {
-        AttemptEnd::Cancelled | AttemptEnd::DeadlinePassed if !dispatched => {
-            guard.refund_retry(grant)
-        }
-        AttemptEnd::Failed(facts) if dispatched => {
-            guard.feedback(feedback_of(facts.class).0, grant)
-        }
-        _ => {}
+/// Sleep the backoff unless the call is cancelled first: true if it slept.
+async fn back_off(ctx: &CallContext, delay: Duration) -> bool {
+    tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => false,
+        _ = sleep(delay) => true,
     }
+}
+
+/// The error and event of a call cancelled while it backed off.
+fn cancelled_in_backoff<T>(
+    events: &Events<'_>,
+    tally: &Tally,
+    stamp: Stamp,
+) -> (Result<T, CallError>, AttemptEvent) {
+    let now = clock::now();
+    let prep = Prep::of(tally, Stamp { at: now, ..stamp });
+    let (outcome, verdict) = (AttemptOutcome::Cancelled, RetryOutcome::Cancelled);
+    let event = events.event(prep, &AttemptRecord::default(), outcome, verdict, None, now);
+    let mut error = CallError::new(
+        CallErrorKind::Cancelled,
+        events.operation,
+        "cancelled in backoff",
+    );
+    error.attempts = tally.dispatched;
+    (Err(error), event)
+}
+
+/// The end of a call at an admission step (the reservation, the breaker's passage) that
+/// did not grant; `last` is the failure that asked for the retry, if any.
+fn not_admitted<T>(
+    events: &Events<'_>,
+    tally: &Tally,
+    stamp: Stamp,
+    e: &AdmissionError,
+    last: Option<FailureFacts>,
+) -> (Result<T, CallError>, AttemptEvent) {
+    let stop = AdmissionStop::from(e);
+    let (retry, kind) = admission_give_up(stop);
+    let (record, outcome) = (AttemptRecord::default(), admission_outcome(stop));
+    let event = events.event(
+        Prep::of(tally, stamp),
+        &record,
+        outcome,
+        retry,
+        None,
+        clock::now(),
+    );
+    let error = admission_error(e, kind, events.operation, last, tally.dispatched);
+    (Err(error), event)
 }
 
 /// Hand the reservation back. Released when this was the last holder; otherwise the SDK
@@ -393,28 +361,5 @@ fn release(guard: Arc<ReservationGuard>) -> CleanupOutcome {
             CleanupOutcome::Released
         }
         Err(_) => CleanupOutcome::Deferred,
-    }
-}
-
-/// The call error of an admission that did not grant. An empty retry allowance reports
-/// the failure that asked for the retry, with the refusal appended.
-fn admission_error(
-    e: &AdmissionError,
-    kind: CallErrorKind,
-    operation: &str,
-    last: Option<FailureFacts>,
-    attempts: u32,
-) -> CallError {
-    match (kind, last) {
-        (CallErrorKind::RetryAllowanceExhausted, Some(last)) => {
-            let mut error = last.into_error(kind, operation, attempts);
-            error.message = format!("{}; {}", error.message, e);
-            error
-        }
-        _ => {
-            let mut error = CallError::new(kind, operation, e.to_string());
-            error.attempts = attempts;
-            error
-        }
     }
 }
