@@ -16,6 +16,8 @@
 //! - [`handle`]: `AdmissionHandle` and `ReservationGuard`.
 //! - `key`: [`CanonicalKey`], the quota key as admission carries it (parsed once at the
 //!   edge, shared), and the admission request that travels with it.
+//! - `wait`: [`WaitOptions`], how long a caller waits and in which cancellation scope
+//!   (every layer carries it, so it depends on none of them).
 //! - [`runtime`]: the dedicated actor thread, or start-in-current-system for tests.
 //! - [`clock`]: `TokioClock`, the one place real time is read.
 //! - [`schedules`]: [`Schedules`], the keys' schedules and allowances (seed 003) and the
@@ -47,6 +49,7 @@ pub mod registry;
 pub mod remote;
 pub mod runtime;
 pub mod schedules;
+mod wait;
 
 pub use clock::TokioClock;
 pub use coordinator::Coordinator;

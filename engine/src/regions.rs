@@ -12,6 +12,9 @@
 
 use std::sync::OnceLock;
 
+/// The region used when neither the request nor the AWS configuration names one.
+pub const FALLBACK_REGION: &str = "us-east-1";
+
 /// Environment variable naming regions to accept beyond [`KNOWN_REGIONS`].
 pub const EXTRA_REGIONS_ENV: &str = "TOLLGATE_EXTRA_REGIONS";
 
