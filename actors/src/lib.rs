@@ -60,8 +60,10 @@ pub use join::{connect, Admission};
 pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
 pub use remote::{ClientInfo, CoordinationStatus};
+#[cfg(feature = "paused-clock")]
+pub use runtime::paused_system;
 pub use runtime::{
-    paused_system, start_in_current_system, start_in_current_system_with_fleet,
+    start_in_current_system, start_in_current_system_with_fleet,
     start_in_current_system_with_fleet_breakers, AdmissionRuntime, RuntimeConfig,
 };
 pub use schedules::Schedules;
