@@ -25,25 +25,7 @@ use crate::quota_actor::QuotaActor;
 use crate::remote::{CoordinationStatus, RemoteClient};
 use crate::AdmissionError;
 
-pub use crate::local::DEFAULT_RESERVATION_TTL;
-
-/// How a caller waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WaitOptions {
-    /// Give up after waiting this long.
-    pub timeout: Duration,
-    /// The scan (or other cancellation scope) the request belongs to; 0 for none.
-    pub scope: u64,
-}
-
-impl Default for WaitOptions {
-    fn default() -> Self {
-        WaitOptions {
-            timeout: DEFAULT_RESERVATION_TTL,
-            scope: 0,
-        }
-    }
-}
+pub use crate::wait::{WaitOptions, DEFAULT_RESERVATION_TTL};
 
 /// Where requests go: actors in this process, or the coordinator's socket.
 #[derive(Clone)]

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use tollgate_quota::key::{KeyError, QuotaKey};
 use tollgate_quota::{AdmitRequest, Policy};
 
-use crate::handle::WaitOptions;
+use crate::wait::WaitOptions;
 
 /// The canonical text of a [`QuotaKey`], shared (see the module docs).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -16,6 +16,8 @@
 //! - [`handle`]: `AdmissionHandle` and `ReservationGuard`.
 //! - `key`: [`CanonicalKey`], the quota key as admission carries it (parsed once at the
 //!   edge, shared), and the admission request that travels with it.
+//! - `wait`: [`WaitOptions`], how long a caller waits and in which cancellation scope
+//!   (every layer carries it, so it depends on none of them).
 //! - [`runtime`]: the dedicated actor thread, or start-in-current-system for tests.
 //! - [`clock`]: `TokioClock` and `monotonic_now`, the one place real time is read
 //!   (`clippy.toml` disallows every other clock read).
@@ -54,6 +56,7 @@ pub mod remote;
 pub mod runtime;
 pub mod schedules;
 mod spec;
+mod wait;
 
 pub use clock::TokioClock;
 pub use coordinator::Coordinator;
@@ -65,6 +68,8 @@ pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
 pub use offline_status::{read_offline, OfflineStatus, OfflineStatusError, StoredKeyStatus};
 pub use remote::{ClientInfo, CoordinationStatus};
-pub use runtime::{paused_system, start_in_current_system, AdmissionRuntime, RuntimeConfig};
+#[cfg(feature = "paused-clock")]
+pub use runtime::paused_system;
+pub use runtime::{start_in_current_system, AdmissionRuntime, RuntimeConfig};
 pub use schedules::Schedules;
 pub use spec::CoordinatorSpec;

@@ -29,8 +29,7 @@ use crate::registry::{
 use crate::remote::ClientTable;
 use crate::AdmissionError;
 
-/// Default reservation lifetime: the default discovery deadline (seed 000: 5 minutes).
-pub const DEFAULT_RESERVATION_TTL: Duration = Duration::from_secs(300);
+pub use crate::wait::DEFAULT_RESERVATION_TTL;
 
 /// The quota actors of this process, reachable from any thread.
 pub(crate) struct LocalAdmission {

@@ -110,7 +110,10 @@ impl RuntimeConfig {
 
 /// An actix system on a current-thread tokio runtime whose clock is paused from the start,
 /// for [`RuntimeConfig::simulated`] runs (replays, tests): sleeps advance instantly when
-/// nothing else can run, and timer ticks align with the simulated clock's epoch.
+/// nothing else can run, and timer ticks align with the simulated clock's epoch. Behind the
+/// `paused-clock` feature (tokio's `test-util`), so the engine a user links has no paused
+/// clock: `tollgate-replay` and the tests enable it.
+#[cfg(feature = "paused-clock")]
 pub fn paused_system() -> actix::SystemRunner {
     actix::System::with_tokio_rt(|| {
         tokio::runtime::Builder::new_current_thread()

@@ -11,37 +11,24 @@
 //! else outside `tollgate_actors::clock`.
 //!
 //! # Layout
-//! - `admission` (`in_process`, `processes`, `pyrate`): `bench admission`.
-//! - `echo`: the admission bench's floor, a bare Unix-socket echo.
-//! - `takeover`: `bench takeover`. `fleet` (`fleet_ideal`, `fleet_process`): `bench fleet`.
+//! One folder (or file) per bench family, each depending only on `harness`:
+//! - `admission/`: `bench admission` (`--in-process`, `--processes P`, `--peer pyrate`).
+//! - `takeover`: `bench takeover`.
+//! - `fleet/`: `bench fleet`, and its plain-SDK worker (hidden `fleet-worker`).
 //! - `service`: `bench service`, the service's soak test (RSS over N scans).
-//! - `hosts` (`hosts_table`, `dynalite`, `dynamo_proxy`, `bucket_bound`): `bench hosts`.
-//! - `worker`, `fleet_sdk`: the worker processes they spawn (hidden subcommands `worker`,
-//!   `fleet-worker`, and the diagnostic `probe-socket`).
-//! - `exe`: where this executable and the `tollgate` binary beside it are.
-//! - `stats`: percentiles and the printed table.
+//! - `hosts/`: `bench hosts`, fleet mode across simulated hosts on one table.
+//! - `harness/`: what families share: executables, the worker process (hidden `worker`,
+//!   `probe-socket`), the dedicated coordinator, the echo floor, windows, the table.
 #![forbid(unsafe_code)]
 
 mod admission;
-mod bucket_bound;
-mod dynalite;
-mod dynamo_proxy;
-mod echo;
-mod exe;
 mod fleet;
-mod fleet_ideal;
-mod fleet_outage;
-mod fleet_process;
-mod fleet_sdk;
+mod harness;
 mod hosts;
-mod hosts_table;
-mod in_process;
-mod processes;
-mod pyrate;
 mod service;
-mod stats;
 mod takeover;
-mod worker;
+
+use harness::{exe, worker};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -83,7 +70,7 @@ enum Command {
     Worker(worker::WorkerArgs),
     /// One plain-SDK process of `fleet` (internal).
     #[command(name = exe::FLEET_WORKER, hide = true)]
-    FleetWorker(fleet_sdk::FleetWorkerArgs),
+    FleetWorker(fleet::sdk::FleetWorkerArgs),
     /// Say hello on a coordinator socket and print the answer (diagnostics, internal).
     #[command(hide = true)]
     ProbeSocket {
@@ -109,7 +96,7 @@ fn main() -> ExitCode {
         Command::Service(args) => service::run(&args),
         Command::Hosts(args) => hosts::run(&args),
         Command::Worker(args) => worker::run(&args),
-        Command::FleetWorker(args) => fleet_sdk::run(args),
+        Command::FleetWorker(args) => fleet::sdk::run(args),
         Command::ProbeSocket { socket } => worker::probe_socket(&socket),
     };
     match result {

@@ -23,7 +23,7 @@ use serde::Serialize;
 use tollgate_service::{ApiToken, ServiceClient};
 use tollgate_sim::{bundled, Scenario, Simulator};
 
-use crate::exe;
+use crate::harness::exe;
 
 /// RSS after N may be at most this multiple of the RSS after the baseline.
 pub const GROWTH_LIMIT: f64 = 1.2;

@@ -28,9 +28,9 @@ use tollgate_actors::clock::unix_now;
 use tollgate_quota::window::WindowShape;
 use tollgate_storage::{AdmissionDir, CoordinatorLock, QuotaStore, SledStore};
 
-use crate::processes::max_in_window;
-use crate::stats::{print_table, Row};
-use crate::worker::{bench_policy, GrantLine};
+use crate::harness::stats::{print_table, Row};
+use crate::harness::window::max_in_window;
+use crate::harness::worker::{bench_policy, GrantLine};
 
 /// Time given to the workers to start and connect before they all begin.
 const START_DELAY: Duration = Duration::from_millis(600);
@@ -91,7 +91,7 @@ pub fn run(args: &TakeoverArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.rate > 0.0, "--rate must be a positive rate");
     let policy = bench_policy(args.rate, args.burst)?;
     let shape = WindowShape::for_rate(policy.rate_per_second());
-    let exe = crate::exe::bench()?;
+    let exe = crate::harness::exe::bench()?;
     let mut repetitions = Vec::new();
     for i in 0..args.repetitions.max(1) {
         let rep = repetition(&exe, args, shape, i)?;
@@ -197,7 +197,7 @@ fn repetition(
     let mut workers = Workers(Vec::new());
     for i in 0..args.processes {
         let child = Command::new(exe)
-            .arg(crate::exe::WORKER)
+            .arg(crate::harness::exe::WORKER)
             .arg("--dir")
             .arg(&dir)
             .args(["--requests", &per_process.to_string()])

@@ -1,7 +1,8 @@
 //! tollgate's AWS side: configuration validated once at the edge, an [`Engine`] that owns
 //! the admission directory for this process, and discovery on top of it: the gated SDK
-//! call path and retry owner ([`aws`]), one collector per dataset, the supervisor that
-//! runs scans, and `tollgate replay`.
+//! call path and retry owner ([`aws`]), one collector per dataset and the supervisor that
+//! runs scans. `tollgate replay` (a dry run on a paused clock) is the `tollgate-replay`
+//! crate, so this one carries no simulator and no paused clock.
 //!
 //! # Layout
 //! - [`config`]: `EngineConfig` — admission directory and quota policies, validated.
@@ -11,8 +12,6 @@
 //! - [`supervisor`]: `Supervisor` — scans, attribution, cancellation, report assembly.
 //! - [`collectors`]: one actor per dataset (`s3-buckets`, `lambda-functions`,
 //!   `dynamodb-tables`, `kms-keys`), every request through `AwsGate::call`.
-//! - [`replay`]: `tollgate replay`, a dry run of policies through the real gate and
-//!   quota actors on a simulated clock.
 //! - [`regions`]: the AWS regions a request may name.
 //! - [`output`]: the JSON report; [`dataset`], [`request`]: what a scan asks for;
 //!   [`throttling`]: the per-key "throttled gaps" tally; [`fleet_degraded`]: the report's
@@ -34,7 +33,6 @@ pub mod discovery;
 pub mod fleet_degraded;
 pub mod output;
 pub mod regions;
-pub mod replay;
 pub mod request;
 mod scan_setup;
 pub mod supervisor;

@@ -14,6 +14,9 @@
 //! from the environment when the value is built ([`KnownRegions::from_env`]), not cached
 //! in a process-wide static, so a test or an embedder can pass its own.
 
+/// The region used when neither the request nor the AWS configuration names one.
+pub const FALLBACK_REGION: &str = "us-east-1";
+
 /// Environment variable naming regions to accept beyond [`KNOWN_REGIONS`].
 pub const EXTRA_REGIONS_ENV: &str = "TOLLGATE_EXTRA_REGIONS";
 

@@ -4,6 +4,8 @@
 use std::time::Duration;
 
 pub use crate::aws::assume_role::{AssumeRole, RoleError};
+pub use crate::regions::FALLBACK_REGION;
+
 use crate::dataset::Dataset;
 use crate::regions::KnownRegions;
 
@@ -14,9 +16,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// `Instant + timeout` overflows (which would panic) or a reservation's expiry stops
 /// meaning anything.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// The region used when neither the request nor the AWS configuration names one.
-pub const FALLBACK_REGION: &str = "us-east-1";
 
 /// One scan's parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
-use tollgate_engine::replay::script::Script;
+use tollgate_replay::script::Script;
 use tollgate_quota::PolicyTable;
 
 static DEFAULTS: LazyLock<PolicyTable> = LazyLock::new(PolicyTable::defaults);

@@ -43,9 +43,11 @@ use crate::key::{operation_group, QuotaKey, ServiceGroup};
 use crate::policy::Policy;
 use crate::schedule::{resolve, EffectivePolicy, ReadTime, WallClock};
 
+mod entry;
 mod partial;
 mod read_time;
-use partial::{parse_entry, parse_key, policy_field_error, FieldError, Node};
+use entry::parse_entry;
+use partial::{parse_key, policy_field_error, FieldError, Node};
 
 /// The environment variable holding overrides.
 pub const OVERRIDES_ENV: &str = "TOLLGATE_QUOTA_OVERRIDES";

@@ -68,7 +68,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// Seed of the backoff jitter (a replay with the same seed is reproducible).
-        #[arg(long, default_value_t = tollgate_engine::replay::DEFAULT_SEED)]
+        #[arg(long, default_value_t = tollgate_replay::DEFAULT_SEED)]
         seed: u64,
     },
     /// Print the quota state held in the admission directory.

@@ -1,5 +1,5 @@
 //! `tollgate replay SCRIPT.json [--json] [--seed N]`: a dry run of policies in simulated
-//! time (see `tollgate_engine::replay`). Exit 0 when the replay ran, whatever its
+//! time (see the `tollgate_replay` crate). Exit 0 when the replay ran, whatever its
 //! requests' results; 1 when the script is invalid (the error names the field).
 
 use std::io::Write;
@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use tollgate_engine::replay::{self, ReplayOptions, Script};
 use tollgate_engine::EngineConfig;
+use tollgate_replay::{ReplayOptions, Script};
 
 pub fn run(script: &Path, json: bool, seed: u64) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(script)
@@ -21,7 +21,7 @@ pub fn run(script: &Path, json: bool, seed: u64) -> anyhow::Result<ExitCode> {
     for warning in parsed.policies.warnings() {
         eprintln!("tollgate: warning: {warning}");
     }
-    let report = replay::run(&parsed, ReplayOptions { seed })?;
+    let report = tollgate_replay::run(&parsed, ReplayOptions { seed })?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", report.to_json())?;

@@ -5,6 +5,7 @@
 //! - [`protocol`]: the request and response messages (the in-process API as data).
 //! - [`server`]: the coordinator's side: peer checks, forwarding to the quota actors,
 //!   clean-up after clients that go away.
+//! - `clients`: the table of connected clients (the server writes it, status reads it).
 //! - `keys`: each connection's parsed keys: a request's key is parsed once, a repeated
 //!   key not at all.
 //! - `socket`: a client connection as the coordinator holds it: registered for reading
@@ -20,6 +21,7 @@
 //!   the connection thread.
 
 mod client;
+mod clients;
 pub mod frame;
 mod keys;
 mod link;
@@ -31,5 +33,5 @@ mod wire;
 
 pub(crate) use client::RemoteClient;
 pub use client::{CLEANUP_BUDGET, TAKEOVER_TIMEOUT};
+pub use clients::ClientTable;
 pub use protocol::{ClientInfo, CoordinationStatus};
-pub use server::ClientTable;

@@ -10,9 +10,8 @@
 //! process that is still alive may reconnect and keep using them).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -23,10 +22,11 @@ use tokio::task::JoinSet;
 use tollgate_quota::key::QuotaKey;
 use tollgate_quota::{AdmitRequest, BreakerScope, Owner};
 
+use super::clients::ClientTable;
 use super::frame::{self, FrameReader, PROTOCOL_VERSION};
 use super::keys::KeyCache;
 use super::protocol::{
-    ClientInfo, CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
+    CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
 };
 use super::socket::Socket;
 use crate::handle::WaitOptions;
@@ -44,58 +44,6 @@ pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_IN_FLIGHT: usize = 16_384;
 /// How often a departed client's pid is checked before its reservations are released.
 const DEPARTED_POLL: Duration = Duration::from_millis(100);
-
-/// The clients connected right now.
-#[derive(Debug, Default)]
-pub struct ClientTable {
-    next: AtomicU64,
-    clients: Mutex<HashMap<u64, (Owner, Arc<AtomicUsize>)>>,
-}
-
-impl ClientTable {
-    /// Register a connection: its id (never [`crate::messages::IN_PROCESS`]) and in-flight
-    /// counter.
-    fn add(&self, owner: Owner) -> (u64, Arc<AtomicUsize>) {
-        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let in_flight = Arc::new(AtomicUsize::new(0));
-        if let Ok(mut c) = self.clients.lock() {
-            c.insert(id, (owner, in_flight.clone()));
-        }
-        (id, in_flight)
-    }
-
-    fn remove(&self, id: u64) {
-        if let Ok(mut c) = self.clients.lock() {
-            c.remove(&id);
-        }
-    }
-
-    fn is_connected(&self, owner: Owner) -> bool {
-        self.clients
-            .lock()
-            .map(|c| c.values().any(|(o, _)| *o == owner))
-            .unwrap_or(false)
-    }
-
-    /// Every connected client, by pid.
-    pub fn list(&self) -> Vec<ClientInfo> {
-        let mut out: Vec<ClientInfo> = self
-            .clients
-            .lock()
-            .map(|c| {
-                c.values()
-                    .map(|(o, n)| ClientInfo {
-                        pid: o.pid,
-                        generation: o.generation,
-                        in_flight: n.load(Ordering::Relaxed),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.sort_by_key(|c| (c.pid, c.generation));
-        out
-    }
-}
 
 /// What every connection needs.
 #[derive(Clone)]

@@ -20,7 +20,7 @@ use aws_config::sts::AssumeRoleProvider;
 use aws_config::{Region, SdkConfig};
 use aws_credential_types::provider::SharedCredentialsProvider;
 
-use crate::request::FALLBACK_REGION;
+use crate::regions::FALLBACK_REGION;
 
 /// The session name `AssumeRole` gets when the request names none (CloudTrail shows it).
 pub const DEFAULT_SESSION_NAME: &str = "tollgate";

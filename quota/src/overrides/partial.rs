@@ -1,19 +1,18 @@
-//! One override entry: its key, its partial policy and its read-time function, parsed.
+//! The pieces of an override entry: its key, its partial policy's four fields, the JSON
+//! tree they are read from ([`Node`]) and a field's refusal ([`FieldError`]).
 //!
 //! Kept apart from [`super::PolicyTable`] because this is where untrusted text is
-//! touched. Nothing here keeps or formats the document's values: a refusal is a field
+//! touched; `entry.rs` assembles an entry from these and `read_time.rs`'s fields. Nothing here keeps or formats the document's values: a refusal is a field
 //! name and a fixed rule, which the caller attaches to the setting and key.
 
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::read_time::{parse_allowance, parse_schedule};
 use super::OverrideError;
 use crate::key::{KeyError, ServiceGroup};
 use crate::overlay::PolicyOverlay;
 use crate::policy::PolicyError;
-use crate::schedule::{Allowance, PolicySchedule};
 
 const RATE_RULE: &str =
     "must be a finite number greater than 0 (fractions such as 0.5 are allowed)";
@@ -168,38 +167,6 @@ pub(super) fn policy_field_error(e: &PolicyError) -> FieldError {
         PolicyError::Concurrency => FieldError::Invalid("concurrency", CONCURRENCY_RULE),
         _ => FieldError::Invalid("burst", BURST_RULE),
     }
-}
-
-/// One override entry: its policy fields and, if given, its read-time function.
-/// `Some(None)` clears one inherited from an earlier layer (`"schedule": []`,
-/// `"allowance": null`).
-pub(super) struct ParsedEntry {
-    pub(super) overlay: PolicyOverlay,
-    pub(super) schedule: Option<Option<PolicySchedule>>,
-    pub(super) allowance: Option<Option<Allowance>>,
-}
-
-/// Parse an override entry's fields.
-pub(super) fn parse_entry(fields: &[(String, Node)]) -> Result<ParsedEntry, FieldError> {
-    let mut policy = PolicyFields::default();
-    let (mut schedule, mut allowance) = (None, None);
-    for (index, (name, value)) in fields.iter().enumerate() {
-        if policy.take(name, value)? {
-            continue;
-        }
-        match name.as_str() {
-            "schedule" if schedule.is_some() => return Err(FieldError::Duplicate("schedule")),
-            "schedule" => schedule = Some(parse_schedule(value)?),
-            "allowance" if allowance.is_some() => return Err(FieldError::Duplicate("allowance")),
-            "allowance" => allowance = Some(parse_allowance(value)?),
-            other => return Err(FieldError::Unknown(describe_field(other, index))),
-        }
-    }
-    Ok(ParsedEntry {
-        overlay: policy.into_overlay()?,
-        schedule,
-        allowance,
-    })
 }
 
 /// A non-negative whole number that fits `u32` (`3` and `3.0` both count).

@@ -22,9 +22,9 @@ use std::time::Duration;
 use serde::Serialize;
 use tollgate_actors::KeyStatus;
 
-use crate::aws::{CallError, CallErrorKind};
-use crate::replay::script::{ScriptedOutcome, ScriptedRequest};
-use crate::replay::transport::Exchange;
+use crate::script::{ScriptedOutcome, ScriptedRequest};
+use crate::transport::Exchange;
+use tollgate_engine::aws::{CallError, CallErrorKind};
 
 /// How a logical request ended (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -2,7 +2,7 @@
 //! directory and one key, each performing N admissions; the parent reports what they saw.
 //!
 //! The floor is measured in the same run: the same P processes' worth of clients doing
-//! 64-byte round trips against a bare Unix-socket echo server in this process (`echo`:
+//! 64-byte round trips against a bare Unix-socket echo server in this process (`harness::echo`:
 //! blocking, or registered read-only as tollgate's socket code is). A floor above
 //! tollgate's p50 or p99 is no floor: the run then fails (exit 1), as it does when a
 //! window held more grants than the policy allows. The
@@ -26,10 +26,12 @@ use serde::Serialize;
 use tollgate_actors::clock::unix_now;
 use tollgate_quota::window::WindowShape;
 
-use crate::admission::AdmissionArgs;
-use crate::echo::{EchoServer, EchoStyle};
-use crate::stats::{print_table, Row};
-use crate::worker::{bench_policy, WorkerReport};
+use crate::admission::{Coordinator, Peer, Processes};
+use crate::harness::coordinator::DedicatedCoordinator;
+use crate::harness::echo::{EchoServer, EchoStyle};
+use crate::harness::stats::{print_table, Row};
+use crate::harness::window::max_in_window;
+use crate::harness::worker::{bench_policy, collect_reports, span_s, WorkerReport};
 
 /// Time given to the workers to start and connect before they all begin.
 const START_DELAY: Duration = Duration::from_millis(600);
@@ -60,8 +62,8 @@ struct Report {
     throughput_ratio_to_echo: f64,
 }
 
-pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
-    let processes = processes.max(1);
+pub fn run(args: &Processes) -> anyhow::Result<ExitCode> {
+    let processes = args.processes.max(1);
     let n = args.requests.max(1);
     let policy = bench_policy(args.rate, args.burst)?;
     let limited = args.rate > 0.0;
@@ -73,7 +75,7 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
     if let Some(log) = &args.log {
         std::fs::create_dir_all(log).with_context(|| format!("creating {}", log.display()))?;
     }
-    let exe = crate::exe::bench()?;
+    let exe = crate::harness::exe::bench()?;
 
     let rounds = usize::from(args.rounds.unwrap_or(if limited { 1 } else { 3 })).min(n);
     let mut extra = vec!["--dir".to_owned(), dir.display().to_string()];
@@ -81,13 +83,18 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
         extra.extend(["--rate".into(), args.rate.to_string()]);
         extra.extend(["--burst".into(), args.burst.to_string()]);
     }
-    let server = if args.serve {
-        Some(DedicatedCoordinator::start(&crate::exe::tollgate()?, &dir)?)
-    } else {
-        None
+    let (server, peer) = match args.coordinator {
+        Coordinator::Elected => (None, None),
+        Coordinator::Served { peer } => (
+            Some(DedicatedCoordinator::start(
+                &crate::harness::exe::tollgate()?,
+                &dir,
+            )?),
+            peer,
+        ),
     };
-    let python = match args.peer {
-        Some(crate::admission::Peer::Pyrate) => Some(crate::pyrate::python_with_pyrate()?),
+    let python = match peer {
+        Some(Peer::Pyrate) => Some(crate::admission::pyrate::python_with_pyrate()?),
         None => None,
     };
     let mut echo_rounds = Vec::with_capacity(rounds);
@@ -106,7 +113,7 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
             args.log.as_deref(),
         )?);
         if let Some(python) = &python {
-            peer_rounds.push(crate::pyrate::measure(
+            peer_rounds.push(crate::admission::pyrate::measure(
                 python,
                 processes,
                 share,
@@ -129,7 +136,7 @@ pub fn run(args: &AdmissionArgs, processes: usize) -> anyhow::Result<ExitCode> {
 
     let peer = python
         .is_some()
-        .then(|| summarize(crate::pyrate::SUBJECT, &peer_rounds));
+        .then(|| summarize(crate::admission::pyrate::SUBJECT, &peer_rounds));
     let peer_max_starts_in_any_window = python.is_some().then(|| {
         let mut grants: Vec<u64> = peer_rounds
             .iter()
@@ -273,13 +280,6 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-/// From the first worker's start to the last one's finish.
-pub fn span_s(reports: &[WorkerReport]) -> f64 {
-    let start = reports.iter().map(|r| r.started_us).min().unwrap_or(0);
-    let end = reports.iter().map(|r| r.finished_us).max().unwrap_or(0);
-    end.saturating_sub(start) as f64 / 1e6
-}
-
 /// One side's figures pooled over its rounds: every sample, and throughput over the sum
 /// of the rounds' spans.
 fn summarize(subject: &str, rounds: &[Vec<WorkerReport>]) -> Row {
@@ -293,106 +293,6 @@ fn summarize(subject: &str, rounds: &[Vec<WorkerReport>]) -> Row {
     Row::new(subject, latencies, throughput)
 }
 
-/// Most grants inside any half-open window `[t, t + length)`; `sorted` ascending.
-pub fn max_in_window(sorted: &[u64], length: Duration) -> u64 {
-    let len = length.as_micros() as u64;
-    let mut best = 0;
-    let mut j = 0;
-    for i in 0..sorted.len() {
-        j = j.max(i);
-        while j < sorted.len() && sorted[j] < sorted[i] + len {
-            j += 1;
-        }
-        best = best.max((j - i) as u64);
-    }
-    best
-}
-
-/// `tollgate serve` holding the coordinator role for a run (`--serve`; one per host in
-/// `bench hosts`).
-pub struct DedicatedCoordinator(std::process::Child);
-
-impl DedicatedCoordinator {
-    /// Spawn it and wait until its socket accepts connections.
-    fn start(exe: &Path, dir: &Path) -> anyhow::Result<Self> {
-        Self::start_with_env(exe, dir, &[])
-    }
-
-    /// The same, with extra environment (`bench hosts`: the fleet table's variables).
-    pub fn start_with_env(
-        exe: &Path,
-        dir: &Path,
-        env: &[(String, Option<String>)],
-    ) -> anyhow::Result<Self> {
-        let mut cmd = Command::new(exe);
-        for (name, value) in env {
-            match value {
-                Some(v) => cmd.env(name, v),
-                None => cmd.env_remove(name),
-            };
-        }
-        let child = cmd
-            .arg("serve")
-            .arg("--dir")
-            .arg(dir)
-            // serve also runs the discovery service: its API on a free loopback port and
-            // its state beside the run's admission directory, not the user's.
-            .args(["--listen", "127.0.0.1:0"])
-            .env("TOLLGATE_STATE_DIR", dir.with_file_name("service-state"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("spawning `tollgate serve`")?;
-        let server = DedicatedCoordinator(child);
-        let socket = dir.join("coordinator.sock");
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
-            anyhow::ensure!(
-                std::time::Instant::now() < deadline,
-                "`tollgate serve --dir {}` did not accept connections within 10 s",
-                dir.display()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(server)
-    }
-
-    /// Its process id.
-    pub fn pid(&self) -> u32 {
-        self.0.id()
-    }
-
-    /// SIGKILL it and reap it (`bench hosts --kill-host`).
-    pub fn kill(mut self) -> anyhow::Result<()> {
-        self.0
-            .kill()
-            .context("sending SIGKILL to `tollgate serve`")?;
-        self.0.wait()?;
-        Ok(())
-    }
-
-    /// SIGTERM (a graceful hand-over) and wait; its pid.
-    pub fn stop(mut self) -> anyhow::Result<u32> {
-        let pid = self.0.id();
-        if let Some(raw) = rustix::process::Pid::from_raw(pid as i32) {
-            let _ = rustix::process::kill_process(raw, rustix::process::Signal::TERM);
-        }
-        let status = self.0.wait().context("waiting for `tollgate serve`")?;
-        anyhow::ensure!(status.success(), "`tollgate serve` exited with {status}");
-        Ok(pid)
-    }
-}
-
-impl Drop for DedicatedCoordinator {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
 fn spawn_workers(
     exe: &Path,
     processes: usize,
@@ -404,7 +304,7 @@ fn spawn_workers(
     let mut children = Vec::with_capacity(processes);
     for i in 0..processes {
         let mut cmd = Command::new(exe);
-        cmd.arg(crate::exe::WORKER)
+        cmd.arg(crate::harness::exe::WORKER)
             .args(["--requests", &n.to_string()])
             .args(["--start-at-us", &start_at.to_string()])
             .args(extra)
@@ -418,24 +318,8 @@ fn spawn_workers(
     collect_reports(children)
 }
 
-/// Wait for workers spawned with piped stdout; their reports, in order.
-pub fn collect_reports(children: Vec<std::process::Child>) -> anyhow::Result<Vec<WorkerReport>> {
-    let mut reports = Vec::with_capacity(children.len());
-    for child in children {
-        let out = child.wait_with_output()?;
-        anyhow::ensure!(
-            out.status.success(),
-            "a bench worker failed: {}",
-            out.status
-        );
-        let line = String::from_utf8_lossy(&out.stdout);
-        reports.push(serde_json::from_str(line.trim()).context("reading a worker's report")?);
-    }
-    Ok(reports)
-}
-
 /// Run P echo clients (child processes) against a bare echo server in this process,
-/// both in `style` (see `crate::echo`).
+/// both in `style` (see `crate::harness::echo`).
 fn echo_floor(
     exe: &Path,
     socket: &Path,
@@ -506,14 +390,5 @@ mod tests {
             window.len() == 1 && window[0].contains("above the limit of 20"),
             "{window:?}"
         );
-    }
-
-    #[test]
-    fn window_counts_are_half_open() {
-        let s = Duration::from_secs(1);
-        assert_eq!(max_in_window(&[], s), 0);
-        assert_eq!(max_in_window(&[0, 1_000_000, 2_000_000], s), 1);
-        assert_eq!(max_in_window(&[0, 999_999, 1_000_000], s), 2);
-        assert_eq!(max_in_window(&[5, 5, 5, 10], s), 4);
     }
 }

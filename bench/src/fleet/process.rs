@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::fleet_sdk::FleetWorkerReport;
+use crate::fleet::sdk::FleetWorkerReport;
 
 /// One process's view of its run.
 #[derive(Debug, Default, Clone, Serialize)]

@@ -7,7 +7,8 @@
 //! (`{pid, key, granted_at_us}`, with `host` first under `bench hosts`; the coordinator's wall-clock epoch microseconds) and
 //! flushes it at once, so the lines of a process killed mid-run survive. In echo mode it
 //! does N round trips of 64-byte frames on a plain Unix socket: the floor. Either way it
-//! prints one JSON summary line on stdout for the parent.
+//! prints one JSON summary line on stdout for the parent, which reads it back with
+//! [`collect_reports`].
 
 #![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
 
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crate::echo::{EchoClient, EchoStyle};
+use crate::harness::echo::{EchoClient, EchoStyle};
 use anyhow::Context;
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -103,7 +104,7 @@ pub fn run(args: &WorkerArgs) -> anyhow::Result<ExitCode> {
         (None, Some(socket)) => rt.block_on(echo(args, socket))?,
         _ => anyhow::bail!(
             "`{}` needs exactly one of --dir and --echo",
-            crate::exe::WORKER
+            crate::harness::exe::WORKER
         ),
     };
     let mut out = std::io::stdout().lock();
@@ -254,4 +255,27 @@ pub fn probe_socket(socket: &Path) -> anyhow::Result<ExitCode> {
             }
         }
     })
+}
+
+/// Wait for workers spawned with piped stdout; their reports, in order.
+pub fn collect_reports(children: Vec<std::process::Child>) -> anyhow::Result<Vec<WorkerReport>> {
+    let mut reports = Vec::with_capacity(children.len());
+    for child in children {
+        let out = child.wait_with_output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "a bench worker failed: {}",
+            out.status
+        );
+        let line = String::from_utf8_lossy(&out.stdout);
+        reports.push(serde_json::from_str(line.trim()).context("reading a worker's report")?);
+    }
+    Ok(reports)
+}
+
+/// From the first worker's start to the last one's finish.
+pub fn span_s(reports: &[WorkerReport]) -> f64 {
+    let start = reports.iter().map(|r| r.started_us).min().unwrap_or(0);
+    let end = reports.iter().map(|r| r.finished_us).max().unwrap_or(0);
+    end.saturating_sub(start) as f64 / 1e6
 }

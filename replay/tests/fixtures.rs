@@ -3,10 +3,8 @@
 //! table, elapsed within +0.5% of the ideal the policy allows (never below it), and the
 //! dispatch instants the admission maths determines.
 
-use tollgate_engine::replay::{
-    self, AttemptResult, ReplayOptions, Report, RequestResult, Script, Totals,
-};
 use tollgate_quota::PolicyTable;
+use tollgate_replay::{AttemptResult, ReplayOptions, Report, RequestResult, Script, Totals};
 
 fn fixture_text(name: &str) -> String {
     let path = format!("{}/../fixtures/replay/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -18,11 +16,11 @@ fn script(text: &str) -> Script {
 }
 
 fn replay_with(script: &Script, seed: u64) -> Report {
-    replay::run(script, ReplayOptions { seed }).unwrap()
+    tollgate_replay::run(script, ReplayOptions { seed }).unwrap()
 }
 
 fn replay_fixture(name: &str) -> Report {
-    replay_with(&script(&fixture_text(name)), replay::DEFAULT_SEED)
+    replay_with(&script(&fixture_text(name)), tollgate_replay::DEFAULT_SEED)
 }
 
 fn dispatches(report: &Report) -> Vec<u64> {
@@ -421,7 +419,7 @@ fn an_allowance_exhausted_before_the_deadline_is_refused_at_once() {
         "\"deadline_ms\": 1000, \"retry\"",
         1,
     );
-    let report = replay_with(&script(&text), replay::DEFAULT_SEED);
+    let report = replay_with(&script(&text), tollgate_replay::DEFAULT_SEED);
     assert_eq!(dispatches(&report), vec![0, 0, 0]);
     let failed = report
         .requests

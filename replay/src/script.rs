@@ -42,8 +42,8 @@ use serde_json::value::RawValue;
 use tollgate_quota::key::AccountId;
 use tollgate_quota::{AccountScope, Partition, PolicyTable, QuotaKey, WallClock};
 
-use crate::aws::{Jitter, RetrySettings};
-use crate::replay::ScriptError;
+use crate::ScriptError;
+use tollgate_engine::aws::{Jitter, RetrySettings};
 
 /// Default scan deadline, counted from time 0: `tollgate discover`'s default `--timeout`.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);

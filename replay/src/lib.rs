@@ -5,15 +5,22 @@
 //! Users ask "how long will a scan of N calls take under these quotas?" before touching an
 //! account; the seed 000 fixtures (`fixtures/replay/`) pin tollgate's pacing to the
 //! figures of the prior art. Nothing here is a model of admission: the answer comes from
-//! the production path ([`AwsGate::call`](crate::aws::AwsGate::call), the gated
+//! the production path ([`AwsGate::call`](tollgate_engine::aws::AwsGate::call), the gated
 //! connector, the taxonomy, the backoff, the quota actors), driven by a paused clock and a
 //! scripted transport.
+//!
+//! Why a crate of its own: a replay runs production admission on a paused tokio clock,
+//! which needs tokio's `test-util` and the simulator's scripted transport. Inside
+//! `tollgate-engine` both came with every engine a user links; here only `tollgate
+//! replay` (and the tests) carry them, and the engine depends on neither.
 //!
 //! # Layout
 //! - [`script`]: the JSON format, its defaults, validation into a [`Script`].
 //! - `transport`: the scripted inner HTTP client (awsJson 1.1 answers).
 //! - [`runner`]: the paused actix system, processes, timeline, cancellation.
 //! - [`report`]: results, totals, JSON and the table.
+
+#![forbid(unsafe_code)]
 
 use std::fmt;
 

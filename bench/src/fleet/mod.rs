@@ -10,7 +10,7 @@
 //! attempts and throttled responses; each process reports its logical calls, retries,
 //! calls given up and how complete its datasets are. `ideal_s` is the shortest time the
 //! server quotas allow for the K discoveries' calls, per region and server bucket (see
-//! `fleet_ideal`).
+//! `ideal`).
 //!
 //! The bench fails loudly: a process that crashed or wrote no report makes it exit 1
 //! after the table (its zeros would otherwise read as a result). The tollgate processes
@@ -18,7 +18,19 @@
 //! measured, unless `--keep-overrides`. Each process's pid is written to `pid-<i>` in
 //! its mode's directory as it starts (tests kill one through it).
 
+//!
+//! # Layout
+//! - `ideal`: the shortest completion the server quotas allow (`ideal_s`).
+//! - `outage`: what each mode did around a scenario's outage.
+//! - `process`: what one process did, read from what it left behind.
+//! - `sdk`: the plain-SDK worker process (hidden subcommand `fleet-worker`).
+
 #![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
+
+mod ideal;
+mod outage;
+mod process;
+pub mod sdk;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,8 +42,8 @@ use clap::Args;
 use serde::Serialize;
 use tollgate_sim::{Scenario, Simulator};
 
-use crate::fleet_outage::OutageFigures;
-use crate::fleet_process::{failure, sdk_process, tollgate_process, ProcessResult};
+use crate::fleet::outage::OutageFigures;
+use crate::fleet::process::{failure, sdk_process, tollgate_process, ProcessResult};
 
 /// Longest a tollgate process may run before the bench calls it failed.
 const TOLLGATE_TIMEOUT: &str = "30m";
@@ -115,7 +127,7 @@ struct ModeResult {
     items_expected_per_process: u64,
     per_process: Vec<ProcessResult>,
     server_per_operation: BTreeMap<String, ServerOp>,
-    /// Only when the scenario has an outage (`fleet_outage`).
+    /// Only when the scenario has an outage (`outage`).
     #[serde(skip_serializing_if = "Option::is_none")]
     outage: Option<OutageFigures>,
 }
@@ -262,8 +274,8 @@ fn run_mode(
     let url = format!("http://{}", server.local_addr());
     let regions = scenario.regions.join(",");
     let exe = match mode.sdk() {
-        None => crate::exe::tollgate()?,
-        Some(_) => crate::exe::bench()?,
+        None => crate::harness::exe::tollgate()?,
+        Some(_) => crate::harness::exe::bench()?,
     };
     let admission = dir.join("admission");
 
@@ -286,7 +298,7 @@ fn run_mode(
                 }
             }
             Some((sdk, max_attempts)) => {
-                cmd.args([crate::exe::FLEET_WORKER, "--mode", sdk])
+                cmd.args([crate::harness::exe::FLEET_WORKER, "--mode", sdk])
                     .args(["--endpoint-url", &url])
                     .args(["--regions", &regions]);
                 if let Some(n) = max_attempts {
@@ -341,17 +353,17 @@ fn run_mode(
         p.elapsed_s = elapsed.as_secs_f64();
         per_process.push(p);
     }
-    let ideal_s = crate::fleet_ideal::ideal_seconds(scenario, k);
+    let ideal_s = crate::fleet::ideal::ideal_seconds(scenario, k);
     let completion_s = completion.as_secs_f64();
     let sum = |f: fn(&ProcessResult) -> u64| per_process.iter().map(f).sum::<u64>();
-    let outage = crate::fleet_outage::outage(scenario).map(|fault| {
-        crate::fleet_outage::figures(
+    let outage = crate::fleet::outage::outage(scenario).map(|fault| {
+        crate::fleet::outage::figures(
             fault,
             &arrivals,
             items_expected * k as u64,
             sum(|p| p.items_complete),
             completion,
-            crate::fleet_outage::remaining_ideal(scenario, k, fault),
+            crate::fleet::outage::remaining_ideal(scenario, k, fault),
         )
     });
     Ok(ModeResult {
@@ -453,7 +465,7 @@ fn print_outage(report: &Report) {
          recovery plus the remaining ideal",
         first.from_s,
         first.until_s,
-        crate::fleet_outage::TARGET_SLACK_S
+        crate::fleet::outage::TARGET_SLACK_S
     );
     println!(
         "{:<17} {:>16} {:>14} {:>10} {:>18} {:>16} {:>7}",

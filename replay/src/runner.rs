@@ -7,7 +7,7 @@
 //! load. Time 0 is the runtime's start.
 //!
 //! What runs is production code: the quota actors and registry over a fresh
-//! [`MemoryStore`](tollgate_storage::MemoryStore) (nothing on disk, nothing shared with a
+//! `MemoryStore` (tollgate-storage) (nothing on disk, nothing shared with a
 //! real admission directory),
 //! reached through [`AdmissionHandle`]s; per request, an [`AwsGate`] for the request's
 //! account whose inner HTTP client is the request's [`ScriptedTransport`]; and a real SDK
@@ -44,14 +44,14 @@ use tollgate_actors::{
 };
 use tollgate_quota::{Owner, Partition, WallClock};
 
-use crate::aws::{
+use crate::report::{Report, RequestReport};
+use crate::script::{Script, ScriptedRequest};
+use crate::transport::ScriptedTransport;
+use crate::ReplayError;
+use tollgate_engine::aws::{
     gated_stalled_stream_protection, gated_timeouts, AwsGate, CallContext, CallError,
     CallerIdentity, ClockTimeSource, ScanId, UngatedRefusal,
 };
-use crate::replay::report::{Report, RequestReport};
-use crate::replay::script::{Script, ScriptedRequest};
-use crate::replay::transport::ScriptedTransport;
-use crate::replay::ReplayError;
 
 /// The carrier region of the SDK client (requests keep their own region in their key).
 const CARRIER_REGION: &str = "us-east-1";

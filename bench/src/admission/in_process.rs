@@ -19,8 +19,8 @@ use tollgate_actors::{AdmissionRuntime, RuntimeConfig, WaitOptions};
 use tollgate_quota::{Policy, QuotaKey};
 use tollgate_storage::{AdmissionDir, CoordinatorLock, SledStore};
 
-use crate::admission::AdmissionArgs;
-use crate::stats::{print_table, Row};
+use crate::admission::InProcess;
+use crate::harness::stats::{print_table, Row};
 
 #[derive(Debug, Serialize)]
 struct Report {
@@ -30,7 +30,7 @@ struct Report {
     throughput_ratio_to_governor: f64,
 }
 
-pub fn run(args: &AdmissionArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &InProcess) -> anyhow::Result<ExitCode> {
     let n = args.requests.max(100);
     let callers = args.callers.max(1);
     let tmp = tempfile::tempdir().context("creating a temporary admission directory")?;

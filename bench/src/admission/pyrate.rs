@@ -22,7 +22,7 @@ use anyhow::{bail, Context};
 use serde::Deserialize;
 use tollgate_actors::clock::unix_now;
 
-use crate::worker::WorkerReport;
+use crate::harness::worker::WorkerReport;
 
 const WORKER: &str = include_str!("pyrate_worker.py");
 /// Pinned, so that figures name what they measured (the versions current when pinned).

@@ -20,7 +20,7 @@
 //! answer instant; an attempt still unanswered when its call ended was aborted. The SDK
 //! plumbing is the shared [`FakeTransport`]; this file only scripts its answers.
 //!
-//! [`GatedHttpClient`]: crate::aws::GatedHttpClient
+//! [`GatedHttpClient`]: tollgate_engine::aws::GatedHttpClient
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -30,7 +30,7 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use tokio::time::Instant;
 use tollgate_sim::transport::{response, FakeTransport};
 
-use crate::replay::script::{ScriptedOutcome, ScriptedResponse};
+use crate::script::{ScriptedOutcome, ScriptedResponse};
 
 /// One physical attempt as the transport saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

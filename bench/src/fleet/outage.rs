@@ -16,7 +16,7 @@
 //! - **recovery to completion**: the last process's end minus `until` (negative when a
 //!   mode finished, having given the service up, before it recovered);
 //! - **remaining ideal**: the time the server quotas need after the recovery, if the
-//!   outage's operations could do nothing during it (`fleet_ideal`, with those
+//!   outage's operations could do nothing during it (`ideal`, with those
 //!   operations' buckets shifted by the outage). The target is to complete within
 //!   10 s of the recovery plus this.
 
@@ -98,13 +98,13 @@ pub fn figures(
 }
 
 /// The ideal time left after the recovery for `k` discoveries: every operation's server
-/// bucket needs its `fleet_ideal` seconds, and those the outage answers do nothing
+/// bucket needs its `ideal` seconds, and those the outage answers do nothing
 /// between `from` and `until`, so their work past `from` moves to after `until`.
 /// Never negative (a scan the quotas let finish before the recovery has none left).
 pub fn remaining_ideal(scenario: &Scenario, k: usize, fault: &Fault) -> f64 {
     let until = fault.until.unwrap_or(Duration::MAX).as_secs_f64();
     let from = fault.from.as_secs_f64();
-    crate::fleet_ideal::per_operation(scenario, k)
+    crate::fleet::ideal::per_operation(scenario, k)
         .into_iter()
         .map(|(region, op, seconds)| {
             let hit = fault.applies(&op, &region, fault.from) && seconds > from;

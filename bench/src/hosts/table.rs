@@ -11,8 +11,8 @@ use std::process::Command;
 use anyhow::Context;
 use tollgate_actors::clock::unix_now;
 
-use crate::dynalite::Dynalite;
-use crate::dynamo_proxy::CountingProxy;
+use crate::hosts::dynalite::Dynalite;
+use crate::hosts::dynamo_proxy::CountingProxy;
 
 /// The region the bench's table lives in (an emulator ignores it; the SDK needs one).
 const REGION: &str = "us-east-1";
@@ -79,7 +79,7 @@ impl FleetTable {
     /// `tollgate fleet init --table NAME` against the endpoint itself (its requests are
     /// setup, not the hosts' traffic, so they bypass the proxy's count).
     fn init(&self, direct: &str) -> anyhow::Result<()> {
-        let mut cmd = Command::new(crate::exe::tollgate()?);
+        let mut cmd = Command::new(crate::harness::exe::tollgate()?);
         apply(&mut cmd, &self.credentials);
         let out = cmd
             .args(["fleet", "init", "--table", &self.name])

@@ -15,7 +15,19 @@
 //! `--no-fleet` is the control: the same hosts without the table, each with the key's
 //! whole budget. The bound check must then fail (exit 1): that is how we know it can.
 
+//!
+//! # Layout
+//! - `table`: the shared table (dynalite or `--endpoint-url`, the proxy, `fleet init`).
+//! - `dynalite`: the emulator this bench starts for itself.
+//! - `dynamo_proxy`: the counting proxy in front of the table's endpoint.
+//! - `bucket_bound`: the fleet-wide token-bucket bound, checked from the grant logs.
+
 #![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
+
+mod bucket_bound;
+mod dynalite;
+mod dynamo_proxy;
+mod table;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,11 +39,12 @@ use clap::Args;
 use serde::Serialize;
 use tollgate_actors::clock::unix_now;
 
-use crate::bucket_bound::{self, BoundCheck};
-use crate::hosts_table::{apply, FleetTable};
-use crate::processes::{collect_reports, span_s, DedicatedCoordinator};
-use crate::stats::Row;
-use crate::worker::{bench_policy, GrantLine, WorkerReport};
+use crate::harness::coordinator::DedicatedCoordinator;
+use crate::harness::stats::Row;
+use crate::harness::worker::{bench_policy, GrantLine, WorkerReport};
+use crate::harness::worker::{collect_reports, span_s};
+use crate::hosts::bucket_bound::BoundCheck;
+use crate::hosts::table::{apply, FleetTable};
 
 /// Time given to the workers to start and connect before they all begin.
 const START_DELAY: Duration = Duration::from_millis(800);
@@ -140,8 +153,8 @@ pub fn run(args: &HostsArgs) -> anyhow::Result<ExitCode> {
         Some(t) => t.host_env(),
         None => FleetTable::no_fleet_env(),
     };
-    let tollgate = crate::exe::tollgate()?;
-    let bench = crate::exe::bench()?;
+    let tollgate = crate::harness::exe::tollgate()?;
+    let bench = crate::harness::exe::bench()?;
     let mut coordinators = Vec::with_capacity(args.hosts);
     for h in 0..args.hosts {
         let dir = tmp.path().join(format!("host-{h}")).join("admission");
@@ -160,7 +173,7 @@ pub fn run(args: &HostsArgs) -> anyhow::Result<ExitCode> {
         for i in 0..args.processes {
             let mut cmd = Command::new(&bench);
             apply(&mut cmd, &env);
-            cmd.arg(crate::exe::WORKER)
+            cmd.arg(crate::harness::exe::WORKER)
                 .arg("--dir")
                 .arg(&dir)
                 .args(["--requests", &args.requests.to_string()])
