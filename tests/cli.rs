@@ -4,16 +4,11 @@
 use std::process::{Command, Output};
 
 use tollgate_quota::defaults::DEFAULT_ROWS;
+use tollgate_testkit::cli;
 
 fn tollgate(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
-    cmd.args(args)
-        .env_remove("TOLLGATE_QUOTA_OVERRIDES")
-        .env_remove("TOLLGATE_POLICY_FILE");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("running tollgate")
+    let mut cmd = cli::command(env!("CARGO_BIN_EXE_tollgate"));
+    cli::output(cmd.args(args).envs(env.iter().copied()))
 }
 
 #[test]

@@ -9,70 +9,31 @@
 //! says so; without `TOLLGATE_FLEET_TABLE` nothing of fleet mode runs. `tollgate serve`
 //! reads a `[fleet]` section (environment winning value by value).
 
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::Output;
 
-const DYNALITE_URL_ENV: &str = "TOLLGATE_TEST_DYNALITE_URL";
-
-fn dynalite_url() -> String {
-    match std::env::var(DYNALITE_URL_ENV) {
-        Ok(url) if !url.is_empty() => url,
-        _ => panic!(
-            "these tests need dynalite (DynamoDB emulator): run scripts/test, or start \
-             `dynalite --host 127.0.0.1 --port PORT --createTableMs 0` and set \
-             {DYNALITE_URL_ENV}=http://127.0.0.1:PORT"
-        ),
-    }
-}
-
-static N: AtomicU32 = AtomicU32::new(0);
-
-fn table() -> String {
-    format!(
-        "tg-cli-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
+use tollgate_testkit::cli::{self, describe};
+use tollgate_testkit::{dynalite_url, emulator_env, unique_table};
 
 fn tollgate(args: &[&str], env: &[(&str, &str)], dir: &std::path::Path) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
-    cmd.args(args)
-        .env_remove("TOLLGATE_QUOTA_OVERRIDES")
-        .env_remove("TOLLGATE_POLICY_FILE")
-        .env_remove("AWS_PROFILE")
+    let mut cmd = cli::command(env!("CARGO_BIN_EXE_tollgate"));
+    emulator_env(&mut cmd)
+        .args(args)
         .env("TOLLGATE_ADMISSION_DIR", dir.join("admission"))
-        .env("TOLLGATE_STATE_DIR", dir.join("state"))
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_EC2_METADATA_DISABLED", "true");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("running tollgate")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+        .env("TOLLGATE_STATE_DIR", dir.join("state"));
+    cli::output(cmd.envs(env.iter().copied()))
 }
 
 #[test]
 fn init_creates_the_table_and_a_demo_admits_under_its_blocks() {
     let url = dynalite_url();
     let dir = tempfile::tempdir().unwrap();
-    let t = table();
+    let t = unique_table("cli");
     let env = [
         ("TOLLGATE_FLEET_ENDPOINT_URL", url.as_str()),
         ("TOLLGATE_FLEET_REGION", "us-east-1"),
     ];
     let init = tollgate(&["fleet", "init", "--table", &t], &env, dir.path());
-    assert!(init.status.success(), "{}", text(&init));
+    assert!(init.status.success(), "{}", describe(&init));
     let out = String::from_utf8_lossy(&init.stdout);
     assert!(out.contains("created"), "{out}");
     assert!(out.contains("dynamodb:PutItem"), "{out}");
@@ -81,15 +42,15 @@ fn init_creates_the_table_and_a_demo_admits_under_its_blocks() {
     assert!(
         String::from_utf8_lossy(&again.stdout).contains("exists"),
         "{}",
-        text(&again)
+        describe(&again)
     );
 
     let mut fleet_env = env.to_vec();
     fleet_env.push(("TOLLGATE_FLEET_TABLE", t.as_str()));
     let demo = tollgate(&["demo"], &fleet_env, dir.path());
-    assert!(demo.status.success(), "{}", text(&demo));
+    assert!(demo.status.success(), "{}", describe(&demo));
     let status = tollgate(&["fleet", "status", "--json"], &fleet_env, dir.path());
-    assert!(status.status.success(), "{}", text(&status));
+    assert!(status.status.success(), "{}", describe(&status));
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let keys = v["keys"].as_array().unwrap();
     assert!(!keys.is_empty(), "the demo's keys have items: {v}");
@@ -137,7 +98,7 @@ fn unreachable_url() -> String {
 #[test]
 fn stop_mode_refuses_naming_the_table() {
     let (_dir, demo, report) = demo_against_an_unreachable_table("stop");
-    let all = text(&demo);
+    let all = describe(&demo);
     assert!(!demo.status.success(), "{all}");
     assert!(
         all.contains("fleet admission degraded") && all.contains("Stop"),
@@ -173,7 +134,7 @@ fn degraded_keys(report: &serde_json::Value) -> Vec<serde_json::Value> {
 #[test]
 fn local_share_mode_warns_completes_and_says_so_in_the_report() {
     let (_dir, demo, report) = demo_against_an_unreachable_table("local-share");
-    let all = text(&demo);
+    let all = describe(&demo);
     assert!(demo.status.success(), "{all}");
     assert!(all.contains("fleet admission degraded"), "{all}");
     assert!(all.contains("LocalShare"), "{all}");
@@ -228,7 +189,7 @@ fn without_a_fleet_table_nothing_changes() {
         &env,
         dir.path(),
     );
-    let all = text(&demo);
+    let all = describe(&demo);
     assert!(demo.status.success(), "{all}");
     assert!(!all.contains("fleet"), "no fleet message: {all}");
     assert!(
@@ -243,7 +204,7 @@ fn without_a_fleet_table_nothing_changes() {
         serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
     assert!(report.get("fleet_degraded").is_none(), "{report}");
     let status = tollgate(&["status", "--json"], &[], dir.path());
-    assert!(status.status.success(), "{}", text(&status));
+    assert!(status.status.success(), "{}", describe(&status));
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let keys = status["keys"].as_array().unwrap();
     assert!(!keys.is_empty(), "the demo's keys are stored: {status}");

@@ -2,48 +2,19 @@
 //! default credential chain from the environment, a temporary admission directory, the
 //! report on stdout or in `--output`, telemetry in `--telemetry`, and the exit codes.
 
-#[path = "../engine/tests/common/moto.rs"]
-mod moto;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use moto::{moto, unique_prefix, Moto};
+use tollgate_testkit::moto::{moto, Moto, MOTO_ACCOUNT};
+use tollgate_testkit::unique_prefix;
 
 fn discover(moto: &Moto, admission: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .arg("discover")
+    let mut cmd = tollgate_testkit::cli::command(env!("CARGO_BIN_EXE_tollgate"));
+    cmd.arg("discover")
         .args(["--endpoint-url", &moto.url, "--regions", "us-east-1"])
         .args(args)
-        .env("TOLLGATE_ADMISSION_DIR", admission)
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_SESSION_TOKEN")
-        .env_remove("TOLLGATE_QUOTA_OVERRIDES")
-        .output()
-        .expect("running tollgate discover")
-}
-
-/// Send one JSON-protocol request to moto (X-Amz-Target), without the AWS SDK.
-fn moto_json(moto: &Moto, service: &str, target: &str, body: &str) -> String {
-    use std::io::{Read, Write};
-    let port: u16 = moto.url.rsplit(':').next().unwrap().parse().unwrap();
-    let request = format!(
-        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
-         Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/{service}/aws4_request, SignedHeaders=host, Signature=00\r\n\
-         X-Amz-Target: {target}\r\nContent-Type: application/x-amz-json-1.1\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 200"), "{target}: {answer}");
-    answer
+        .env("TOLLGATE_ADMISSION_DIR", admission);
+    tollgate_testkit::cli::output(tollgate_testkit::emulator_env(&mut cmd))
 }
 
 #[test]
@@ -51,14 +22,7 @@ fn a_complete_scan_exits_0_and_writes_report_and_telemetry() {
     let moto = moto();
     let prefix = unique_prefix("cli");
     let table = format!("{prefix}table");
-    moto_json(
-        &moto,
-        "dynamodb",
-        "DynamoDB_20120810.CreateTable",
-        &format!(
-            r#"{{"TableName":"{table}","AttributeDefinitions":[{{"AttributeName":"pk","AttributeType":"S"}}],"KeySchema":[{{"AttributeName":"pk","KeyType":"HASH"}}],"BillingMode":"PAY_PER_REQUEST"}}"#
-        ),
-    );
+    moto.create_table(&table);
     let tmp = tempfile::tempdir().unwrap();
     let report_path = tmp.path().join("report.json");
     let telemetry_path = tmp.path().join("attempts.jsonl");
@@ -88,7 +52,7 @@ fn a_complete_scan_exits_0_and_writes_report_and_telemetry() {
 
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
-    assert_eq!(report["account"], moto::MOTO_ACCOUNT);
+    assert_eq!(report["account"], MOTO_ACCOUNT);
     assert_eq!(report["regions"], serde_json::json!(["us-east-1"]));
     let datasets = report["datasets"].as_object().unwrap();
     assert_eq!(
@@ -120,14 +84,13 @@ fn a_complete_scan_exits_0_and_writes_report_and_telemetry() {
 fn a_scan_with_values_lost_to_failures_exits_2_with_the_report_on_stdout() {
     let moto = moto();
     let prefix = unique_prefix("cli-kms");
-    let created = moto_json(
-        &moto,
-        "kms",
-        "TrentService.CreateKey",
-        &format!(r#"{{"Description":"{prefix}key"}}"#),
-    );
-    let body = &created[created.find("\r\n\r\n").unwrap() + 4..];
-    let key: serde_json::Value = serde_json::from_str(body).unwrap();
+    let key = moto
+        .json_call(
+            "kms",
+            "TrentService.CreateKey",
+            &format!(r#"{{"Description":"{prefix}key"}}"#),
+        )
+        .json();
     let key_id = key["KeyMetadata"]["KeyId"].as_str().unwrap().to_string();
 
     let tmp = tempfile::tempdir().unwrap();
@@ -184,22 +147,6 @@ fn usage_errors_exit_1_not_the_partial_code() {
     assert_eq!(out.status.code(), Some(1));
 }
 
-/// Create an S3 bucket with a path-style PUT, without the AWS SDK.
-fn create_bucket(moto: &Moto, name: &str) {
-    use std::io::{Read, Write};
-    let port: u16 = moto.url.rsplit(':').next().unwrap().parse().unwrap();
-    let request = format!(
-        "PUT /{name} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
-         Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00\r\n\
-         Content-Length: 0\r\n\r\n"
-    );
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 200"), "CreateBucket: {answer}");
-}
-
 /// Ctrl-C (SIGINT) during a slowed scan: the report of what was collected is still
 /// written, the dataset is `cancelled`, and the exit code is 130.
 #[test]
@@ -210,23 +157,19 @@ fn ctrl_c_cancels_writes_the_report_and_exits_130() {
     let moto = moto();
     let prefix = unique_prefix("cli-int");
     for i in 0..3 {
-        create_bucket(&moto, &format!("{prefix}{i}"));
+        moto.create_bucket(&format!("{prefix}{i}"));
     }
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .arg("discover")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
+    cmd.arg("discover")
         .args(["--endpoint-url", &moto.url, "--regions", "us-east-1"])
         .args(["--datasets", "s3-buckets"])
         .env("TOLLGATE_ADMISSION_DIR", tmp.path().join("admission"))
         .env(
             "TOLLGATE_QUOTA_OVERRIDES",
             r#"{"s3:GetBucketLifecycleConfiguration":{"ratePerSecond":0.2,"burst":1}}"#,
-        )
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env_remove("AWS_PROFILE")
+        );
+    let mut child = tollgate_testkit::emulator_env(&mut cmd)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

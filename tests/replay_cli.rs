@@ -1,15 +1,13 @@
 //! `tollgate replay` as a user runs it: the real binary on the bundled seed 000 scripts.
 
 use std::collections::BTreeSet;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use tollgate_testkit::cli;
 
 fn tollgate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .env_remove("TOLLGATE_QUOTA_OVERRIDES")
-        .output()
-        .expect("running tollgate")
+    let mut cmd = cli::command(env!("CARGO_BIN_EXE_tollgate"));
+    cli::output(cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args(args))
 }
 
 fn keys(value: &serde_json::Value) -> BTreeSet<&str> {

@@ -3,16 +3,15 @@
 //! client. Submit, join, queue past the cap, cancel, reports, auth, and a SIGKILL
 //! mid-scan followed by a restart.
 
-#[path = "../engine/tests/common/moto.rs"]
-mod moto;
 mod service_support;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use moto::{moto, unique_prefix, Moto};
-use service_support::{child_env, create_tables, http, Dirs, Serve};
+use service_support::{child_env, http, Dirs, Serve};
+use tollgate_testkit::moto::{moto, Moto};
+use tollgate_testkit::unique_prefix;
 
 /// One DynamoDB control-plane call per second: a scan of the tables this file creates
 /// (plus whatever moto already holds) runs for several seconds, long enough to join,
@@ -124,7 +123,7 @@ fn requests_without_the_token_are_refused_and_the_cli_client_uses_the_token_file
 #[test]
 fn identical_requests_join_and_scans_past_the_cap_wait_then_cancel() {
     let moto = moto();
-    create_tables(&moto.url, &unique_prefix("join"), SLOW_TABLES);
+    moto.create_tables(&unique_prefix("join"), SLOW_TABLES);
     let tmp = tempfile::tempdir().unwrap();
     let config = write_config(tmp.path(), "[service]\nmax_concurrent_scans = 1\n");
     let serve = Serve::start(
@@ -242,7 +241,7 @@ fn a_service_report_equals_the_report_of_discover() {
 #[test]
 fn a_scan_killed_mid_run_is_interrupted_after_restart_and_history_survives() {
     let moto = moto();
-    create_tables(&moto.url, &unique_prefix("kill"), SLOW_TABLES);
+    moto.create_tables(&unique_prefix("kill"), SLOW_TABLES);
     let tmp = tempfile::tempdir().unwrap();
     let dirs = Dirs::new(tmp.path());
     let env = [("TOLLGATE_QUOTA_OVERRIDES", SLOW_DYNAMODB)];
@@ -277,7 +276,7 @@ fn a_scan_killed_mid_run_is_interrupted_after_restart_and_history_survives() {
 #[test]
 fn sigterm_stores_running_scans_interrupted_with_what_they_collected() {
     let moto = moto();
-    create_tables(&moto.url, &unique_prefix("term"), SLOW_TABLES);
+    moto.create_tables(&unique_prefix("term"), SLOW_TABLES);
     let tmp = tempfile::tempdir().unwrap();
     let dirs = Dirs::new(tmp.path());
     let env = [("TOLLGATE_QUOTA_OVERRIDES", SLOW_DYNAMODB)];

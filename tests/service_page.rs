@@ -3,15 +3,14 @@
 //! follows the redirect that moves the token into an HttpOnly cookie, runs the page's
 //! script, and the rendered DOM must show a running scan's id and its datasets.
 
-#[path = "../engine/tests/common/moto.rs"]
-mod moto;
 mod service_support;
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use moto::{moto, unique_prefix};
-use service_support::{create_tables, http, Dirs, Serve};
+use service_support::{http, Dirs, Serve};
+use tollgate_testkit::moto::moto;
+use tollgate_testkit::unique_prefix;
 
 /// One DynamoDB control-plane call every two seconds: the scan stays running while the
 /// browser starts and renders.
@@ -35,7 +34,7 @@ fn chromium() -> PathBuf {
 fn a_running_scan_and_its_datasets_appear_in_the_rendered_page() {
     let browser = chromium();
     let moto = moto();
-    create_tables(&moto.url, &unique_prefix("page"), 8);
+    moto.create_tables(&unique_prefix("page"), 8);
     let tmp = tempfile::tempdir().unwrap();
     let serve = Serve::start(
         &Dirs::new(tmp.path()),

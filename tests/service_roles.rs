@@ -9,16 +9,14 @@
 //! - A refused `AssumeRole` (a loopback STS that answers AccessDenied) is a failed scan
 //!   whose reason names the role, and never the external id.
 
-#[path = "../engine/tests/common/moto.rs"]
-mod moto;
 mod service_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
-use moto::{moto, MOTO_ACCOUNT};
 use service_support::{Dirs, Serve};
+use tollgate_testkit::moto::{moto, MOTO_ACCOUNT};
 
 const ROLE_ACCOUNT: &str = "111111111111";
 const ROLE: &str = "arn:aws:iam::111111111111:role/scanner";

@@ -17,16 +17,15 @@
 //! busy at the same time (each has grants inside the other's span), so it cannot pass
 //! by the two scans merely taking turns.
 
-#[path = "../engine/tests/common/moto.rs"]
-mod moto;
 mod service_support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use moto::{moto, unique_prefix};
-use service_support::{child_env, create_tables, Dirs, Serve};
+use service_support::{child_env, Dirs, Serve};
+use tollgate_testkit::moto::moto;
+use tollgate_testkit::unique_prefix;
 
 const RATE: f64 = 2.0;
 const BURST: f64 = 1.0;
@@ -64,7 +63,7 @@ fn within(grants: &[u64], from: u64, to: u64) -> usize {
 #[test]
 fn discover_alongside_the_service_shares_its_quota_window() {
     let moto = moto();
-    create_tables(&moto.url, &unique_prefix("shared"), TABLES);
+    moto.create_tables(&unique_prefix("shared"), TABLES);
     let tmp = tempfile::tempdir().unwrap();
     let dirs = Dirs::new(tmp.path());
     let serve_log = tmp.path().join("serve.jsonl");

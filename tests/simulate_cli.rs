@@ -2,9 +2,10 @@
 //! parses, the control path, SIGTERM and the count table; the demo's complete discovery
 //! of the bundled scenario; a bad scenario's error naming file and field.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
+
+use tollgate_testkit::http::{self, Call};
 
 fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_tollgate")
@@ -49,19 +50,10 @@ fn simulate_prints_its_url_serves_stats_and_stops_on_sigterm() {
     let port: u16 = url.parse().unwrap();
     assert_ne!(port, 0);
 
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .write_all(b"GET / HTTP/1.1\r\nHost: sim\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .write_all(b"GET /_sim/stats HTTP/1.1\r\nHost: sim\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let answer = http::must(&addr, Call::new("GET", "/"));
+    assert_eq!(answer.status, 403, "{}", answer.text());
+    let answer = http::must(&addr, Call::new("GET", "/_sim/stats")).text();
     assert!(answer.contains("\"unsigned\""), "{answer}");
 
     let term = Command::new("kill")

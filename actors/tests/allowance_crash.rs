@@ -1,7 +1,7 @@
 //! A calendar allowance across a coordinator SIGKILL, with real processes: a child process
-//! (this test binary, re-run on its ignored helper test) becomes the coordinator of an
-//! admission directory, spends part of a yearly allowance and is killed with SIGKILL; this
-//! process then takes over the directory (an unclean takeover of the sled state) and
+//! (`tollgate-actors-test-child allowance-coordinator`, tests/bin/child.rs) becomes the
+//! coordinator of an admission directory, spends part of a yearly allowance and is
+//! killed with SIGKILL; this process then takes over the directory (an unclean takeover of the sled state) and
 //! spends what is left. The period's total must stay within the amount: the successor
 //! charges the dead coordinator's whole lease (`AllowanceCounter::restore`).
 
@@ -13,8 +13,8 @@ use std::time::Duration;
 use tollgate_actors::{connect, AdmissionError, CoordinatorSpec, Schedules, WaitOptions};
 use tollgate_quota::{Policy, PolicyTable, QuotaKey, Refusal, WallClock};
 use tollgate_storage::AdmissionDir;
+use tollgate_testkit::runtime;
 
-const CHILD_DIR_ENV: &str = "TOLLGATE_TEST_ALLOWANCE_CHILD_DIR";
 /// Ten per calendar year (UTC): one period for the whole test, whenever it runs (short of
 /// New Year's midnight).
 const OVERRIDES: &str = r#"{"kms:ListKeys": {"ratePerSecond": 100, "burst": 4,
@@ -42,51 +42,16 @@ fn spec() -> CoordinatorSpec {
     }
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Not a test of its own: the child process the test below starts. Without the
-/// directory variable (a normal test run) it does nothing.
-#[test]
-fn child_coordinator_spends_part_of_the_allowance() {
-    let Ok(path) = std::env::var(CHILD_DIR_ENV) else {
-        return;
-    };
-    let dir = AdmissionDir::at(path).unwrap();
-    let admission = connect(&dir, spec()).unwrap();
-    assert!(admission.is_coordinator());
-    rt().block_on(async {
-        let handle = admission.handle();
-        let slot = handle
-            .reserve(&key(), policy(), WaitOptions::default())
-            .await
-            .unwrap();
-        for _ in 0..CHILD_SPENDS {
-            slot.admit(1, false, WaitOptions::default()).await.unwrap();
-            println!("granted");
-        }
-        println!("spent");
-        // Keep the coordinator (and its periodic renewals) running until killed.
-        tokio::time::sleep(Duration::from_secs(600)).await;
-    });
-}
-
 #[test]
 fn after_a_coordinator_sigkill_mid_period_the_allowance_is_not_exceeded() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("adm");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_coordinator_spends_part_of_the_allowance",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_DIR_ENV, &path)
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate-actors-test-child"))
+        .arg("allowance-coordinator")
+        .arg(&path)
+        .arg(key().to_string())
+        .arg(OVERRIDES)
+        .env("TOLLGATE_TEST_CHILD_SPENDS", CHILD_SPENDS.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -95,9 +60,8 @@ fn after_a_coordinator_sigkill_mid_period_the_allowance_is_not_exceeded() {
     let mut child_grants = 0;
     loop {
         match lines.next() {
-            // The test harness may print its "test ... " prefix on the same line.
-            Some(Ok(line)) if line.ends_with("granted") => child_grants += 1,
-            Some(Ok(line)) if line.ends_with("spent") => break,
+            Some(Ok(line)) if line == "granted" => child_grants += 1,
+            Some(Ok(line)) if line == "spent" => break,
             Some(Ok(_)) => {}
             other => panic!("the child ended before spending: {other:?}"),
         }
@@ -111,7 +75,7 @@ fn after_a_coordinator_sigkill_mid_period_the_allowance_is_not_exceeded() {
     let dir = AdmissionDir::at(&path).unwrap();
     let admission = connect(&dir, spec()).unwrap();
     assert!(admission.is_coordinator(), "the dead child's lock is free");
-    let rt = rt();
+    let rt = runtime();
     let mine = rt.block_on(async {
         let handle = admission.handle();
         let slot = handle

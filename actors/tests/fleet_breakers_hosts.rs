@@ -13,16 +13,10 @@ use tollgate_actors::{connect, AdmissionError, AdmissionHandle, CoordinatorSpec,
 use tollgate_quota::fleet::FleetConfig;
 use tollgate_quota::{BreakerScope, Outcome, Passage, QuotaKey};
 use tollgate_storage::AdmissionDir;
+use tollgate_testkit::runtime;
 
 fn key() -> QuotaKey {
     "aws/123456789012/eu-west-1/ec2:describe".parse().unwrap()
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// Poll `check` every 10 ms for up to 10 s.
@@ -66,7 +60,7 @@ fn a_coordinator_in_fleet_mode_publishes_its_opening_and_another_host_adopts_it(
     assert!(host_a.is_coordinator() && host_b.is_coordinator());
     let (a, b) = (host_a.handle(), host_b.handle());
     let scope = BreakerScope::of(&key());
-    rt().block_on(async {
+    runtime().block_on(async {
         for _ in 0..5 {
             assert_eq!(
                 a.breaker_pass(&key(), Duration::ZERO).await.unwrap(),
@@ -91,7 +85,7 @@ fn a_coordinator_in_fleet_mode_publishes_its_opening_and_another_host_adopts_it(
         let status = b.coordination().await.unwrap();
         assert!(status.breakers[0].from_fleet, "{:?}", status.breakers);
     });
-    rt().block_on(async {
+    runtime().block_on(async {
         host_a.shutdown().await.unwrap();
         host_b.shutdown().await.unwrap();
     });

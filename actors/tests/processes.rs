@@ -1,7 +1,7 @@
 //! Breakers and the Retry-After pause across real processes: this test binary starts
-//! copies of itself as clients of the coordinator it runs (`child_process_entry_point`,
-//! selected by an environment variable), so every request crosses the admission socket
-//! between separate processes, as `tollgate` processes do.
+//! helper processes (`tollgate-actors-test-child`, tests/bin/child.rs) as clients of the
+//! coordinator it runs, so every request crosses the admission socket between separate
+//! processes, as `tollgate` processes do.
 //!
 //! Real time: the breaker test waits out the real 5 s first opening (the constant is not
 //! configurable on purpose).
@@ -13,9 +13,7 @@ use std::time::Duration;
 use tollgate_actors::{connect, CoordinatorSpec, WaitOptions};
 use tollgate_quota::{Outcome, Passage, Policy, QuotaKey, Timestamp};
 use tollgate_storage::AdmissionDir;
-
-const ROLE: &str = "TOLLGATE_TEST_CHILD_ROLE";
-const DIR: &str = "TOLLGATE_TEST_CHILD_DIR";
+use tollgate_testkit::runtime;
 
 fn key() -> QuotaKey {
     "aws/123456789012/eu-west-1/ec2:describe".parse().unwrap()
@@ -25,23 +23,13 @@ fn policy() -> Policy {
     Policy::new(100.0, 100.0, 10, 10).unwrap()
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
+/// A `tollgate-actors-test-child` in `role` on `dir`, with this file's key and policy.
 fn spawn_child(role: &str, dir: &Path) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_process_entry_point",
-            "--nocapture",
-            "--quiet",
-        ])
-        .env(ROLE, role)
-        .env(DIR, dir)
+    Command::new(env!("CARGO_BIN_EXE_tollgate-actors-test-child"))
+        .arg(role)
+        .arg(dir)
+        .arg(key().to_string())
+        .arg(serde_json::to_string(&policy()).unwrap())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -62,48 +50,6 @@ fn result_of(child: Child) -> (String, u64) {
     (what.to_owned(), at.parse().unwrap())
 }
 
-/// Not a test of its own: the body of the child processes the tests below start. Without
-/// the role variable (a normal test run) it does nothing.
-#[test]
-fn child_process_entry_point() {
-    let Ok(role) = std::env::var(ROLE) else {
-        return;
-    };
-    let dir = AdmissionDir::at(std::env::var(DIR).unwrap()).unwrap();
-    let admission = connect(&dir, CoordinatorSpec::none()).unwrap();
-    assert!(!admission.is_coordinator(), "the parent coordinates");
-    let handle = admission.handle();
-    rt().block_on(async {
-        let line = match role.as_str() {
-            "breaker" => match handle.breaker_pass(&key(), Duration::from_secs(120)).await {
-                Ok(Passage::Probe(lease)) => {
-                    // The probe's call: the service answers after 500 ms, healthy again.
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    handle.breaker_report(&key(), Some(Outcome::Success), Some(lease.id));
-                    format!("probe {}", handle.now().as_micros())
-                }
-                Ok(other) => {
-                    format!("{other:?} {}", handle.now().as_micros()).replace("Go ", "go ")
-                }
-                Err(e) => panic!("{e}"),
-            },
-            "waiter" => {
-                let wait = WaitOptions {
-                    timeout: Duration::from_secs(60),
-                    scope: 0,
-                };
-                let slot = handle.reserve(&key(), policy(), wait).await.unwrap();
-                println!("READY");
-                let grant = slot.admit(1, false, wait).await.unwrap();
-                format!("admitted {}", grant.admitted_at.as_micros())
-            }
-            other => panic!("unknown role {other}"),
-        };
-        println!("RESULT {line}");
-        admission.shutdown().await.unwrap();
-    });
-}
-
 #[test]
 fn one_probe_across_three_processes_and_the_others_go_on_its_success() {
     let tmp = tempfile::tempdir().unwrap();
@@ -111,7 +57,7 @@ fn one_probe_across_three_processes_and_the_others_go_on_its_success() {
     let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(coordinator.is_coordinator());
     let handle = coordinator.handle();
-    let rt = rt();
+    let rt = runtime();
     let opened = rt.block_on(async {
         for _ in 0..5 {
             assert_eq!(
@@ -152,7 +98,7 @@ fn a_retry_after_pause_holds_back_a_waiter_in_another_process() {
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
     let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
     let handle = coordinator.handle();
-    let rt = rt();
+    let rt = runtime();
     let wait = WaitOptions {
         timeout: Duration::from_secs(60),
         scope: 0,

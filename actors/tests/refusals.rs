@@ -64,10 +64,7 @@ impl Served {
 impl Drop for Served {
     fn drop(&mut self) {
         if let Some(c) = self.coordinator.take() {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+            let rt = tollgate_testkit::runtime();
             let _ = rt.block_on(c.shutdown());
         }
     }

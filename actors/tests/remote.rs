@@ -9,17 +9,11 @@ use std::time::Duration;
 use tollgate_actors::{connect, CoordinatorSpec, WaitOptions};
 use tollgate_quota::{Outcome, Policy, QuotaKey};
 use tollgate_storage::AdmissionDir;
+use tollgate_testkit::runtime;
 
 fn key() -> QuotaKey {
     "aws/123456789012/us-east-1/logs:DescribeLogStreams"
         .parse()
-        .unwrap()
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
         .unwrap()
 }
 
@@ -44,7 +38,7 @@ fn client_admits_and_takes_over(runtime_reads: bool) {
         !coordinator.handle().read_answers_here(),
         "the coordinator reads nothing"
     );
-    let rt = rt();
+    let rt = runtime();
     let client = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(!client.is_coordinator());
     assert!(!client.handle().read_answers_here(), "outside a runtime");
@@ -105,7 +99,7 @@ fn a_crash_after_a_graceful_hand_over_does_not_resurrect_the_stale_window() {
     let policy = Policy::new(1.0, 1.0, 10, 20).unwrap();
     let admit_once = |admission: &tollgate_actors::Admission| {
         let handle = admission.handle();
-        rt().block_on(async move {
+        runtime().block_on(async move {
             let slot = handle
                 .reserve(&key(), policy, WaitOptions::default())
                 .await
@@ -116,7 +110,7 @@ fn a_crash_after_a_graceful_hand_over_does_not_resurrect_the_stale_window() {
     };
     let first = connect(&dir, CoordinatorSpec::none()).unwrap();
     admit_once(&first);
-    rt().block_on(first.shutdown()).unwrap(); // graceful record: one start at t0
+    runtime().block_on(first.shutdown()).unwrap(); // graceful record: one start at t0
     std::thread::sleep(Duration::from_millis(1_100)); // that start leaves the window
     let second = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(second.is_coordinator());
@@ -130,7 +124,7 @@ fn a_crash_after_a_graceful_hand_over_does_not_resurrect_the_stale_window() {
         "admitted {:?} after the crashed coordinator's last start",
         next.saturating_since(crashed_at)
     );
-    rt().block_on(third.shutdown()).unwrap();
+    runtime().block_on(third.shutdown()).unwrap();
 }
 
 /// Speak the protocol on a raw socket, as a client of another build might.
@@ -219,7 +213,7 @@ fn a_client_that_reads_late_gets_every_answer_once() {
     }
     assert!(seen[1..].iter().all(|&s| s), "every request was answered");
     sender.join().unwrap();
-    rt().block_on(coordinator.shutdown()).unwrap();
+    runtime().block_on(coordinator.shutdown()).unwrap();
 }
 
 /// Past `MAX_IN_FLIGHT` waiting requests on one connection, further reservations are
@@ -272,7 +266,7 @@ fn waiting_requests_beyond_the_cap_are_refused_and_pings_still_answered() {
         (first_refused..first_refused + extra).collect::<Vec<_>>()
     );
     let handle = coordinator.handle();
-    let status = rt().block_on(handle.coordination()).unwrap();
+    let status = runtime().block_on(handle.coordination()).unwrap();
     assert_eq!(
         status.clients[0].in_flight, MAX_IN_FLIGHT,
         "{:?}",
@@ -283,7 +277,7 @@ fn waiting_requests_beyond_the_cap_are_refused_and_pings_still_answered() {
     drop(raw);
     let mut waiting_now = MAX_IN_FLIGHT;
     for _ in 0..500 {
-        waiting_now = rt().block_on(handle.status()).unwrap()[0].waiting_for_reservation;
+        waiting_now = runtime().block_on(handle.status()).unwrap()[0].waiting_for_reservation;
         if waiting_now == 0 {
             break;
         }
@@ -293,7 +287,7 @@ fn waiting_requests_beyond_the_cap_are_refused_and_pings_still_answered() {
         waiting_now, 0,
         "the closed connection's waiters were cancelled"
     );
-    rt().block_on(coordinator.shutdown()).unwrap();
+    runtime().block_on(coordinator.shutdown()).unwrap();
 }
 
 /// The server parses a request's key once and carries the parsed, canonical key on: a key
@@ -332,7 +326,7 @@ fn a_key_sent_with_a_service_alias_reaches_the_actor_of_its_canonical_form() {
             .parse()
             .unwrap();
     let handle = coordinator.handle();
-    rt().block_on(async {
+    runtime().block_on(async {
         let slot = handle
             .reserve(&canonical, policy, WaitOptions::default())
             .await
@@ -344,5 +338,5 @@ fn a_key_sent_with_a_service_alias_reaches_the_actor_of_its_canonical_form() {
         assert_eq!(keys[0].state.reservations, 2, "{keys:?}");
     });
     drop(raw);
-    rt().block_on(coordinator.shutdown()).unwrap();
+    runtime().block_on(coordinator.shutdown()).unwrap();
 }

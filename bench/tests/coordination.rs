@@ -364,17 +364,26 @@ fn another_os_user_is_refused() {
         String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
     };
     let (uid, gid) = (id("-u"), id("-g"));
+    // The other user runs a copy of the probe from a directory made for it here: the
+    // checkout, and the `target/` that holds the built binary, may sit in a directory
+    // other users cannot enter (a clone under /root or in a `mktemp -d`).
+    let probe_dir = tmp.path().join("probe");
+    std::fs::create_dir(&probe_dir).unwrap();
+    let probe = probe_dir.join("tollgate-bench");
+    std::fs::copy(bench_exe(), &probe).expect("copying tollgate-bench for the other user");
     // Open the file-system doors a careless setup might leave open, so that only the
     // coordinator's own peer-credential check stands between the other user and admission.
     let modes = [
         (tmp.path(), 0o711),
         (dir.as_path(), 0o711),
         (socket.as_path(), 0o666),
+        (probe_dir.as_path(), 0o755),
+        (probe.as_path(), 0o755),
     ];
     for (path, mode) in modes {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
-    let out = run(Command::new(bench_exe())
+    let out = run(Command::new(&probe)
         .arg("probe-socket")
         .arg(&socket)
         .uid(uid)
@@ -458,10 +467,7 @@ fn status_lists_an_open_breaker_with_its_reopen_instant() {
     .unwrap();
     assert!(!admission.is_coordinator());
     let key: QuotaKey = "aws/123456789012/eu-west-1/ec2:describe".parse().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tollgate_testkit::runtime();
     rt.block_on(async {
         let handle = admission.handle();
         for _ in 0..5 {

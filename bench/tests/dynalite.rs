@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::types::{
 
 mod support;
 
-use support::dynalite::{dynalite_url, emulator_credentials, unique_table};
+use tollgate_testkit::{dynalite_url, emulator_credentials, unique_table};
 
 async fn client(url: &str) -> aws_sdk_dynamodb::Client {
     emulator_credentials();
@@ -57,10 +57,7 @@ async fn conditional_bump(
 fn conditional_update_item_succeeds_on_the_read_version_and_refuses_a_stale_one() {
     let url = dynalite_url();
     let table = unique_table("smoke");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tollgate_testkit::runtime();
     rt.block_on(async {
         let db = client(&url).await;
         let created = db

@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 mod support;
 
-use support::dynalite::dynalite_url;
+use tollgate_testkit::dynalite_url;
 
 fn bench_hosts(extra: &[&str], log: &std::path::Path) -> (Output, serde_json::Value) {
     let out = Command::new(support::bench_exe())

@@ -8,10 +8,6 @@
 //! with a bucket listing and GetKeyLastUsage with an HTML 500: those fields must come back
 //! `null` with a reason, and everything else must still be right.
 
-mod common {
-    pub mod moto;
-}
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +19,6 @@ use aws_sdk_s3::types::{
     BucketLifecycleConfiguration, ExpirationStatus, LifecycleExpiration, LifecycleRule,
     LifecycleRuleFilter,
 };
-use common::moto::{moto, unique_prefix, Moto};
 use tollgate_engine::aws::telemetry::{AttemptOutcome, MemoryTelemetry};
 use tollgate_engine::output::{DynamoDbTable, KmsKey, LambdaFunction, ReasonKind, S3Bucket};
 use tollgate_engine::{
@@ -31,6 +26,8 @@ use tollgate_engine::{
 };
 use tollgate_quota::PolicyTable;
 use tollgate_storage::DirEnv;
+use tollgate_testkit::moto::{moto, Moto, MOTO_ACCOUNT};
+use tollgate_testkit::unique_prefix;
 
 const REGION: &str = "us-east-1";
 
@@ -311,7 +308,7 @@ async fn discovers_every_dataset_item_by_item() {
     engine.close().await.unwrap();
 
     // The envelope.
-    assert_eq!(report.account.as_deref(), Some(common::moto::MOTO_ACCOUNT));
+    assert_eq!(report.account.as_deref(), Some(MOTO_ACCOUNT));
     assert_eq!(report.partition, "aws");
     assert_eq!(report.regions, [REGION]);
     assert!(report.scan_id.starts_with("scan-"));

@@ -73,10 +73,7 @@ impl ThrottlingDynamoDb {
 
 #[tokio::test]
 async fn a_throttled_dataset_is_partial_and_the_gap_is_reported() {
-    std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
-    std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
-    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
-    std::env::remove_var("AWS_PROFILE");
+    tollgate_testkit::emulator_credentials();
     let admission = AdmissionRuntime::start(RuntimeConfig::for_this_process(Arc::new(
         MemoryStore::new(),
     )))

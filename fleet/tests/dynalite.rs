@@ -12,133 +12,32 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use tollgate_actors::fleet::{exchange, FleetErrorKind, FleetStore};
-use tollgate_fleet::settings::FleetSettings;
 use tollgate_fleet::DynamoFleetStore;
-use tollgate_quota::fleet::{BlockRequest, FleetConfig, TokenRun};
-use tollgate_quota::{Clock, Timestamp};
+use tollgate_quota::fleet::TokenRun;
+use tollgate_quota::Timestamp;
+use tollgate_testkit::cli::line_after;
+use tollgate_testkit::{
+    block_on_local, dynalite_url, emulator_credentials, emulator_env, unique_table,
+};
 
+use common::blocks::{block, race, settings, T0};
 use common::ManualClock;
 
-const DYNALITE_URL_ENV: &str = "TOLLGATE_TEST_DYNALITE_URL";
-const ROLE: &str = "TOLLGATE_TEST_FLEET_CHILD";
-
-fn dynalite_url() -> String {
-    match std::env::var(DYNALITE_URL_ENV) {
-        Ok(url) if !url.is_empty() => url,
-        _ => panic!(
-            "these tests need dynalite (DynamoDB emulator): run scripts/test (it installs and \
-             starts it), or start `dynalite --host 127.0.0.1 --port PORT --createTableMs 0` \
-             and set {DYNALITE_URL_ENV}=http://127.0.0.1:PORT"
-        ),
-    }
-}
-
-fn credentials() {
-    std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
-    std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
-    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
-    std::env::remove_var("AWS_PROFILE");
-}
-
 fn store_at(table: &str, endpoint: &str) -> DynamoFleetStore {
-    credentials();
-    DynamoFleetStore::new(FleetSettings {
-        table: table.to_string(),
-        region: Some("us-east-1".into()),
-        endpoint_url: Some(endpoint.to_string()),
-        config: FleetConfig::default(),
-    })
-}
-
-fn unique(name: &str) -> String {
-    format!(
-        "tg-{name}-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
-}
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-const T0: u64 = 1_700_000_000_000_000;
-
-fn block(host: &str, wanted: u64) -> BlockRequest {
-    BlockRequest {
-        host: host.into(),
-        wanted,
-        rate: 10.0,
-        burst: 40.0,
-        retry_capacity: 6,
-        throttled: false,
-        retry_want: 0,
-        retry_refund: 0,
-        horizon: Duration::from_secs(2),
-    }
+    emulator_credentials();
+    DynamoFleetStore::new(settings(table, endpoint))
 }
 
 async fn new_table(name: &str) -> DynamoFleetStore {
-    let store = store_at(&unique(name), &dynalite_url());
+    let store = store_at(&unique_table(name), &dynalite_url());
     let report = tollgate_fleet::table::create_table(&store).await.unwrap();
     assert!(report.created);
     // dynalite 4 has no UpdateTimeToLive: a warning, not a failure.
     assert!(report.ttl_enabled || report.ttl_warning.is_some());
     store
-}
-
-/// `hosts` hosts take blocks of 3 concurrently, `rounds` times each, at the clock's
-/// instant; returns the runs granted.
-async fn race(
-    store: &DynamoFleetStore,
-    clock: &Arc<ManualClock>,
-    prefix: &str,
-    hosts: usize,
-    rounds: usize,
-) -> Vec<TokenRun> {
-    let tasks = (0..hosts).map(|h| {
-        let store: Arc<dyn FleetStore> = Arc::new(store.clone());
-        let clock: Arc<dyn Clock> = clock.clone();
-        let host = format!("{prefix}-{h}");
-        async move {
-            let mut cached = None;
-            let mut granted = Vec::new();
-            let mut done = 0;
-            while done < rounds {
-                match exchange(
-                    store.clone(),
-                    "aws/1/us-east-1/kms:GetKeyLastUsage".into(),
-                    block(&host, 3),
-                    clock.clone(),
-                    cached.take(),
-                )
-                .await
-                {
-                    Ok((grant, item, _)) => {
-                        if grant.run.count > 0 {
-                            granted.push(grant.run);
-                        }
-                        cached = Some(item);
-                        done += 1;
-                    }
-                    // Lost every write to the other racers: ask again, as the actor does.
-                    Err(e) if e.kind == FleetErrorKind::Contention => {}
-                    Err(e) => panic!("{e}"),
-                }
-            }
-            granted
-        }
-    });
-    futures_join(tasks).await.into_iter().flatten().collect()
 }
 
 /// The tokens of `runs`, checking that no two runs share a due instant (sorted by due
@@ -155,24 +54,9 @@ fn disjoint_tokens(runs: &[TokenRun]) -> u64 {
     runs.iter().map(|r| r.count).sum()
 }
 
-async fn futures_join<T: 'static, F: std::future::Future<Output = T> + 'static>(
-    fs: impl Iterator<Item = F>,
-) -> Vec<T> {
-    let handles: Vec<_> = fs.map(tokio::task::spawn_local).collect();
-    let mut out = Vec::new();
-    for h in handles {
-        out.push(h.await.unwrap());
-    }
-    out
-}
-
-fn local<F: std::future::Future>(f: F) -> F::Output {
-    rt().block_on(tokio::task::LocalSet::new().run_until(f))
-}
-
 #[test]
 fn concurrent_block_takers_on_one_item_never_share_a_due_instant() {
-    local(async {
+    block_on_local(async {
         let store = new_table("race").await;
         let clock = ManualClock::at(T0);
         // Clock held still. 10/s burst 40: due instants from T0 + 200 ms (lead 100 ms +
@@ -194,35 +78,15 @@ fn concurrent_block_takers_on_one_item_never_share_a_due_instant() {
     });
 }
 
-/// A child process: take blocks on the table named in its environment, print the total.
-#[test]
-fn child_process_entry_point() {
-    let Ok(table) = std::env::var(ROLE) else {
-        return; // run as a normal test: nothing to do
-    };
-    local(async {
-        let store = store_at(&table, &dynalite_url());
-        let clock = ManualClock::at(T0);
-        let runs = race(&store, &clock, &format!("p{}", std::process::id()), 2, 8).await;
-        let granted: u64 = runs.iter().map(|r| r.count).sum();
-        println!("GRANTED {granted}");
-    });
-}
-
 #[test]
 fn block_takers_in_separate_processes_never_exceed_the_horizon() {
-    let table = local(async { new_table("procs").await.settings().table.clone() });
+    let table = block_on_local(async { new_table("procs").await.settings().table.clone() });
     let children: Vec<_> = (0..4)
         .map(|_| {
-            Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "child_process_entry_point",
-                    "--nocapture",
-                    "--quiet",
-                ])
-                .env(ROLE, &table)
-                .env(DYNALITE_URL_ENV, dynalite_url())
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate-fleet-test-block-taker"));
+            emulator_env(&mut cmd)
+                .arg(&table)
+                .arg(dynalite_url())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .spawn()
@@ -233,14 +97,7 @@ fn block_takers_in_separate_processes_never_exceed_the_horizon() {
     for child in children {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "a child failed: {out:?}");
-        let text = String::from_utf8(out.stdout).unwrap();
-        total += text
-            .lines()
-            .find_map(|l| l.strip_prefix("GRANTED "))
-            .unwrap_or_else(|| panic!("no GRANTED line in {text:?}"))
-            .trim()
-            .parse::<u64>()
-            .unwrap();
+        total += line_after(&out, "GRANTED ").parse::<u64>().unwrap();
     }
     // 4 processes × 2 hosts × 8 rounds × 3 wanted = 192 asked; the clock held still, the
     // horizon allows 60 (see the test above). More would mean two grants shared due
@@ -250,7 +107,7 @@ fn block_takers_in_separate_processes_never_exceed_the_horizon() {
 
 #[test]
 fn a_throttle_halves_the_fleet_factor_once_per_cooldown_and_every_host_sees_it() {
-    local(async {
+    block_on_local(async {
         let store: Arc<dyn FleetStore> = Arc::new(new_table("penalty").await);
         let clock = ManualClock::at(T0);
         let key = "aws/1/us-east-1/s3:ListBuckets".to_string();
@@ -277,7 +134,7 @@ fn a_throttle_halves_the_fleet_factor_once_per_cooldown_and_every_host_sees_it()
 
 #[test]
 fn the_shared_retry_allowance_empties_fleet_wide() {
-    local(async {
+    block_on_local(async {
         let store: Arc<dyn FleetStore> = Arc::new(new_table("retry").await);
         let clock = ManualClock::at(T0);
         let key = "aws/1/us-east-1/lambda:ListFunctions".to_string();
@@ -310,7 +167,7 @@ fn the_shared_retry_allowance_empties_fleet_wide() {
 
 #[test]
 fn an_unreachable_table_is_reported_as_unreachable_naming_it() {
-    local(async {
+    block_on_local(async {
         // A loopback port nobody listens on.
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -326,8 +183,8 @@ fn an_unreachable_table_is_reported_as_unreachable_naming_it() {
 
 #[test]
 fn a_missing_table_says_how_to_create_it() {
-    local(async {
-        let store = store_at(&unique("absent"), &dynalite_url());
+    block_on_local(async {
+        let store = store_at(&unique_table("absent"), &dynalite_url());
         let e = store.get_item("k").await.unwrap_err();
         assert_eq!(e.kind, FleetErrorKind::NoTable, "{e}");
         assert!(e.to_string().contains("tollgate fleet init"), "{e}");
@@ -336,7 +193,7 @@ fn a_missing_table_says_how_to_create_it() {
 
 #[test]
 fn fleet_status_shows_the_reservation_and_hosts() {
-    local(async {
+    block_on_local(async {
         let store = new_table("status").await;
         let clock = ManualClock::at(T0);
         race(&store, &clock, "s", 2, 1).await;

@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tollgate_actors::fleet::breakers::update;
@@ -22,28 +21,14 @@ use tollgate_quota::breaker_fleet::{
 };
 use tollgate_quota::fleet::FleetConfig;
 use tollgate_quota::{BreakerScope, Clock, Timestamp, BASE_OPEN};
+use tollgate_testkit::{block_on_local, dynalite_url, emulator_credentials, unique_table};
 
 use common::ManualClock;
 
-const DYNALITE_URL_ENV: &str = "TOLLGATE_TEST_DYNALITE_URL";
 const T0: u64 = 1_700_000_000_000_000;
 
-fn dynalite_url() -> String {
-    match std::env::var(DYNALITE_URL_ENV) {
-        Ok(url) if !url.is_empty() => url,
-        _ => panic!(
-            "these tests need dynalite (DynamoDB emulator): run scripts/test (it installs and \
-             starts it), or start `dynalite --host 127.0.0.1 --port PORT --createTableMs 0` \
-             and set {DYNALITE_URL_ENV}=http://127.0.0.1:PORT"
-        ),
-    }
-}
-
 fn store_at(table: &str, endpoint: &str) -> DynamoFleetStore {
-    std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
-    std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
-    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
-    std::env::remove_var("AWS_PROFILE");
+    emulator_credentials();
     DynamoFleetStore::new(FleetSettings {
         table: table.to_string(),
         region: Some("us-east-1".into()),
@@ -52,15 +37,8 @@ fn store_at(table: &str, endpoint: &str) -> DynamoFleetStore {
     })
 }
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
 async fn new_table(name: &str) -> DynamoFleetStore {
-    let table = format!(
-        "tg-{name}-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
-    let store = store_at(&table, &dynalite_url());
+    let store = store_at(&unique_table(name), &dynalite_url());
     assert!(
         tollgate_fleet::table::create_table(&store)
             .await
@@ -72,14 +50,6 @@ async fn new_table(name: &str) -> DynamoFleetStore {
 
 fn scope() -> BreakerScope {
     BreakerScope::of(&"aws/123456789012/eu-west-1/ec2:describe".parse().unwrap())
-}
-
-fn local<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(tokio::task::LocalSet::new().run_until(f))
 }
 
 /// A rule for one host.
@@ -115,7 +85,7 @@ async fn race<T: 'static>(
 
 #[test]
 fn hosts_racing_to_publish_an_opening_make_one_opening_and_all_take_it() {
-    local(async {
+    block_on_local(async {
         let store = new_table("brk-open").await;
         let clock = ManualClock::at(T0);
         let answers = race(&store, &clock, 6, |_| {
@@ -142,7 +112,7 @@ fn hosts_racing_to_publish_an_opening_make_one_opening_and_all_take_it() {
 
 #[test]
 fn exactly_one_of_eight_hosts_wins_the_probe_and_its_answer_closes_the_scope() {
-    local(async {
+    block_on_local(async {
         let store = new_table("brk-probe").await;
         let clock = ManualClock::at(T0);
         race(&store, &clock, 1, |_| {

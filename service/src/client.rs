@@ -1,11 +1,16 @@
 //! `ServiceClient`: the `tollgate scans` commands' side of the API — one blocking
-//! HTTP/1.1 request per call over a plain TCP connection to the local service (loopback
-//! by default, so no TLS and no HTTP client crate), with the token from the state
-//! directory.
+//! HTTP/1.1 request per call to the local service (loopback by default, so no TLS), with
+//! the token from the state directory.
+//!
+//! Why hyper's client: the AWS SDK compiles hyper 1 and hyper-util anyway, and it frames
+//! the exchange (lengths, chunked answers, the connection's end) so this file does not
+//! have to. Each call runs on its own current-thread runtime: the commands are blocking.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
 
 use crate::token::ApiToken;
 
@@ -75,36 +80,66 @@ impl ServiceClient {
             url: self.url.clone(),
             source,
         };
-        let mut stream = TcpStream::connect(&self.host_port).map_err(connect)?;
-        stream
-            .set_read_timeout(Some(REQUEST_TIMEOUT))
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
             .map_err(connect)?;
-        let body = body.unwrap_or("");
-        let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\
-             Authorization: Bearer {}\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\n\r\n{body}",
-            self.host_port,
-            self.token.as_str(),
-            body.len()
-        );
-        stream.write_all(request.as_bytes()).map_err(connect)?;
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).map_err(connect)?;
-        let (status, body) = split_response(&answer).ok_or_else(|| {
-            connect(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "not an HTTP answer",
-            ))
-        })?;
+        let exchange = self.exchange(method, path, body.unwrap_or(""));
+        let (status, body) = runtime
+            .block_on(async { tokio::time::timeout(REQUEST_TIMEOUT, exchange).await })
+            .unwrap_or_else(|_| {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no answer within {}s", REQUEST_TIMEOUT.as_secs()),
+                ))
+            })
+            .map_err(connect)?;
         if (200..300).contains(&status) {
-            return Ok(body.to_vec());
+            return Ok(body);
         }
-        let message = serde_json::from_slice::<serde_json::Value>(body)
+        let message = serde_json::from_slice::<serde_json::Value>(&body)
             .ok()
             .and_then(|v| v["error"].as_str().map(str::to_string))
-            .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+            .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
         Err(ClientError::Api { status, message })
+    }
+
+    /// One exchange on a fresh connection: (status, body), or why no answer came.
+    async fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        body: &str,
+    ) -> std::io::Result<(u16, Vec<u8>)> {
+        let stream = tokio::net::TcpStream::connect(&self.host_port).await?;
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(std::io::Error::other)?;
+        // Driven beside the request; it ends when `sender` is dropped.
+        tokio::spawn(connection);
+        let request = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(hyper::header::HOST, &self.host_port)
+            .header(
+                hyper::header::AUTHORIZATION,
+                format!("Bearer {}", self.token.as_str()),
+            )
+            .header(hyper::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body.to_owned())))
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(std::io::Error::other)?;
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(std::io::Error::other)?
+            .to_bytes();
+        Ok((status, body.to_vec()))
     }
 
     /// Like [`request`](Self::request), the answer parsed as JSON.
@@ -122,24 +157,67 @@ impl ServiceClient {
     }
 }
 
-/// (status, body) of an HTTP/1.1 answer whose body ends with the connection.
-fn split_response(answer: &[u8]) -> Option<(u16, &[u8])> {
-    let end = answer.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&answer[..end]).ok()?;
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    Some((status, &answer[end + 4..]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A one-shot server on a free loopback port that answers `answer` to the first
+    /// request; the client for it, and the request it received (on join).
+    fn answering(answer: &'static [u8]) -> (ServiceClient, std::thread::JoinHandle<String>) {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            while !head.ends_with("\r\n\r\n") {
+                if reader.read_line(&mut head).unwrap() == 0 {
+                    break;
+                }
+            }
+            (&stream).write_all(answer).unwrap();
+            head
+        });
+        (
+            ServiceClient::new(&url, ApiToken::for_tests()).unwrap(),
+            server,
+        )
+    }
+
     #[test]
-    fn answers_split_into_status_and_body() {
-        let (status, body) =
-            split_response(b"HTTP/1.1 409 Conflict\r\nA: b\r\n\r\n{\"error\":\"x\"}").unwrap();
-        assert_eq!((status, body), (409, &b"{\"error\":\"x\"}"[..]));
-        assert!(split_response(b"garbage").is_none());
+    fn a_success_answers_its_body_and_the_request_carries_the_token() {
+        let (client, server) = answering(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"a\":1}");
+        assert_eq!(
+            client.request("GET", "/v1/scans", None).unwrap(),
+            b"{\"a\":1}"
+        );
+        let head = server.join().unwrap().to_ascii_lowercase();
+        assert!(head.starts_with("get /v1/scans http/1.1\r\n"), "{head}");
+        let bearer = format!("authorization: bearer {}", ApiToken::for_tests().as_str());
+        assert!(head.contains(&bearer.to_ascii_lowercase()), "{head}");
+    }
+
+    #[test]
+    fn an_error_answer_is_an_api_error_with_its_error_text() {
+        let (client, server) = answering(
+            b"HTTP/1.1 409 Conflict\r\nA: b\r\nContent-Length: 13\r\n\r\n{\"error\":\"x\"}",
+        );
+        match client.request("DELETE", "/v1/scans/1", None) {
+            Err(ClientError::Api { status, message }) => {
+                assert_eq!((status, &*message), (409, "x"))
+            }
+            other => panic!("{other:?}"),
+        }
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn an_answer_that_is_not_http_is_a_connection_error() {
+        let (client, server) = answering(b"garbage");
+        let err = client.request("GET", "/v1/scans", None).unwrap_err();
+        assert!(matches!(err, ClientError::Connect { .. }), "{err:?}");
+        server.join().unwrap();
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Shared by the service's integration tests: a `tollgate serve` child process on a free
-//! loopback port with its own admission and state directories, and a tiny HTTP/1.1
-//! client (no HTTP crate in the test build).
+//! loopback port with its own admission and state directories, and its API called through
+//! the test kit's HTTP client.
 
 #![allow(dead_code)] // each test binary uses a different part
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+
+use tollgate_testkit::http::{self, Call};
 
 /// How often the helpers poll.
 const POLL: Duration = Duration::from_millis(100);
@@ -37,14 +39,9 @@ impl Dirs {
 
 /// The environment every child gets: emulator credentials, nothing from the user.
 pub fn child_env(cmd: &mut Command, dirs: &Dirs) {
-    cmd.env("TOLLGATE_ADMISSION_DIR", &dirs.admission)
+    tollgate_testkit::emulator_env(cmd)
+        .env("TOLLGATE_ADMISSION_DIR", &dirs.admission)
         .env("TOLLGATE_STATE_DIR", &dirs.state)
-        .env("AWS_ACCESS_KEY_ID", "testing")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_SESSION_TOKEN")
         .env_remove("TOLLGATE_QUOTA_OVERRIDES");
 }
 
@@ -141,7 +138,7 @@ impl Drop for Serve {
     }
 }
 
-/// One HTTP/1.1 request; (status, body).
+/// One request, with the bearer token if given; (status, body).
 pub fn http(
     addr: &str,
     method: &str,
@@ -149,51 +146,10 @@ pub fn http(
     token: Option<&str>,
     body: Option<&str>,
 ) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(addr).expect("connecting to the service");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let body = body.unwrap_or("");
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).expect("sending");
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).expect("reading the answer");
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status in {head:?}"));
-    (status, body.to_string())
-}
-
-/// Create `n` DynamoDB tables named `{prefix}t{i}` in the moto at `moto_url` (one
-/// JSON-protocol request each, without the AWS SDK).
-pub fn create_tables(moto_url: &str, prefix: &str, n: usize) {
-    let port: u16 = moto_url.rsplit(':').next().unwrap().parse().unwrap();
-    for i in 0..n {
-        let body = format!(
-            r#"{{"TableName":"{prefix}t{i}","AttributeDefinitions":[{{"AttributeName":"pk","AttributeType":"S"}}],"KeySchema":[{{"AttributeName":"pk","KeyType":"HASH"}}],"BillingMode":"PAY_PER_REQUEST"}}"#
-        );
-        let request = format!(
-            "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
-             Authorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=00\r\n\
-             X-Amz-Target: DynamoDB_20120810.CreateTable\r\nContent-Type: application/x-amz-json-1.1\r\n\
-             Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        assert!(answer.starts_with("HTTP/1.1 200"), "CreateTable: {answer}");
+    let mut call = Call::new(method, path).header("content-type", "application/json");
+    if let Some(token) = token {
+        call = call.header("authorization", format!("Bearer {token}"));
     }
+    let answer = http::must(addr, call.body(body.unwrap_or("")));
+    (answer.status, answer.text())
 }

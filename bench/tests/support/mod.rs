@@ -9,8 +9,6 @@
 
 use std::path::{Path, PathBuf};
 
-pub mod dynalite;
-
 /// This package's `tollgate-bench`.
 pub fn bench_exe() -> &'static str {
     env!("CARGO_BIN_EXE_tollgate-bench")

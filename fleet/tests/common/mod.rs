@@ -1,4 +1,7 @@
-//! What the dynalite test files share.
+//! What the dynalite test files (and the fleet's helper binary) share.
+
+#[allow(dead_code)] // not every test file races for blocks
+pub mod blocks;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -1,0 +1,33 @@
+//! tollgate's test kit: the harness code every crate's tests share, one copy of each.
+//!
+//! A dev-dependency only (never linked into a binary a user runs). It depends on no
+//! tollgate crate, so that any of them can use it without a dependency cycle, and it
+//! compiles nothing, and enables no feature, that the workspace's normal build does not
+//! already (hyper and hyper-util come with the AWS SDK's HTTP client): being a
+//! dev-dependency must not make `cargo test` rebuild what `cargo build` built.
+//!
+//! # Layout
+//! - [`http`]: one HTTP/1.1 exchange through hyper's client (a service, a simulator, moto).
+//! - [`moto`]: the shared moto server (`TOLLGATE_TEST_MOTO_URL`, or one this binary
+//!   starts) and the resources tests create on it without the SDK.
+//! - [`dynalite`]: the dynalite URL the fleet tests need (`TOLLGATE_TEST_DYNALITE_URL`).
+//! - [`emulator`]: the static credentials the emulators accept, for this process or a child.
+//! - [`names`]: table names and resource prefixes unique to one test of one run.
+//! - [`runtime`]: a current-thread runtime (and a `LocalSet`) for plain `#[test]`s.
+//! - [`cli`]: running `tollgate` or `tollgate-bench` as a user would, and describing the
+//!   outcome.
+
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod dynalite;
+pub mod emulator;
+pub mod http;
+pub mod moto;
+pub mod names;
+pub mod runtime;
+
+pub use dynalite::{dynalite_url, DYNALITE_URL_ENV};
+pub use emulator::{emulator_credentials, emulator_env};
+pub use names::{unique_prefix, unique_table};
+pub use runtime::{block_on_local, runtime};

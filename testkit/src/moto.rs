@@ -1,0 +1,190 @@
+//! moto's server for the real-protocol tests (DESIGN §7 tier 3).
+//!
+//! `scripts/test` starts one `moto_server` on loopback and exports its URL as
+//! `TOLLGATE_TEST_MOTO_URL`. A test run without it (plain `cargo test`) starts its own
+//! server when `moto_server` is installed, and otherwise fails with instructions: a
+//! discovery test that silently passes without an emulator would prove nothing.
+//!
+//! Tests share one server, so every resource a test creates carries a unique prefix
+//! ([`crate::unique_prefix`]) and checks look only at that prefix. Resources are created
+//! with plain requests ([`Moto::call`]) rather than the AWS SDK, so that tests which do
+//! not link the SDK (the CLI's and the service's) can use them too.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::http::{self, Answer, Call};
+
+/// The variable `scripts/test` sets.
+pub const MOTO_URL_ENV: &str = "TOLLGATE_TEST_MOTO_URL";
+
+/// moto's default account.
+pub const MOTO_ACCOUNT: &str = "123456789012";
+
+/// A running moto server.
+pub struct Moto {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+/// A `moto_server` this test binary started, under a watchdog shell that stops it when
+/// this process exits, however it exits: the shell waits for end-of-file on its stdin,
+/// whose only writer is held here, and the kernel closes that pipe when the process dies.
+/// (A `Drop` would not do: statics are never dropped, and the test harness ends the
+/// process with `exit`.)
+struct OwnedServer {
+    _watchdog: Child,
+    _stdin: ChildStdin,
+}
+
+/// The watchdog: `$0` is moto_server, `$1` the port. `read` returns at end-of-file.
+const WATCHDOG: &str = "\"$0\" -H 127.0.0.1 -p \"$1\" >/dev/null 2>&1 & moto=$!; \
+     read -r _; kill \"$moto\" 2>/dev/null; wait \"$moto\"";
+
+static OWNED: OnceLock<Mutex<Option<OwnedServer>>> = OnceLock::new();
+static URL: OnceLock<String> = OnceLock::new();
+
+/// The shared server: `TOLLGATE_TEST_MOTO_URL`, else one this test binary starts. The
+/// first call also sets the emulator's credentials for this process
+/// ([`crate::emulator_credentials`]), before any test of the binary loads an SDK config.
+pub fn moto() -> Moto {
+    let url = URL.get_or_init(|| {
+        crate::emulator_credentials();
+        match std::env::var(MOTO_URL_ENV) {
+            Ok(url) if !url.is_empty() => url,
+            _ => start_own_server(),
+        }
+    });
+    Moto { url: url.clone() }
+}
+
+fn moto_binary() -> Option<PathBuf> {
+    // The repository root is this crate's parent.
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/moto_server");
+    if venv.is_file() {
+        return Some(venv);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("moto_server"))
+            .find(|p| p.is_file())
+    })
+}
+
+fn start_own_server() -> String {
+    let Some(binary) = moto_binary() else {
+        panic!(
+            "these tests need moto's AWS emulator: run scripts/test (it installs and starts \
+             moto), or `python3 -m pip install \"moto[server]\"`, or set {MOTO_URL_ENV} to a \
+             running moto_server's URL"
+        );
+    };
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port();
+    let mut watchdog = Command::new("sh")
+        .arg("-c")
+        .arg(WATCHDOG)
+        .arg(&binary)
+        .arg(port.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {} under sh: {e}", binary.display()));
+    let stdin = watchdog.stdin.take().expect("piped stdin");
+    OWNED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .replace(OwnedServer {
+            _watchdog: watchdog,
+            _stdin: stdin,
+        });
+    let addr = format!("127.0.0.1:{port}");
+    for _ in 0..150 {
+        let up = http::exchange(&addr, Call::new("GET", "/moto-api/"));
+        if up.is_ok_and(|a| a.status == 200) {
+            return format!("http://{addr}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("moto_server at {addr} did not answer within 15 s");
+}
+
+impl Moto {
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> &str {
+        let rest = self.url.strip_prefix("http://").unwrap_or(&self.url);
+        rest.trim_end_matches('/')
+    }
+
+    /// One request to `service` with a placeholder SigV4 header: moto reads the service
+    /// from the credential scope and checks no signature.
+    pub fn call(&self, service: &str, call: Call<'_>) -> Answer {
+        let auth = format!(
+            "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/{service}/aws4_request, \
+             SignedHeaders=host, Signature=00"
+        );
+        http::must(self.addr(), call.header("authorization", auth))
+    }
+
+    /// One JSON-protocol request (`X-Amz-Target`); the answer must be 200.
+    pub fn json_call(&self, service: &str, target: &str, body: &str) -> Answer {
+        let call = Call::new("POST", "/")
+            .header("x-amz-target", target)
+            .header("content-type", "application/x-amz-json-1.1")
+            .body(body);
+        let answer = self.call(service, call);
+        assert_eq!(answer.status, 200, "{target}: {}", answer.text());
+        answer
+    }
+
+    /// Create an IAM role for Lambda functions. moto checks that a function's role exists
+    /// in its IAM; a plain form POST keeps the IAM SDK out of the build.
+    pub fn create_lambda_role(&self, name: &str) -> String {
+        let body = format!(
+            "Action=CreateRole&Version=2010-05-08&RoleName={name}&AssumeRolePolicyDocument=%7B%7D"
+        );
+        let call = Call::new("POST", "/")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        let answer = self.call("iam", call);
+        assert!(
+            answer.status == 200 || answer.text().contains("EntityAlreadyExists"),
+            "CreateRole: {} {}",
+            answer.status,
+            answer.text()
+        );
+        format!("arn:aws:iam::{MOTO_ACCOUNT}:role/{name}")
+    }
+
+    /// Create an S3 bucket with a path-style PUT.
+    pub fn create_bucket(&self, name: &str) {
+        let path = format!("/{name}");
+        let answer = self.call("s3", Call::new("PUT", &path));
+        assert_eq!(answer.status, 200, "CreateBucket: {}", answer.text());
+    }
+
+    /// Create `n` DynamoDB tables named `{prefix}t{i}`.
+    pub fn create_tables(&self, prefix: &str, n: usize) {
+        for i in 0..n {
+            self.create_table(&format!("{prefix}t{i}"));
+        }
+    }
+
+    /// Create one on-demand DynamoDB table with a string hash key `pk`.
+    pub fn create_table(&self, name: &str) {
+        self.json_call(
+            "dynamodb",
+            "DynamoDB_20120810.CreateTable",
+            &format!(
+                r#"{{"TableName":"{name}","AttributeDefinitions":[{{"AttributeName":"pk","AttributeType":"S"}}],"KeySchema":[{{"AttributeName":"pk","KeyType":"HASH"}}],"BillingMode":"PAY_PER_REQUEST"}}"#
+            ),
+        );
+    }
+}
