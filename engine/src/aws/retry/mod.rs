@@ -255,7 +255,9 @@ where
         let decision = decide(
             ending,
             Standing {
-                attempts_used: dispatched_attempts + local_retries,
+                // issue 24: a failure before dispatch counts against the limit at once
+                // (it was left out until the next failure: 7 preparations for 6).
+                attempts_used: dispatched_attempts + local_retries + u32::from(!dispatched),
                 server: record.retry_after,
                 time_left: ctx.deadline.saturating_duration_since(Instant::now()),
             },
