@@ -1,7 +1,9 @@
 //! The discovery report: what `tollgate discover` prints and `Discovery::report` returns.
 //!
 //! One JSON document per scan:
-//! `{scan_id, partition, account, regions, started_at, finished_at, datasets, throttling}`,
+//! `{scan_id, partition, account, regions, started_at, finished_at, datasets, throttling}`
+//! (`throttling` is `null` when no key was throttled, failed transiently, retried, gave
+//! up, met an open breaker or queued long; see [`ThrottlingSummary`]),
 //! plus `fleet_degraded` when, in fleet mode, a key the scan used admitted without the
 //! fleet table (see [`FleetDegraded`]).
 //! Every dataset carries a `status` so a reader can tell a complete list from a short one:
@@ -39,8 +41,9 @@ pub struct DiscoveryReport {
     pub finished_at: String,
     /// One entry per requested dataset, by name (`s3-buckets`, ...).
     pub datasets: BTreeMap<String, DatasetReport>,
-    /// The throttled gaps: per quota key, what throttling cost this scan.
-    pub throttling: BTreeMap<String, KeyThrottling>,
+    /// What throttling cost this scan, per quota key and in total, with one readable line
+    /// per eventful key; `null` when nothing eventful happened.
+    pub throttling: Option<ThrottlingSummary>,
     /// Fleet mode only: the keys of this scan whose fleet admission was degraded while it
     /// ran (the fleet table failed; the key admitted from a local share of its rate, or
     /// refused). Absent when there were none, and without fleet mode.
@@ -61,6 +64,14 @@ impl DiscoveryReport {
     /// One dataset's report.
     pub fn dataset(&self, dataset: Dataset) -> Option<&DatasetReport> {
         self.datasets.get(dataset.name())
+    }
+
+    /// The per-key counters of [`DiscoveryReport::throttling`] (empty when it is `null`).
+    pub fn throttling_keys(&self) -> BTreeMap<String, KeyThrottling> {
+        self.throttling
+            .as_ref()
+            .map(|t| t.keys.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -254,8 +265,73 @@ pub struct KmsKey {
     pub last_used_at: Option<String>,
 }
 
+/// The report's `throttling` block (seed 001's shape): per-key counters, totals, one
+/// readable line per eventful key, the keys whose rate was slowed and the breakers that
+/// opened. Built by [`crate::throttling`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ThrottlingSummary {
+    /// Per quota key, what throttling cost it (eventful keys only).
+    pub keys: BTreeMap<String, KeyThrottling>,
+    /// The scan's sums over every key it used.
+    pub totals: ThrottlingTotals,
+    /// One line per eventful key, e.g. `aws/123456789012/us-east-1/kms:GetKeyLastUsage:
+    /// throttled 11×, slowed to 1.25/s (policy 5/s), 10 retries, 1 call gave up`.
+    pub messages: Vec<String>,
+    /// Keys whose effective rate was cut below their policy while the scan ran.
+    pub slowed: BTreeMap<String, SlowedKey>,
+    /// Breaker scopes (`partition/account/region/service`) that opened during the scan
+    /// or were not closed at its end.
+    pub breakers: BTreeMap<String, BreakerSummary>,
+}
+
+/// The scan's totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ThrottlingTotals {
+    /// Logical calls (each with all its attempts).
+    pub calls: u64,
+    /// Attempts answered with a throttling error.
+    pub throttled: u64,
+    /// Attempts that failed transiently after dispatch (5xx, timeouts, resets).
+    pub transient_errors: u64,
+    /// Retries sent.
+    pub retries: u64,
+    /// Calls that gave up (attempts, retry allowance or deadline ran out).
+    pub gave_up: u64,
+    /// Calls that ended unsent because their scope's breaker stayed open.
+    pub rejected: u64,
+    /// Openings of the scan's breakers seen while it ran.
+    pub breaker_trips: u64,
+    /// Time calls spent queued before dispatch (admission, signing), summed.
+    pub wait_seconds: f64,
+}
+
+/// A key whose rate tollgate slowed after throttling or transient failures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlowedKey {
+    /// The lowest effective rate seen while the scan ran, requests per second.
+    pub effective_rate_per_second: f64,
+    /// The key's policy rate.
+    pub policy_rate_per_second: f64,
+    /// Throttled attempts of this scan on the key.
+    pub throttles: u64,
+}
+
+/// One breaker scope's part in the scan.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BreakerSummary {
+    /// `closed`, `open` or `half_open` when the scan ended.
+    pub state: String,
+    /// Openings seen while the scan ran.
+    pub openings: u64,
+}
+
 /// What throttling cost one quota key during the scan.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct KeyThrottling {
     /// Physical attempts answered with a throttling error.
     pub throttled_responses: u64,
@@ -264,12 +340,32 @@ pub struct KeyThrottling {
     /// Calls that ended without success for want of retries, time or patience (throttled,
     /// transient, retry allowance exhausted, deadline).
     pub gave_up_calls: u64,
+    /// Logical calls on the key.
+    pub calls: u64,
+    /// Attempts that failed transiently after dispatch.
+    pub transient_errors: u64,
+    /// Calls that ended unsent because the key's breaker stayed open.
+    pub rejected: u64,
+    /// Time the key's calls spent queued before dispatch, summed, in seconds.
+    pub wait_seconds: f64,
 }
 
+/// Queued time, summed over a key's calls, from which a key with no other event is
+/// reported ("waited 418.6 s for rate limit"). Seed 001 counts a single second; tollgate
+/// paces every call by design (kms:GetKeyLastUsage at 5/s queues 10 keys for 9 s in
+/// total), so only a queue that dominated the scan is news.
+pub const LONG_WAIT_SECONDS: f64 = 30.0;
+
 impl KeyThrottling {
-    /// True when nothing happened worth reporting.
+    /// True when nothing happened worth reporting: no throttle, transient failure, retry,
+    /// give-up or breaker rejection, and less than [`LONG_WAIT_SECONDS`] queued.
     pub fn is_quiet(&self) -> bool {
-        *self == KeyThrottling::default()
+        self.throttled_responses == 0
+            && self.retries == 0
+            && self.gave_up_calls == 0
+            && self.transient_errors == 0
+            && self.rejected == 0
+            && self.wait_seconds < LONG_WAIT_SECONDS
     }
 }
 

@@ -964,3 +964,89 @@ fn a_throttle_with_retry_after_pauses_every_caller_of_the_key() {
         );
     });
 }
+
+// ---------------------------------------------------------------- (h) issue 24: classification
+
+const RATE_EXCEEDED: &str = r#"<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <Error><Type>Sender</Type><Code>RateExceeded</Code><Message>Rate exceeded</Message></Error>
+  <RequestId>req-3</RequestId>
+</ErrorResponse>"#;
+
+const MAXIMUM_KEYS: &str = r#"<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <Error><Type>Sender</Type><Code>LimitExceededException</Code><Message>You have reached the maximum number of keys</Message></Error>
+  <RequestId>req-4</RequestId>
+</ErrorResponse>"#;
+
+#[test]
+fn a_rate_exceeded_400_is_retried_and_slows_the_key() {
+    paused_system().block_on(async {
+        let rate_exceeded = Reply::Raw {
+            status: 400,
+            body: RATE_EXCEEDED,
+        };
+        let fake = FakeAws::new([rate_exceeded], Reply::Identity);
+        let h = harness(fake, PolicyTable::defaults(), None);
+        let ctx = context(CancellationToken::new());
+        // Look at the key while the call backs off (1 s after a throttle, no jitter).
+        let (result, during) = tokio::join!(h.call(&ctx), async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            h.handle.status().await.unwrap()[0].state.clone()
+        });
+        assert_eq!(result.unwrap(), "123456789012");
+        assert_eq!(h.fake.seen().len(), 2, "retried once");
+        assert!(during.penalty_steps >= 1, "{during:?}");
+        assert!(
+            during.effective_rate_per_second < during.policy.rate_per_second(),
+            "the key was slowed: {during:?}"
+        );
+        let outcomes: Vec<_> = h
+            .events()
+            .iter()
+            .map(|e| (e.outcome, e.retry_outcome, e.error_code.clone()))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                (
+                    AttemptOutcome::Throttle,
+                    RetryOutcome::Retry,
+                    Some("RateExceeded".to_owned())
+                ),
+                (AttemptOutcome::Success, RetryOutcome::Done, None),
+            ]
+        );
+    });
+}
+
+#[test]
+fn a_limit_exceeded_about_a_resource_count_stays_fatal_and_is_not_retried() {
+    paused_system().block_on(async {
+        let maximum_keys = Reply::Raw {
+            status: 400,
+            body: MAXIMUM_KEYS,
+        };
+        let fake = FakeAws::new([], maximum_keys);
+        let h = harness(fake, PolicyTable::defaults(), None);
+        let err = h
+            .call(&context(CancellationToken::new()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), CallErrorKind::Fatal, "{err}");
+        assert_eq!(
+            (err.code(), err.attempts()),
+            (Some("LimitExceededException"), 1)
+        );
+        assert_eq!(h.fake.seen().len(), 1, "not retried");
+        assert_eq!(h.retry_units().await, 20);
+        let state = h.handle.status().await.unwrap()[0].state.clone();
+        assert_eq!(
+            state.penalty_steps, 0,
+            "a resource count says nothing of rate"
+        );
+        let last = h.events().last().cloned().unwrap();
+        assert_eq!(
+            (last.outcome, last.retry_outcome),
+            (AttemptOutcome::Fatal, RetryOutcome::NotRetryable)
+        );
+    });
+}

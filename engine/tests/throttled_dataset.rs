@@ -148,8 +148,8 @@ async fn a_throttled_dataset_is_partial_and_the_gap_is_reported() {
         reason.kind == ReasonKind::RetriesExhausted || reason.kind == ReasonKind::Throttled,
         "{reason:?}"
     );
-    let gap = report
-        .throttling
+    let keys = report.throttling_keys();
+    let gap = keys
         .get("aws/123456789012/us-east-1/dynamodb:control-plane-read")
         .unwrap_or_else(|| panic!("no gap for DescribeTable: {:?}", report.throttling));
     assert!(gap.throttled_responses >= 2, "{gap:?}");

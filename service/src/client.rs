@@ -36,6 +36,18 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
+    /// The guard rails refused a submission (HTTP 429, docs/service.md "Guard rails").
+    #[error("the service refused the scan ({reason}): {message}")]
+    Refused {
+        /// `cooldown` or `busy`.
+        reason: String,
+        /// Seconds until a submission may be accepted.
+        retry_after_seconds: u64,
+        /// The account's latest scan, to read instead.
+        latest_scan: String,
+        /// Its `error` text.
+        message: String,
+    },
     /// The service answered with an error.
     #[error("the service answered {status}: {message}")]
     Api {
@@ -97,10 +109,23 @@ impl ServiceClient {
         if (200..300).contains(&status) {
             return Ok(body);
         }
-        let message = serde_json::from_slice::<serde_json::Value>(&body)
-            .ok()
+        let answer = serde_json::from_slice::<serde_json::Value>(&body).ok();
+        let message = answer
+            .as_ref()
             .and_then(|v| v["error"].as_str().map(str::to_string))
             .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+        if let (429, Some(answer)) = (status, &answer) {
+            if let (Some(reason), Some(latest_scan)) =
+                (answer["reason"].as_str(), answer["latest_scan"].as_str())
+            {
+                return Err(ClientError::Refused {
+                    reason: reason.to_string(),
+                    retry_after_seconds: answer["retry_after_seconds"].as_u64().unwrap_or(0),
+                    latest_scan: latest_scan.to_string(),
+                    message,
+                });
+            }
+        }
         Err(ClientError::Api { status, message })
     }
 

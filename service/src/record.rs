@@ -148,14 +148,19 @@ pub struct ScanSummary {
     pub datasets: Vec<String>,
 }
 
-/// A scan as `GET /v1/scans/{id}` shows it: the summary and per-dataset progress.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A scan as `GET /v1/scans/{id}` shows it: the summary, per-dataset progress and, once
+/// finished, its report's `throttling` block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScanDetail {
     /// The summary fields.
     #[serde(flatten)]
     pub summary: ScanSummary,
     /// One entry per dataset.
     pub progress: Vec<ProgressView>,
+    /// The report's `throttling` block: `null` while the scan is active, for a scan
+    /// without a report, and when nothing eventful happened.
+    #[serde(default)]
+    pub throttling: Option<tollgate_engine::output::ThrottlingSummary>,
 }
 
 fn rfc3339(micros: u64) -> String {

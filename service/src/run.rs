@@ -20,6 +20,7 @@ use crate::history::{History, HistoryError};
 use crate::http::{self, ApiState};
 use crate::manager::{ManagerDeps, ScanManager};
 use crate::metrics::ServiceMetrics;
+use crate::scan_request::ScanOrigin;
 use crate::scheduler::{run_entry, CursorStore};
 use crate::state_dir::StateDir;
 use crate::token::{ApiToken, TokenError};
@@ -141,7 +142,7 @@ async fn submit_scheduled(manager: ScanManager, target: String, request: Discove
         }
         return;
     }
-    match manager.submit(Some(target.clone()), request) {
+    match manager.submit(Some(target.clone()), request, ScanOrigin::Scheduled) {
         Ok(s) => {
             tracing::info!(%target, scan_id = %s.scan_id, joined = s.joined, "scheduled scan submitted")
         }
@@ -175,6 +176,7 @@ impl RunningService {
             max_concurrent_scans: options.config.max_concurrent_scans,
             retention: options.config.retention,
             metrics: metrics.clone(),
+            guard: options.config.guard,
         });
         let interrupted = manager.recover().await?;
         if !interrupted.is_empty() {

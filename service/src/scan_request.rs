@@ -28,6 +28,20 @@ pub struct ScanFields {
     pub session_name: Option<String>,
 }
 
+/// Where a submission comes from, for the guard rails (`crate::manager::guard`): an
+/// on-demand scan (`POST /v1/scans`, whose body may say `"force": true` to skip the
+/// cooldown) or a scheduled one (exempt from the cooldown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanOrigin {
+    /// `POST /v1/scans`; `force` skips the cooldown (never the per-account cap).
+    OnDemand {
+        /// The body's `"force": true`.
+        force: bool,
+    },
+    /// A `[[schedule]]` entry.
+    Scheduled,
+}
+
 /// A field was refused: which one, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]

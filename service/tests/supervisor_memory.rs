@@ -16,6 +16,8 @@ use tollgate_engine::supervisor::{AwaitReport, Supervisor, SupervisorDeps};
 use tollgate_engine::throttling::ScanTelemetry;
 use tollgate_engine::{Dataset, DiscoveryRequest};
 use tollgate_quota::{Owner, PolicyTable, Timestamp};
+use tollgate_service::manager::guard::GuardSettings;
+use tollgate_service::scan_request::ScanOrigin;
 use tollgate_service::{History, ManagerDeps, Retention, ScanManager, ScanStatus, ServiceMetrics};
 use tollgate_sim::{bundled, Scenario, Simulator};
 
@@ -53,6 +55,11 @@ fn finished_scans_are_stored_and_forgotten_by_the_supervisor() {
             max_concurrent_scans: NonZeroUsize::new(2).unwrap(),
             retention: Retention::default(),
             metrics: Arc::new(ServiceMetrics::new()),
+            // Back-to-back scans of one account are this test's point: no cooldown.
+            guard: GuardSettings {
+                cooldown: Duration::ZERO,
+                ..GuardSettings::default()
+            },
         });
         for _ in 0..SCANS {
             let request = DiscoveryRequest {
@@ -71,7 +78,9 @@ fn finished_scans_are_stored_and_forgotten_by_the_supervisor() {
             }
             .validate()
             .unwrap();
-            let submitted = manager.submit(None, request).unwrap();
+            let submitted = manager
+                .submit(None, request, ScanOrigin::OnDemand { force: false })
+                .unwrap();
             assert!(!submitted.joined);
             loop {
                 let status = manager.show(&submitted.scan_id).unwrap().summary.status;

@@ -326,19 +326,23 @@ fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
             reason.message
         )?;
     }
-    if !report.throttling.is_empty() {
-        writeln!(err, "throttled gaps:")?;
+    if let Some(throttling) = &report.throttling {
+        let t = &throttling.totals;
         writeln!(
             err,
-            "  {:<64} {:>9} {:>7} {:>7}",
-            "quota key", "throttled", "retries", "gave up"
+            "throttling: {} calls, {} throttled, {} transient errors, {} retries, {} gave up, \
+             {} refused by open breakers, {} breaker trips, {:.1} s queued",
+            t.calls,
+            t.throttled,
+            t.transient_errors,
+            t.retries,
+            t.gave_up,
+            t.rejected,
+            t.breaker_trips,
+            t.wait_seconds
         )?;
-        for (key, t) in &report.throttling {
-            writeln!(
-                err,
-                "  {:<64} {:>9} {:>7} {:>7}",
-                key, t.throttled_responses, t.retries, t.gave_up_calls
-            )?;
+        for message in &throttling.messages {
+            writeln!(err, "  {message}")?;
         }
     }
     if !report.fleet_degraded.is_empty() {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use tollgate_engine::Dataset;
 use tollgate_service::client::DEFAULT_URL;
-use tollgate_service::{ApiToken, ServiceClient, StateDir, StateDirEnv};
+use tollgate_service::{ApiToken, ClientError, ServiceClient, StateDir, StateDirEnv};
 
 /// `tollgate scans` flags shared by every subcommand.
 #[derive(Debug, clap::Args)]
@@ -62,6 +62,9 @@ pub enum ScansCommand {
         /// Wait until the scan finishes and print its status.
         #[arg(long)]
         wait: bool,
+        /// Skip the account's cooldown (never its cap of running scans).
+        #[arg(long)]
+        force: bool,
     },
     /// List scans, newest first.
     List,
@@ -102,8 +105,9 @@ pub fn run(args: ScansArgs) -> anyhow::Result<ExitCode> {
             external_id,
             session_name,
             wait,
+            force,
         } => {
-            let body = match target {
+            let mut body = match target {
                 Some(target) => serde_json::json!({ "target": target }),
                 None => {
                     let mut body = serde_json::json!({
@@ -125,7 +129,37 @@ pub fn run(args: ScansArgs) -> anyhow::Result<ExitCode> {
                     body
                 }
             };
-            let answer = client.json("POST", "/v1/scans", Some(&body.to_string()))?;
+            if force {
+                body["force"] = true.into();
+            }
+            let answer = match client.json("POST", "/v1/scans", Some(&body.to_string())) {
+                Err(ClientError::Refused {
+                    reason,
+                    retry_after_seconds,
+                    latest_scan,
+                    message,
+                }) => {
+                    if args.json {
+                        let refusal = serde_json::json!({
+                            "error": message,
+                            "reason": reason,
+                            "retry_after_seconds": retry_after_seconds,
+                            "latest_scan": latest_scan,
+                        });
+                        writeln!(out, "{refusal}")?;
+                    } else {
+                        writeln!(out, "refused ({reason}): {message}")?;
+                        writeln!(out, "latest scan: {latest_scan}")?;
+                        writeln!(
+                            out,
+                            "read it with `tollgate scans report {latest_scan}`, retry in \
+                             {retry_after_seconds} s, or pass --force"
+                        )?;
+                    }
+                    return Ok(ExitCode::from(1));
+                }
+                answer => answer?,
+            };
             let scan_id = answer["scan_id"]
                 .as_str()
                 .context("no scan_id in the answer")?

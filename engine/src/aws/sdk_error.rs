@@ -5,8 +5,11 @@
 //! mapping from the SDK's error shapes (`ServiceError`, `DispatchFailure`, ...) to the
 //! taxonomy's facts is its own small concern: in particular, a failure before dispatch
 //! surfaces as a `DispatchFailure` too. A credentials error anywhere in the source chain
-//! makes the failure a credentials failure (not retried), described by
-//! [`safe_description`] so that no `credential_process` output reaches a report.
+//! makes the failure a credentials failure, described by [`safe_description`] so that no
+//! `credential_process` output reaches a report: not retried when the credentials are
+//! missing, invalid or expired, retried before dispatch (kind
+//! [`FailureKind::CredentialsProvider`]) when the provider timed out or its service
+//! answered 5xx ([`crate::aws::credentials::provider`]).
 
 use aws_credential_types::provider::error::CredentialsError;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
@@ -14,7 +17,7 @@ use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_smithy_types::retry::ErrorKind as SmithyErrorKind;
 
-use crate::aws::credentials::safe_description;
+use crate::aws::credentials::{provider, safe_description};
 use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::taxonomy::{classify, ErrorClass, Failure, FailureKind};
 
@@ -46,7 +49,8 @@ impl FailureFacts {
 }
 
 /// Describe and classify an SDK error. `dispatched` says whether the request reached the
-/// transport: before that, only credential timeouts and I/O are worth another try.
+/// transport: before that, only credential-provider hiccups (timeouts, their service's
+/// 5xx) and I/O are worth another try.
 pub(crate) fn describe<E>(err: &SdkError<E, HttpResponse>, dispatched: bool) -> FailureFacts
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
@@ -54,7 +58,10 @@ where
     let status = err.raw_response().map(|r| r.status().as_u16());
     let (kind, code, message) = match credentials_error(err) {
         Some(c) => (
-            FailureKind::Credentials,
+            match provider::is_retryable(&provider::facts_of(c)) {
+                true => FailureKind::CredentialsProvider,
+                false => FailureKind::Credentials,
+            },
             None,
             format!("AWS {}", safe_description(c)),
         ),

@@ -11,7 +11,14 @@
 //!    is attributed and bounded.
 //! 3. Each collector sends `DatasetFinished`; when all have, the report is assembled and
 //!    handed to every `AwaitReport` waiter. In fleet mode the coordinator is asked first
-//!    which of the scan's keys degraded while it ran ([`crate::fleet_degraded`]).
+//!    which of the scan's keys degraded while it ran ([`crate::fleet_degraded`]); when the
+//!    scan was eventful, its keys' rates and breakers are observed once more for the
+//!    report's `throttling` block.
+//!
+//! While scans run, every [`SAMPLE_EVERY`] the supervisor looks at the admission
+//! runtime's status for the scans that met a throttle, a transient failure or an open
+//! breaker since the last look ([`crate::throttling`]): how far their keys' rates were cut
+//! and whether their breakers opened is not in any attempt event.
 //!
 //! Cancellation (`CancelScan`) fires the scan's token (in-flight requests abort, queued
 //! attempts never dispatch), removes the scan's queued admission waiters with
@@ -53,10 +60,18 @@ use crate::scan_setup::{self, ScanSetup, SetupError};
 /// How long collectors get to stop after a cancellation or the deadline.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
+/// How often the admission runtime is sampled for scans with throttling news.
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// How long one sample (or the final observation) may wait for the runtime's status.
+const SAMPLE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// The supervisor actor.
 pub struct Supervisor {
     deps: SupervisorDeps,
     scans: HashMap<ScanId, Scan>,
+    /// A sample of the admission runtime is in flight.
+    sampling: bool,
 }
 
 struct Scan {
@@ -87,6 +102,7 @@ impl Supervisor {
         Supervisor {
             deps,
             scans: HashMap::new(),
+            sampling: false,
         }
     }
 
@@ -200,17 +216,26 @@ impl Supervisor {
         // Nothing of this scan may wait for admission any longer.
         scan.cancel.cancel();
         let finished_at = self.deps.admission.now();
-        let used = self.deps.telemetry.keys(&scan_id.to_string());
-        if self.deps.fleet_notes == DegradedNotes::Skip || used.is_empty() {
+        let id = scan_id.to_string();
+        let used = self.deps.telemetry.keys(&id);
+        let fleet = self.deps.fleet_notes != DegradedNotes::Skip && !used.is_empty();
+        let eventful = self.deps.telemetry.is_eventful(&id);
+        if !fleet && !eventful {
             self.complete(scan_id, finished_at, Vec::new());
             return;
         }
-        let ask = crate::fleet_degraded::ask(
-            self.deps.admission.clone(),
-            used,
-            scan.started_at,
-            finished_at,
-        );
+        let admission = self.deps.admission.clone();
+        let telemetry = self.deps.telemetry.clone();
+        let started_at = scan.started_at;
+        let ask = async move {
+            if eventful {
+                observe(&admission, &telemetry, &[id]).await;
+            }
+            match fleet {
+                true => crate::fleet_degraded::ask(admission, used, started_at, finished_at).await,
+                false => Vec::new(),
+            }
+        };
         ctx.spawn(wrap_future::<_, Self>(ask).map(move |degraded, act, _| {
             act.complete(scan_id, finished_at, degraded);
         }));
@@ -268,8 +293,54 @@ fn unfinished(status: DatasetStatus, message: &str) -> DatasetReport {
     }
 }
 
+/// Observe the admission runtime for `scans` (their keys' rates, their breakers); a
+/// runtime that does not answer in [`SAMPLE_TIMEOUT`] leaves the tallies as they are.
+async fn observe(
+    admission: &tollgate_actors::AdmissionHandle,
+    telemetry: &crate::throttling::ScanTelemetry,
+    scans: &[String],
+) {
+    match tokio::time::timeout(SAMPLE_TIMEOUT, admission.coordination()).await {
+        Ok(Ok(status)) => {
+            for scan in scans {
+                telemetry.observe(scan, &status.keys, &status.breakers);
+            }
+        }
+        Ok(Err(e)) => tracing::debug!(error = %e, "no admission status for the throttling report"),
+        Err(_) => tracing::debug!("no admission status for the throttling report in time"),
+    }
+}
+
+impl Supervisor {
+    /// One sampling tick: look at the runtime for the scans with throttling news.
+    fn sample(&mut self, ctx: &mut Context<Self>) {
+        if self.sampling {
+            return;
+        }
+        let mut hot = self.deps.telemetry.hot_scans();
+        // Events of a scan already reported (a leaked attempt) ask for nothing.
+        hot.retain(|id| {
+            self.scans
+                .iter()
+                .any(|(scan_id, scan)| scan.finished.is_none() && scan_id.to_string() == *id)
+        });
+        if hot.is_empty() {
+            return;
+        }
+        self.sampling = true;
+        let admission = self.deps.admission.clone();
+        let telemetry = self.deps.telemetry.clone();
+        let look = async move { observe(&admission, &telemetry, &hot).await };
+        ctx.spawn(wrap_future::<_, Self>(look).map(|(), act, _| act.sampling = false));
+    }
+}
+
 impl Actor for Supervisor {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(SAMPLE_EVERY, |act, ctx| act.sample(ctx));
+    }
 }
 
 impl Handler<StartScan> for Supervisor {

@@ -6,6 +6,8 @@
 //! ```toml
 //! [service]
 //! max_concurrent_scans = 2          # default 2
+//! max_scans_per_account = 1         # default 1 (docs/service.md, "Guard rails")
+//! cooldown = "60s"                  # default 60s; "0" turns it off
 //! catch_up = true                   # default true
 //! retention = { reports_per_target = 50, days = 30 }
 //!
@@ -50,6 +52,7 @@ use tollgate_engine::DiscoveryRequest;
 use tollgate_fleet::FleetValues;
 
 use crate::duration::parse_duration;
+use crate::manager::guard::{GuardSettings, DEFAULT_MAX_SCANS_PER_ACCOUNT};
 use crate::scan_request::ScanFields;
 use crate::scheduler::{CronNext, ScheduleEntry};
 use std::sync::Arc;
@@ -67,6 +70,8 @@ pub const DEFAULT_RETENTION_DAYS: u64 = 30;
 pub struct ServiceConfig {
     /// Scans running at once; more wait `queued`.
     pub max_concurrent_scans: NonZeroUsize,
+    /// Per-account cap and on-demand cooldown.
+    pub guard: GuardSettings,
     /// What the history keeps.
     pub retention: Retention,
     /// Run a schedule missed while the service was down once at start-up.
@@ -103,6 +108,7 @@ impl Default for ServiceConfig {
     fn default() -> Self {
         ServiceConfig {
             max_concurrent_scans: NonZeroUsize::new(DEFAULT_MAX_CONCURRENT_SCANS).expect("nonzero"),
+            guard: GuardSettings::default(),
             retention: Retention::default(),
             catch_up: true,
             targets: BTreeMap::new(),
@@ -160,6 +166,23 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
         service.max_concurrent_scans,
         DEFAULT_MAX_CONCURRENT_SCANS,
     )?;
+    let per_account = positive(
+        at,
+        "service.max_scans_per_account",
+        service.max_scans_per_account,
+        DEFAULT_MAX_SCANS_PER_ACCOUNT,
+    )?;
+    let cooldown = match &service.cooldown {
+        None => GuardSettings::default().cooldown,
+        Some(text) if text.get_ref().trim() == "0" => Duration::ZERO,
+        Some(text) => parse_duration(text.get_ref()).map_err(|e| {
+            at.at(
+                Some(text.span()),
+                "service.cooldown",
+                format!("{e}; \"0\" turns the cooldown off"),
+            )
+        })?,
+    };
     let retention = service.retention.unwrap_or_default();
     let keep = positive(
         at,
@@ -263,6 +286,10 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
     let fleet = raw.fleet.map(|f| fleet::validate(at, f)).transpose()?;
     Ok(ServiceConfig {
         max_concurrent_scans: NonZeroUsize::new(max).expect("checked positive"),
+        guard: GuardSettings {
+            max_scans_per_account: NonZeroUsize::new(per_account).expect("checked positive"),
+            cooldown,
+        },
         retention: Retention {
             reports_per_target: NonZeroUsize::new(keep).expect("checked positive"),
             max_age: Duration::from_secs(days as u64 * 86_400),

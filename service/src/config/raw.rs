@@ -27,6 +27,8 @@ pub struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub struct RawService {
     pub max_concurrent_scans: Option<Spanned<i64>>,
+    pub max_scans_per_account: Option<Spanned<i64>>,
+    pub cooldown: Option<Spanned<String>>,
     pub retention: Option<RawRetention>,
     pub catch_up: Option<bool>,
 }

@@ -10,8 +10,9 @@ use super::error::ApiError;
 use crate::duration::{duration_from_seconds, parse_duration};
 use crate::scan_request::ScanFields;
 
-const FIELDS: [&str; 9] = [
+const FIELDS: [&str; 10] = [
     "target",
+    "force",
     "regions",
     "datasets",
     "endpoint_url",
@@ -43,13 +44,43 @@ fn string(field: &str, value: &Value) -> Result<String, ApiError> {
         .ok_or_else(|| ApiError::bad_field(field, "must be a string"))
 }
 
-/// Parse a submission into (target name, validated request).
+/// A parsed `POST /v1/scans` body.
+#[derive(Debug)]
+pub struct Submission {
+    /// The config target it names, if it names one.
+    pub target: Option<String>,
+    /// The validated request.
+    pub request: DiscoveryRequest,
+    /// `"force": true`: skip the cooldown (docs/service.md, "Guard rails").
+    pub force: bool,
+}
+
+/// Parse a submission: `force` (a boolean, allowed beside `target` too), then the target
+/// or the scan's fields.
 pub fn parse_submission(
     body: &[u8],
     targets: &BTreeMap<String, DiscoveryRequest>,
-) -> Result<(Option<String>, DiscoveryRequest), ApiError> {
-    let value: Value = serde_json::from_slice(body)
+) -> Result<Submission, ApiError> {
+    let mut value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_field("body", format!("not JSON ({e})")))?;
+    let force = match value.as_object_mut().and_then(|m| m.remove("force")) {
+        None => false,
+        Some(Value::Bool(force)) => force,
+        Some(_) => return Err(ApiError::bad_field("force", "must be true or false")),
+    };
+    let (target, request) = parse_scan(value, targets)?;
+    Ok(Submission {
+        target,
+        request,
+        force,
+    })
+}
+
+/// The target or the scan's fields of a body (without `force`).
+fn parse_scan(
+    value: Value,
+    targets: &BTreeMap<String, DiscoveryRequest>,
+) -> Result<(Option<String>, DiscoveryRequest), ApiError> {
     let Value::Object(map) = value else {
         return Err(ApiError::bad_field("body", "must be a JSON object"));
     };
@@ -141,7 +172,9 @@ mod tests {
             "prod".to_string(),
             DiscoveryRequest::default().validate().unwrap(),
         );
-        parse_submission(body.as_bytes(), &targets).map_err(|e| e.to_string())
+        parse_submission(body.as_bytes(), &targets)
+            .map(|s| (s.target, s.request))
+            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -155,6 +188,21 @@ mod tests {
         assert_eq!(target, None);
         assert_eq!(request.regions, ["us-east-1"]);
         assert_eq!(request.timeout, std::time::Duration::from_secs(30));
+    }
+
+    #[test]
+    fn force_is_a_boolean_beside_a_target_or_fields() {
+        let mut targets = BTreeMap::new();
+        targets.insert(
+            "prod".to_string(),
+            DiscoveryRequest::default().validate().unwrap(),
+        );
+        let forced = parse_submission(br#"{"target":"prod","force":true}"#, &targets).unwrap();
+        assert!(forced.force);
+        assert_eq!(forced.target.as_deref(), Some("prod"));
+        let fields = parse_submission(br#"{"regions":["us-east-1"],"force":false}"#, &targets);
+        assert!(!fields.unwrap().force);
+        assert!(!parse_submission(b"{}", &targets).unwrap().force);
     }
 
     #[test]
@@ -172,6 +220,7 @@ mod tests {
             (r#"{"color":"red"}"#, "color:"),
             (r#"{"target":"dev"}"#, "target:"),
             (r#"{"target":"prod","regions":[]}"#, "regions:"),
+            (r#"{"target":"prod","force":"yes"}"#, "force:"),
             (r#"[1]"#, "body:"),
             (r#"{"#, "body:"),
         ];

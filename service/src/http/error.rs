@@ -3,14 +3,17 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
+use crate::manager::guard::Refusal;
 use crate::manager::ManagerError;
 
-/// An API error: a status and a message for the user.
+/// An API error: a status and a message for the user, and for a guard-rail refusal
+/// (429) its `reason`, `retry_after_seconds` and `latest_scan` beside `error`.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct ApiError {
     status: StatusCode,
     message: String,
+    refusal: Option<Refusal>,
 }
 
 impl ApiError {
@@ -19,6 +22,7 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            refusal: None,
         }
     }
 
@@ -47,7 +51,18 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status).json(serde_json::json!({ "error": self.message }))
+        let mut response = HttpResponse::build(self.status);
+        match &self.refusal {
+            None => response.json(serde_json::json!({ "error": self.message })),
+            Some(refusal) => response
+                .insert_header(("Retry-After", refusal.retry_after_seconds.to_string()))
+                .json(serde_json::json!({
+                    "error": self.message,
+                    "reason": refusal.reason,
+                    "retry_after_seconds": refusal.retry_after_seconds,
+                    "latest_scan": refusal.latest_scan,
+                })),
+        }
     }
 }
 
@@ -59,6 +74,13 @@ impl From<ManagerError> for ApiError {
                 StatusCode::CONFLICT
             }
             ManagerError::Stopping => StatusCode::SERVICE_UNAVAILABLE,
+            ManagerError::Refused(refusal) => {
+                return ApiError {
+                    status: StatusCode::TOO_MANY_REQUESTS,
+                    message: e.to_string(),
+                    refusal: Some(refusal.clone()),
+                }
+            }
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         ApiError::new(status, e.to_string())

@@ -6,6 +6,8 @@ use serde::Serialize;
 use tollgate_actors::ClientInfo;
 use tollgate_quota::QuotaSnapshot;
 
+use crate::scan_request::ScanOrigin;
+
 use super::auth::require;
 use super::body::parse_submission;
 use super::error::ApiError;
@@ -43,13 +45,18 @@ async fn metrics(state: Data) -> HttpResponse {
 
 async fn submit(req: HttpRequest, state: Data, body: web::Bytes) -> Result<HttpResponse, ApiError> {
     require(&req, &state.token)?;
-    let (target, request) = parse_submission(&body, &state.targets)?;
+    let submission = parse_submission(&body, &state.targets)?;
     // A scan whose credentials cannot be had is refused up front, with the same message
     // `tollgate discover` prints (what was tried, how to fix it).
-    if let Err(e) = tollgate_engine::aws::check_credentials(&request).await {
+    if let Err(e) = tollgate_engine::aws::check_credentials(&submission.request).await {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, e.to_string()));
     }
-    let submitted = state.manager.submit(target, request)?;
+    let origin = ScanOrigin::OnDemand {
+        force: submission.force,
+    };
+    let submitted = state
+        .manager
+        .submit(submission.target, submission.request, origin)?;
     Ok(HttpResponse::Accepted().json(submitted))
 }
 

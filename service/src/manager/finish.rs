@@ -214,12 +214,21 @@ impl ScanManager {
         self.leave(scan_id, Some(engine_id));
     }
 
-    /// The scan is stored: drop it from the table and the supervisor, start the next.
+    /// The scan is stored: drop it from the table and the supervisor, start its account's
+    /// cooldown, start the next.
     fn leave(&self, scan_id: &str, engine_id: Option<ScanId>) {
         {
+            let now = self.now();
             let mut state = self.state();
-            if state.active.remove(scan_id).is_some() {
+            if let Some(active) = state.active.remove(scan_id) {
                 state.running = state.running.saturating_sub(1);
+                state.latest.insert(
+                    active.account,
+                    super::guard::LatestScan {
+                        scan_id: scan_id.to_string(),
+                        finished_at: now,
+                    },
+                );
             }
             self.pump(&mut state);
         }

@@ -2,8 +2,13 @@
 //!
 //! - **Join**: a request whose [`JoinKey`] equals a queued or running scan's gets that
 //!   scan's id (`joined: true`); no second scan runs.
+//! - **Guard** ([`guard`]): at most `max_scans_per_account` scans of one account run at
+//!   once; an on-demand scan of an account scanned less than `cooldown` ago, or with a
+//!   scan already waiting for its cap, is refused ([`ManagerError::Refused`], HTTP 429)
+//!   unless forced; scheduled scans are exempt from the refusals.
 //! - **Queue**: at most `max_concurrent_scans` run; the rest wait `queued`, first come
-//!   first served, and start as running scans finish.
+//!   first served (skipping scans whose account is at its cap), and start as running
+//!   scans finish.
 //! - **Run**: each running scan is one engine scan, opened with the supervisor's
 //!   `StartScan` and awaited with `AwaitReport` on a task of the service's runtime.
 //! - **Finish**: the record and report are written and flushed to the [`History`]
@@ -20,6 +25,7 @@
 //! (the one the API and the history know it by).
 
 mod finish;
+pub mod guard;
 mod views;
 
 use std::collections::{HashMap, VecDeque};
@@ -39,7 +45,8 @@ use crate::config::Retention;
 use crate::history::{History, HistoryError};
 use crate::metrics::ServiceMetrics;
 use crate::record::{ScanRecord, ScanStatus, ScanSummary};
-use crate::scan_request::JoinKey;
+use crate::scan_request::{JoinKey, ScanOrigin};
+use guard::{AccountSelector, AccountState, GuardSettings, LatestScan, Refusal};
 
 /// How long [`ScanManager::shutdown`] waits for cancelled scans to store their reports.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(STOP_GRACE.as_secs() + 5);
@@ -63,6 +70,9 @@ pub enum ManagerError {
     /// The service is stopping and takes no new scans.
     #[error("the service is stopping")]
     Stopping,
+    /// The guard rails refused an on-demand scan (cooldown or busy): HTTP 429.
+    #[error("{0}")]
+    Refused(Refusal),
     /// The history failed.
     #[error(transparent)]
     History(#[from] HistoryError),
@@ -93,6 +103,8 @@ pub struct ManagerDeps {
     pub retention: Retention,
     /// Scan counters and durations.
     pub metrics: Arc<ServiceMetrics>,
+    /// Per-account cap and cooldown ([`guard`]).
+    pub guard: GuardSettings,
 }
 
 /// The scan manager (cheap to clone; clones share everything).
@@ -114,12 +126,15 @@ struct State {
     queue: VecDeque<String>,
     running: usize,
     stopping: bool,
+    /// Each account's latest finished scan, for the cooldown.
+    latest: HashMap<AccountSelector, LatestScan>,
 }
 
 /// A queued or running scan.
 struct Active {
     record: ScanRecord,
     key: JoinKey,
+    account: AccountSelector,
     request: DiscoveryRequest,
     /// The engine's scan, once started.
     engine: Option<(ScanId, Vec<Progress>)>,
@@ -173,13 +188,17 @@ impl ScanManager {
         Ok(ids)
     }
 
-    /// Submit a validated request, for `target` (a config target's name) or ad hoc.
+    /// Submit a validated request, for `target` (a config target's name) or ad hoc. An
+    /// identical queued or running scan is joined; otherwise the guard rails decide
+    /// ([`guard::admit`]) before the scan is queued.
     pub fn submit(
         &self,
         target: Option<String>,
         request: DiscoveryRequest,
+        origin: ScanOrigin,
     ) -> Result<Submitted, ManagerError> {
         let key = JoinKey::of(&request);
+        let account = AccountSelector::of(&request);
         let mut state = self.state();
         if state.stopping {
             return Err(ManagerError::Stopping);
@@ -190,6 +209,19 @@ impl ScanManager {
                 joined: true,
             });
         }
+        let of_account = || state.active.values().filter(|a| a.account == account);
+        let known = AccountState {
+            latest: state.latest.get(&account),
+            waiting: of_account()
+                .filter(|a| a.record.status == ScanStatus::Queued)
+                .map(|a| a.record.scan_id.as_str())
+                .min_by_key(|id| state.queue.iter().position(|q| q == id)),
+            running: of_account()
+                .filter(|a| a.record.status == ScanStatus::Running)
+                .count(),
+        };
+        guard::admit(&self.shared.deps.guard, origin, known, self.now())
+            .map_err(ManagerError::Refused)?;
         let mut scan_id = new_scan_id();
         while state.active.contains_key(&scan_id) {
             scan_id = new_scan_id();
@@ -207,6 +239,7 @@ impl ScanManager {
             Active {
                 record,
                 key,
+                account,
                 request,
                 engine: None,
                 cancel_requested: false,
@@ -221,10 +254,29 @@ impl ScanManager {
         })
     }
 
-    /// Start queued scans while there is room.
+    /// Start queued scans while there is room, oldest first, skipping those whose account
+    /// is at its cap.
     fn pump(&self, state: &mut State) {
         while state.running < self.shared.deps.max_concurrent_scans.get() && !state.stopping {
-            let Some(scan_id) = state.queue.pop_front() else {
+            let next = {
+                let account_of = |id: &String| state.active.get(id).map(|a| &a.account);
+                let queue: Vec<&AccountSelector> =
+                    state.queue.iter().filter_map(account_of).collect();
+                let mut running: HashMap<&AccountSelector, usize> = HashMap::new();
+                for active in state.active.values() {
+                    if active.record.status == ScanStatus::Running {
+                        *running.entry(&active.account).or_default() += 1;
+                    }
+                }
+                guard::next_to_start(
+                    &queue,
+                    &running,
+                    self.shared.deps.guard.max_scans_per_account,
+                )
+            };
+            // Queue entries without an active scan were filtered out above; drop them.
+            state.queue.retain(|id| state.active.contains_key(id));
+            let Some(scan_id) = next.and_then(|i| state.queue.remove(i)) else {
                 return;
             };
             let Some(active) = state.active.get_mut(&scan_id) else {

@@ -1,6 +1,8 @@
 //! The manager's read side: what `GET /v1/scans`, `GET /v1/scans/{id}` and the report
 //! route see — active scans as they are now (live progress), the rest as stored.
 
+use tollgate_engine::output::ThrottlingSummary;
+
 use super::{ManagerError, ScanManager};
 use crate::record::{ProgressView, ScanDetail, ScanRecord, ScanSummary};
 
@@ -32,14 +34,40 @@ impl ScanManager {
                 return Ok(ScanDetail {
                     summary: active.record.summary(),
                     progress,
+                    throttling: None,
                 });
             }
         }
         let record = self.stored(scan_id)?;
+        let throttling = match record.status.is_active() {
+            true => None,
+            false => self.stored_throttling(scan_id),
+        };
         Ok(ScanDetail {
             summary: record.summary(),
             progress: record.stored_progress(),
+            throttling,
         })
+    }
+
+    /// The stored report's `throttling` block (the rest of the report is skipped, not
+    /// built).
+    fn stored_throttling(&self, scan_id: &str) -> Option<ThrottlingSummary> {
+        #[derive(serde::Deserialize)]
+        struct OnlyThrottling {
+            #[serde(default)]
+            throttling: Option<ThrottlingSummary>,
+        }
+        let bytes = match self.shared.deps.history.report_json(scan_id) {
+            Ok(bytes) => bytes?,
+            Err(e) => {
+                tracing::warn!(%scan_id, error = %e, "could not read the stored report");
+                return None;
+            }
+        };
+        serde_json::from_slice::<OnlyThrottling>(&bytes)
+            .ok()?
+            .throttling
     }
 
     pub(super) fn stored(&self, scan_id: &str) -> Result<ScanRecord, ManagerError> {

@@ -19,9 +19,14 @@
 //! bounds each probe (1 s connect and read timeouts, timeouts not retried), so a machine
 //! without a metadata service costs about a second per probe; `AWS_EC2_METADATA_DISABLED=true`
 //! skips them. [`CREDENTIALS_CHECK_TIMEOUT`] bounds the whole resolution.
+//!
+//! Mid-scan, [`provider`] tells a provider that could not answer this time (a timeout,
+//! its service's 5xx) from credentials that are missing or expired: the first is retried
+//! before dispatch, the second is a `credentials` failure.
 
 mod error;
 mod profile;
+pub(crate) mod provider;
 
 use std::time::Duration;
 

@@ -134,7 +134,9 @@ where
                 tally.ended(sent);
                 let ending = end.ending();
                 let standing = Standing {
-                    attempts_used: tally.attempts_used(),
+                    // issue 24: a failure before dispatch counts against the limit at
+                    // once (it was left out until the next failure: 7 preparations for 6).
+                    attempts_used: tally.attempts_used() + u32::from(sent == Sent::Unsent),
                     server: record.retry_after,
                     time_left: ctx.deadline.saturating_duration_since(now),
                 };

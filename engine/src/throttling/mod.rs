@@ -1,0 +1,244 @@
+//! The report's `throttling` block: per scan and per quota key, what throttling cost.
+//!
+//! `ScanTelemetry` is the [`TelemetrySink`] the discovery runtime gives its gates. It
+//! forwards every attempt event to the user's sink (`--telemetry FILE`) and tallies, per
+//! scan and per quota key, calls, throttled responses, transient failures, retries, calls
+//! that gave up or met an open breaker, and time queued, so the report can say where the
+//! account pushed back without anyone parsing telemetry.
+//!
+//! What events cannot say (how far a key's rate was cut, whether its breaker opened) is
+//! observed from the admission runtime: the supervisor samples the coordinator's status
+//! while a scan has seen a throttle, a transient failure or a breaker refusal since the
+//! last look ([`ScanTelemetry::hot_scans`], [`ScanTelemetry::observe`]), and once more as
+//! the scan ends. [`summary`] turns the tallies into the block.
+//!
+//! # Layout
+//! - this file: the sink and its per-scan tallies;
+//! - [`summary`]: the pure step from tallies to the report's block, and its messages.
+
+pub(crate) mod summary;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use tollgate_actors::{BreakerStatus, KeyStatus};
+use tollgate_quota::breaker::{BreakerScope, BreakerState};
+use tollgate_quota::QuotaKey;
+
+use crate::aws::telemetry::{AttemptEvent, AttemptOutcome, RetryOutcome, TelemetrySink};
+use crate::output::{KeyThrottling, ThrottlingSummary};
+use summary::{summarize, BreakerTally, KeyTally};
+
+/// One scan's tallies.
+#[derive(Debug, Default)]
+struct ScanTally {
+    keys: BTreeMap<String, KeyTally>,
+    breakers: BTreeMap<String, BreakerTally>,
+    /// Something since the last observation asks for another look at the runtime.
+    hot: bool,
+}
+
+/// Routes attempt events to the user's sink and to per-scan tallies.
+#[derive(Debug, Clone)]
+pub struct ScanTelemetry {
+    user: Arc<dyn TelemetrySink>,
+    tallies: Arc<Mutex<HashMap<String, ScanTally>>>,
+}
+
+impl ScanTelemetry {
+    /// Forward to `user` and tally.
+    pub fn new(user: Arc<dyn TelemetrySink>) -> Self {
+        ScanTelemetry {
+            user,
+            tallies: Arc::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, ScanTally>> {
+        self.tallies.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every quota key one scan has used so far (quiet ones too).
+    pub fn keys(&self, scan_id: &str) -> BTreeSet<String> {
+        self.lock()
+            .get(scan_id)
+            .map(|t| t.keys.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether one scan has something to report so far.
+    pub fn is_eventful(&self, scan_id: &str) -> bool {
+        self.lock()
+            .get(scan_id)
+            .is_some_and(|t| t.keys.values().any(|k| !k.counters.is_quiet()))
+    }
+
+    /// Scans that saw a throttle, a transient failure or a breaker refusal since they
+    /// were last observed.
+    pub fn hot_scans(&self) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|(_, t)| t.hot)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Note what the admission runtime says of one scan's keys now: each key's effective
+    /// and policy rate (the lowest rate is kept), and each of their breakers' state (a
+    /// breaker seen open after being seen otherwise counts an opening).
+    pub fn observe(&self, scan_id: &str, keys: &[KeyStatus], breakers: &[BreakerStatus]) {
+        let mut tallies = self.lock();
+        let Some(scan) = tallies.get_mut(scan_id) else {
+            return;
+        };
+        scan.hot = false;
+        let mut scopes = BTreeSet::new();
+        for (key, tally) in scan.keys.iter_mut() {
+            if let Ok(parsed) = key.parse::<QuotaKey>() {
+                scopes.insert(BreakerScope::of(&parsed).to_string());
+            }
+            let Some(status) = keys.iter().find(|k| k.key == *key) else {
+                continue;
+            };
+            let rate = status.state.effective_rate_per_second;
+            tally.lowest_rate = Some(tally.lowest_rate.map_or(rate, |low| low.min(rate)));
+            tally.policy_rate = Some(status.state.policy.rate_per_second());
+        }
+        for breaker in breakers.iter().filter(|b| scopes.contains(&b.scope)) {
+            let state = match breaker.state {
+                BreakerState::Closed { .. } => "closed",
+                BreakerState::Open { .. } => "open",
+                BreakerState::HalfOpen { .. } => "half_open",
+            };
+            let tally = scan
+                .breakers
+                .entry(breaker.scope.clone())
+                .or_insert(BreakerTally {
+                    state: "closed",
+                    openings: 0,
+                });
+            if state == "open" && tally.state != "open" {
+                tally.openings += 1;
+            }
+            tally.state = state;
+        }
+    }
+
+    /// Take (and forget) one scan's block; `None` when nothing eventful happened.
+    pub fn take(&self, scan_id: &str) -> Option<ThrottlingSummary> {
+        let tally = self.lock().remove(scan_id).unwrap_or_default();
+        summarize(&tally.keys, &tally.breakers)
+    }
+}
+
+impl TelemetrySink for ScanTelemetry {
+    fn record(&self, event: &AttemptEvent) {
+        self.user.record(event);
+        let key = event
+            .quota
+            .clone()
+            .unwrap_or_else(|| format!("unkeyed/{}:{}", event.service, event.operation));
+        let mut tallies = self.lock();
+        let scan = tallies
+            .entry(event.attribution.scan_id.clone())
+            .or_default();
+        let entry = scan.keys.entry(key).or_default();
+        scan.hot |= tally(&mut entry.counters, event);
+    }
+}
+
+/// Add one event to a key's tally; true when it asks for a look at the key's rate and
+/// breaker (a throttle, a transient failure after dispatch, a breaker refusal).
+fn tally(entry: &mut KeyThrottling, event: &AttemptEvent) -> bool {
+    let throttled = event.outcome == AttemptOutcome::Throttle;
+    let transient = event.dispatched && event.outcome == AttemptOutcome::Transient;
+    let rejected = event.retry_outcome == RetryOutcome::BreakerOpen;
+    if throttled {
+        entry.throttled_responses += 1;
+    }
+    if transient {
+        entry.transient_errors += 1;
+    }
+    if rejected {
+        entry.rejected += 1;
+    }
+    if event.dispatched && event.retry_count > 0 {
+        entry.retries += 1;
+    }
+    if !matches!(
+        event.retry_outcome,
+        RetryOutcome::Retry | RetryOutcome::Reprepare
+    ) {
+        entry.calls += 1;
+    }
+    if matches!(
+        event.retry_outcome,
+        RetryOutcome::AttemptsExhausted | RetryOutcome::AllowanceExhausted | RetryOutcome::Deadline
+    ) {
+        entry.gave_up_calls += 1;
+    }
+    entry.wait_seconds += event.queue_duration_ms as f64 / 1000.0;
+    throttled || transient || rejected
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aws::telemetry::{Attribution, MemoryTelemetry};
+
+    fn event(
+        scan: &str,
+        attempt: u32,
+        outcome: AttemptOutcome,
+        retry: RetryOutcome,
+    ) -> AttemptEvent {
+        AttemptEvent {
+            service: "kms".into(),
+            operation: "GetKeyLastUsage".into(),
+            quota: Some("aws/123456789012/us-east-1/kms:GetKeyLastUsage".into()),
+            attempt,
+            retry_count: attempt - 1,
+            started_at_ms: 0,
+            preparation_count: 1,
+            queue_duration_ms: 0,
+            transport_duration_ms: 1,
+            dispatched: true,
+            status_code: Some(400),
+            outcome,
+            retry_outcome: retry,
+            error_code: None,
+            attribution: Attribution::new(scan.into(), "kms", &["kms-keys".into()]),
+            cleanup_outcome: None,
+        }
+    }
+
+    #[test]
+    fn tallies_per_scan_and_key_and_forwards() {
+        let user = MemoryTelemetry::new();
+        let sink = ScanTelemetry::new(Arc::new(user.clone()));
+        use AttemptOutcome::*;
+        use RetryOutcome::*;
+        sink.record(&event("a", 1, Throttle, Retry));
+        sink.record(&event("a", 2, Throttle, Retry));
+        sink.record(&event("a", 3, Throttle, AllowanceExhausted));
+        sink.record(&event("a", 1, Success, Done));
+        sink.record(&event("b", 1, Success, Done));
+        assert_eq!(user.events().len(), 5);
+        assert_eq!(sink.hot_scans(), ["a"], "a throttle asks for a look");
+        let a = sink.take("a").expect("eventful");
+        let t = a.keys["aws/123456789012/us-east-1/kms:GetKeyLastUsage"];
+        assert_eq!(t.throttled_responses, 3);
+        assert_eq!(t.retries, 2);
+        assert_eq!(t.gave_up_calls, 1);
+        assert_eq!(t.calls, 2, "one call gave up, one succeeded");
+        assert_eq!(a.totals.calls, 2);
+        assert_eq!(a.messages.len(), 1);
+        assert_eq!(
+            sink.keys("b").into_iter().collect::<Vec<_>>(),
+            ["aws/123456789012/us-east-1/kms:GetKeyLastUsage"],
+            "quiet keys are still keys the scan used"
+        );
+        assert_eq!(sink.take("b"), None, "a quiet scan has no block");
+        assert_eq!(sink.take("a"), None, "taken once");
+    }
+}
