@@ -30,6 +30,7 @@
 //!   the block exchange, the host id, the process's install.
 #![forbid(unsafe_code)]
 
+mod backend;
 pub mod breaker_board;
 pub mod clock;
 pub mod closable_store;
@@ -41,22 +42,24 @@ pub mod join;
 mod key;
 mod local;
 pub mod messages;
+pub mod ops;
 pub mod persist;
 pub mod quota_actor;
 pub mod registry;
 pub mod remote;
 pub mod runtime;
 pub mod schedules;
+mod wait;
 
 pub use clock::TokioClock;
 pub use coordinator::Coordinator;
-pub use error::AdmissionError;
+pub use error::{AdmissionError, CoordinationErrorKind};
 pub use fleet::{FleetInstall, FleetSetup, FleetStore};
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
 pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
-pub use remote::{ClientInfo, CoordinationStatus};
+pub use ops::{Answer, ClientInfo, CoordinationStatus, Operation};
 pub use runtime::{
     paused_system, start_in_current_system, start_in_current_system_with_fleet,
     start_in_current_system_with_fleet_breakers, AdmissionRuntime, RuntimeConfig,

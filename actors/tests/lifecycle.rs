@@ -294,11 +294,11 @@ fn a_waiter_past_its_deadline_is_answered_and_never_starts() {
         slot.admit(1, false, WaitOptions::default()).await.unwrap();
         let short = WaitOptions {
             timeout: Duration::from_millis(300),
-            scope: 0,
+            scope: None,
         };
         match slot.admit(1, false, short).await {
             Err(AdmissionError::DeadlineExceeded { key }) => {
-                assert!(key.contains("kms:GetKeyLastUsage"))
+                assert!(key.as_str().contains("kms:GetKeyLastUsage"))
             }
             other => panic!("expected a deadline error, got {other:?}"),
         }

@@ -90,7 +90,7 @@ fn child_process_entry_point() {
             "waiter" => {
                 let wait = WaitOptions {
                     timeout: Duration::from_secs(60),
-                    scope: 0,
+                    scope: None,
                 };
                 let slot = handle.reserve(&key(), policy(), wait).await.unwrap();
                 println!("READY");
@@ -155,7 +155,7 @@ fn a_retry_after_pause_holds_back_a_waiter_in_another_process() {
     let rt = rt();
     let wait = WaitOptions {
         timeout: Duration::from_secs(60),
-        scope: 0,
+        scope: None,
     };
     let (slot, paused_at) = rt.block_on(async {
         let slot = handle.reserve(&key(), policy(), wait).await.unwrap();

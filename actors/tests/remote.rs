@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use tollgate_actors::{connect, WaitOptions};
+use tollgate_actors::{connect, Answer, CanonicalKey, Operation, WaitOptions};
 use tollgate_quota::{Outcome, Policy, QuotaKey};
 use tollgate_storage::AdmissionDir;
 
@@ -174,6 +174,16 @@ impl RawClient {
         self.writer.write_all(&out).unwrap();
     }
 
+    /// Send documents as they are, framed: what a client of another build might send.
+    fn send_json(&mut self, documents: &[serde_json::Value]) {
+        use tollgate_actors::remote::frame;
+        let mut out = Vec::new();
+        for doc in documents {
+            out.extend_from_slice(&frame::encode(doc).unwrap());
+        }
+        self.writer.write_all(&out).unwrap();
+    }
+
     fn read(&mut self) -> tollgate_actors::remote::protocol::Response {
         use std::io::Read;
         let mut len = [0u8; 4];
@@ -203,7 +213,7 @@ fn a_client_that_reads_late_gets_every_answer_once() {
     };
     let sender = std::thread::spawn(move || {
         let requests: Vec<_> = (1..=n)
-            .map(|id| (id, RequestBody::Cancel { scope: id }))
+            .map(|id| (id, RequestBody::Op(Operation::Cancel { scope: id })))
             .collect();
         writer.send(&requests);
     });
@@ -212,7 +222,7 @@ fn a_client_that_reads_late_gets_every_answer_once() {
     let mut seen = vec![false; n as usize + 1];
     for _ in 0..n {
         let resp = raw.read();
-        assert_eq!(resp.body, ResponseBody::Cancelled { removed: 0 });
+        assert_eq!(resp.body, ResponseBody::Answer(Answer::Cancelled(0)));
         let id = resp.id as usize;
         assert!(!seen[id], "answer {id} arrived twice");
         seen[id] = true;
@@ -236,14 +246,19 @@ fn waiting_requests_beyond_the_cap_are_refused_and_pings_still_answered() {
     let mut raw = RawClient::hello(&dir);
     // Concurrency 1: the first reservation holds the only slot, the rest wait.
     let policy = Policy::new(1000.0, 10.0, 1, 20).unwrap();
-    let reserve = || RequestBody::Reserve {
-        key: key().to_string(),
-        policy,
-        timeout_ms: 600_000,
-        scope: 0,
+    let reserve = || {
+        RequestBody::Op(Operation::Reserve {
+            key: CanonicalKey::new(&key()),
+            policy,
+            timeout: Duration::from_secs(600),
+            scope: None,
+        })
     };
     raw.send(&[(1, reserve())]);
-    assert!(matches!(raw.read().body, ResponseBody::Reserved { .. }));
+    assert!(matches!(
+        raw.read().body,
+        ResponseBody::Answer(Answer::Reserved(_))
+    ));
     let extra = 5;
     let waiting: Vec<_> = (0..MAX_IN_FLIGHT as u64 + extra)
         .map(|i| (10 + i, reserve()))
@@ -309,24 +324,34 @@ fn a_key_sent_with_a_service_alias_reaches_the_actor_of_its_canonical_form() {
     let coordinator = connect(&dir).unwrap();
     let mut raw = RawClient::hello(&dir);
     let policy = Policy::new(1000.0, 10.0, 10, 20).unwrap();
-    let reserve = |key: &str| RequestBody::Reserve {
-        key: key.to_owned(),
-        policy,
-        timeout_ms: 60_000,
-        scope: 0,
+    // Written as a client of another build would: the key as text, in the wire's JSON.
+    let reserve = |id: u64, key: &str| {
+        serde_json::json!({"id": id, "body": {"op": {"reserve": {
+            "key": key, "policy": policy, "timeout_ms": 60_000, "scope": null
+        }}}})
     };
-    raw.send(&[(
+    raw.send_json(&[reserve(
         1,
-        reserve("aws/123456789012/us-east-1/elbv2:DescribeLoadBalancers"),
+        "aws/123456789012/us-east-1/elbv2:DescribeLoadBalancers",
     )]);
-    assert!(matches!(raw.read().body, ResponseBody::Reserved { .. }));
-    raw.send(&[(2, reserve("aws/1/us-east-1/elbv2:DescribeLoadBalancers"))]);
+    assert!(matches!(
+        raw.read().body,
+        ResponseBody::Answer(Answer::Reserved(_))
+    ));
+    raw.send_json(&[reserve(2, "aws/1/us-east-1/elbv2:DescribeLoadBalancers")]);
     match raw.read().body {
         ResponseBody::Error(WireError::Rejected { reason }) => {
             assert!(reason.contains("not a canonical quota key"), "{reason}")
         }
         other => panic!("unexpected answer {other:?}"),
     }
+    raw.send(&[(3, RequestBody::Ping)]);
+    let pong = raw.read();
+    assert_eq!(
+        (pong.id, pong.body),
+        (3, ResponseBody::Pong),
+        "the connection stays up"
+    );
     let canonical: QuotaKey =
         "aws/123456789012/us-east-1/elasticloadbalancingv2:DescribeLoadBalancers"
             .parse()

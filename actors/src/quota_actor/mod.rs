@@ -250,9 +250,9 @@ impl QuotaActor {
                     }
                 }
                 Exit::DeadlineExceeded => {
-                    let _ = r.reply.send(Err(AdmissionError::DeadlineExceeded {
-                        key: key.to_string(),
-                    }));
+                    let _ = r
+                        .reply
+                        .send(Err(AdmissionError::DeadlineExceeded { key: key.clone() }));
                 }
                 Exit::Refused(()) | Exit::Dropped => {}
             },
@@ -327,20 +327,20 @@ impl QuotaActor {
                 Exit::Refused(refusal) => {
                     let error = match (&stop_reason, refusal) {
                         (Some(reason), Refusal::FleetStopped) => AdmissionError::Fleet {
-                            key: key.to_string(),
+                            key: key.clone(),
                             reason: reason.clone(),
                         },
                         _ => AdmissionError::Refused {
-                            key: key.to_string(),
+                            key: key.clone(),
                             refusal,
                         },
                     };
                     let _ = a.reply.send(Err(error));
                 }
                 Exit::DeadlineExceeded => {
-                    let _ = a.reply.send(Err(AdmissionError::DeadlineExceeded {
-                        key: key.to_string(),
-                    }));
+                    let _ = a
+                        .reply
+                        .send(Err(AdmissionError::DeadlineExceeded { key: key.clone() }));
                 }
                 Exit::Dropped => {}
             },

@@ -29,7 +29,7 @@ pub mod server;
 mod socket;
 mod wire;
 
+pub use crate::ops::{ClientInfo, CoordinationStatus};
 pub(crate) use client::RemoteClient;
 pub use client::{CLEANUP_BUDGET, TAKEOVER_TIMEOUT};
-pub use protocol::{ClientInfo, CoordinationStatus};
 pub use server::ClientTable;
