@@ -53,7 +53,7 @@ mod wait;
 
 pub use clock::TokioClock;
 pub use coordinator::Coordinator;
-pub use error::{AdmissionError, CoordinationErrorKind};
+pub use error::{AdmissionError, CoordinationErrorKind, StoreFailure, StoreFailureKind};
 pub use fleet::{FleetInstall, FleetSetup, FleetStore};
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};

@@ -381,7 +381,7 @@ impl LocalAdmission {
         });
         match rx.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(reason)) => Err(AdmissionError::Storage(reason)),
+            Ok(Err(failure)) => Err(AdmissionError::Storage(failure)),
             Err(_) => Err(AdmissionError::Stopped),
         }
     }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tollgate_actors::paused_system;
 use tollgate_actors::{
-    start_in_current_system, AdmissionError, AdmissionHandle, RuntimeConfig, TokioClock,
-    WaitOptions,
+    start_in_current_system, AdmissionError, AdmissionHandle, RuntimeConfig, StoreFailureKind,
+    TokioClock, WaitOptions,
 };
 use tollgate_quota::{Outcome, Owner, Policy, QuotaKey, Timestamp};
 use tollgate_storage::{MemoryStore, QuotaStore, StorageError, StorageErrorKind};
@@ -223,8 +223,13 @@ fn storage_failure_stops_dispatch() {
         let policy = Policy::new(100.0, 100.0, 10, 20).unwrap();
         // No grant without a stored lease: the very first request fails closed.
         match one_request(&handle, policy, Outcome::Success).await {
-            Err(AdmissionError::Storage(reason)) => {
-                assert!(reason.contains("disk full"), "{reason}")
+            Err(AdmissionError::Storage(failure)) => {
+                assert!(failure.message().contains("disk full"), "{failure}");
+                assert_eq!(failure.kind(), StoreFailureKind::Write);
+                assert!(
+                    failure.storage_error().is_some(),
+                    "the storage error is kept in the process it happened in"
+                );
             }
             other => panic!("expected a storage refusal, got {other:?}"),
         }

@@ -371,3 +371,30 @@ fn a_key_sent_with_a_service_alias_reaches_the_actor_of_its_canonical_form() {
     drop(raw);
     rt().block_on(coordinator.shutdown()).unwrap();
 }
+
+/// `cancel_scope` through a client says when the coordinator could not be asked; it used
+/// to answer 0, as if the scope had had no waiters.
+#[test]
+fn cancelling_a_scope_through_a_closed_client_is_an_error_not_zero_waiters() {
+    use tollgate_actors::AdmissionError;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
+    let coordinator = connect(&dir).unwrap();
+    let client = connect(&dir).unwrap();
+    assert!(!client.is_coordinator());
+    let handle = client.handle();
+    rt().block_on(async {
+        assert_eq!(
+            handle.cancel_scope(7).await.unwrap(),
+            0,
+            "nothing waits in 7"
+        );
+        handle.shutdown().await.unwrap();
+        match handle.cancel_scope(7).await {
+            Err(AdmissionError::Stopped) => {}
+            other => panic!("expected the client's stop, got {other:?}"),
+        }
+        coordinator.shutdown().await.unwrap();
+    });
+}

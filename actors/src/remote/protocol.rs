@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 use tollgate_quota::{Refusal, Timestamp};
 
-use crate::error::CoordinationErrorKind;
+use crate::error::{CoordinationErrorKind, StoreFailure, StoreFailureKind};
 use crate::key::CanonicalKey;
 use crate::ops::{Answer, Operation};
 use crate::AdmissionError;
@@ -99,6 +99,12 @@ pub enum WireError {
     },
     /// See [`AdmissionError::Storage`].
     Storage {
+        /// What kind of storage failure.
+        #[serde(rename = "what")]
+        kind: StoreFailureKind,
+        /// The key whose record failed, if one did.
+        #[serde(default)]
+        key: Option<CanonicalKey>,
         /// Why dispatch stopped.
         reason: String,
     },
@@ -139,7 +145,11 @@ impl From<AdmissionError> for WireError {
             AdmissionError::Refused { key, refusal } => WireError::Refused { key, refusal },
             AdmissionError::DeadlineExceeded { key } => WireError::DeadlineExceeded { key },
             AdmissionError::Cancelled { key } => WireError::Cancelled { key },
-            AdmissionError::Storage(reason) => WireError::Storage { reason },
+            AdmissionError::Storage(failure) => WireError::Storage {
+                kind: failure.kind(),
+                key: failure.key().cloned(),
+                reason: failure.message().to_owned(),
+            },
             AdmissionError::Stopped => WireError::Stopped,
             AdmissionError::BreakerOpen { scope, reopens_at } => {
                 WireError::BreakerOpen { scope, reopens_at }
@@ -162,7 +172,10 @@ impl From<WireError> for AdmissionError {
             WireError::Refused { key, refusal } => AdmissionError::Refused { key, refusal },
             WireError::DeadlineExceeded { key } => AdmissionError::DeadlineExceeded { key },
             WireError::Cancelled { key } => AdmissionError::Cancelled { key },
-            WireError::Storage { reason } => AdmissionError::Storage(reason),
+            WireError::Storage { kind, key, reason } => AdmissionError::Storage(match key {
+                Some(key) => StoreFailure::keyed(kind, key, reason),
+                None => StoreFailure::new(kind, reason),
+            }),
             WireError::Stopped => AdmissionError::Stopped,
             WireError::BreakerOpen { scope, reopens_at } => {
                 AdmissionError::BreakerOpen { scope, reopens_at }
@@ -218,7 +231,10 @@ mod tests {
             },
             AdmissionError::DeadlineExceeded { key: key() },
             AdmissionError::Cancelled { key: key() },
-            AdmissionError::Storage("disk full".into()),
+            AdmissionError::Storage(StoreFailure::new(StoreFailureKind::Write, "disk full")),
+            AdmissionError::Storage(
+                StoreFailure::new(StoreFailureKind::Closed, "closed").of_key(key()),
+            ),
             AdmissionError::coordination(CoordinationErrorKind::Refused, "wrong uid"),
             AdmissionError::coordination(CoordinationErrorKind::OutOfProtocol, "odd answer"),
             AdmissionError::BreakerOpen {
