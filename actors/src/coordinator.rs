@@ -47,7 +47,7 @@ impl std::fmt::Debug for Coordinator {
 }
 
 pub(crate) fn coordination(e: impl std::fmt::Display) -> AdmissionError {
-    AdmissionError::Coordination(e.to_string())
+    AdmissionError::coordination(crate::error::CoordinationErrorKind::Takeover, e.to_string())
 }
 
 impl Coordinator {

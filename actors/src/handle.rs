@@ -11,40 +11,33 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
 use tollgate_quota::key::QuotaKey;
 use tollgate_quota::{
-    AdmitRequest, BreakerScope, Grant, Outcome, Owner, Passage, Policy, ProbeId, Refusal,
-    ReservationId, Timestamp,
+    Grant, Outcome, Owner, Passage, Policy, ProbeId, Refusal, ReservationId, Timestamp,
 };
 
-use crate::key::{AdmitCall, CanonicalKey};
+use crate::backend::{AdmissionBackend, Slot};
+use crate::key::CanonicalKey;
 use crate::local::LocalAdmission;
-use crate::messages::{CancelScope, Feedback, KeyStatus, Pause, Release};
-use crate::quota_actor::QuotaActor;
-use crate::remote::{CoordinationStatus, RemoteClient};
+use crate::messages::KeyStatus;
+use crate::ops::{Answer, CoordinationStatus, Operation};
+use crate::remote::RemoteClient;
 use crate::AdmissionError;
 
 pub use crate::wait::{WaitOptions, DEFAULT_RESERVATION_TTL};
 
-/// Where requests go: actors in this process, or the coordinator's socket.
-#[derive(Clone)]
-enum Backend {
-    Local(Arc<LocalAdmission>),
-    Remote(RemoteClient),
-}
-
 /// The door to admission. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]
 pub struct AdmissionHandle {
-    backend: Backend,
+    backend: Arc<dyn AdmissionBackend>,
 }
 
 impl std::fmt::Debug for AdmissionHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.backend {
-            Backend::Local(_) => "coordinator",
-            Backend::Remote(_) => "client",
+        let kind = if self.is_coordinator() {
+            "coordinator"
+        } else {
+            "client"
         };
         f.debug_struct("AdmissionHandle")
             .field("owner", &self.owner())
@@ -56,21 +49,18 @@ impl std::fmt::Debug for AdmissionHandle {
 impl AdmissionHandle {
     pub(crate) fn local(local: Arc<LocalAdmission>) -> Self {
         AdmissionHandle {
-            backend: Backend::Local(local),
+            backend: Arc::new(local),
         }
     }
 
     pub(crate) fn remote(client: RemoteClient) -> Self {
         AdmissionHandle {
-            backend: Backend::Remote(client),
+            backend: Arc::new(client),
         }
     }
 
     pub(crate) fn as_local(&self) -> Option<&Arc<LocalAdmission>> {
-        match &self.backend {
-            Backend::Local(l) => Some(l),
-            Backend::Remote(_) => None,
-        }
+        self.backend.local()
     }
 
     /// A handle on the same quota actors that records reservations under `owner`: what the
@@ -90,31 +80,22 @@ impl AdmissionHandle {
     /// later shuts down or stops being driven, the connection thread reads again. Returns
     /// false (and changes nothing) for the coordinator's own handle or outside a runtime.
     pub fn read_answers_here(&self) -> bool {
-        match &self.backend {
-            Backend::Local(_) => false,
-            Backend::Remote(r) => r.read_answers_here(),
-        }
+        self.backend.read_answers_here()
     }
 
     /// True when the quota actors run in this process.
     pub fn is_coordinator(&self) -> bool {
-        matches!(self.backend, Backend::Local(_))
+        self.as_local().is_some()
     }
 
     /// The admission clock's current instant.
     pub fn now(&self) -> Timestamp {
-        match &self.backend {
-            Backend::Local(l) => l.now(),
-            Backend::Remote(r) => r.now(),
-        }
+        self.backend.now()
     }
 
     /// The process identity reservations are recorded under.
     pub fn owner(&self) -> Owner {
-        match &self.backend {
-            Backend::Local(l) => l.owner(),
-            Backend::Remote(r) => r.owner(),
-        }
+        self.backend.owner()
     }
 
     /// Take a concurrency slot for `key`, waiting in FIFO order.
@@ -125,25 +106,12 @@ impl AdmissionHandle {
         wait: WaitOptions,
     ) -> Result<ReservationGuard, AdmissionError> {
         let key = CanonicalKey::new(key);
-        let (id, epoch, addr) = match &self.backend {
-            Backend::Local(l) => {
-                let id = l
-                    .reserve(l.tag(wait.scope), &key, policy, wait.timeout)
-                    .await?;
-                (id, 0, Some(l.actor(&key, policy, false).await?))
-            }
-            Backend::Remote(r) => {
-                let (id, epoch) = r.reserve(&key, policy, wait).await?;
-                (id, epoch, None)
-            }
-        };
+        let (id, slot) = self.backend.reserve(key.clone(), policy, wait).await?;
         Ok(ReservationGuard {
-            handle: self.clone(),
+            slot,
             key,
             policy,
-            addr,
             id: AtomicU64::new(id.0),
-            epoch: AtomicU64::new(epoch),
             released: false,
         })
     }
@@ -158,9 +126,14 @@ impl AdmissionHandle {
         key: &QuotaKey,
         timeout: Duration,
     ) -> Result<Passage, AdmissionError> {
-        match &self.backend {
-            Backend::Local(l) => l.breaker_pass(BreakerScope::of(key), timeout).await,
-            Backend::Remote(r) => r.breaker_pass(&CanonicalKey::new(key), timeout).await,
+        let key = CanonicalKey::new(key);
+        match self
+            .backend
+            .call(Operation::BreakerPass { key, timeout })
+            .await?
+        {
+            Answer::Passage(passage) => Ok(passage),
+            other => Err(other.unexpected()),
         }
     }
 
@@ -168,18 +141,19 @@ impl AdmissionHandle {
     /// (`probe`: the lease, if the call was the probe). `None`: the call was never sent,
     /// which gives a probe lease up so the next waiter probes at once.
     pub fn breaker_report(&self, key: &QuotaKey, outcome: Option<Outcome>, probe: Option<ProbeId>) {
-        match &self.backend {
-            Backend::Local(l) => l.breaker_report(BreakerScope::of(key), outcome, probe),
-            Backend::Remote(r) => r.breaker_report(&CanonicalKey::new(key), outcome, probe),
-        }
+        self.backend.tell(Operation::BreakerReport {
+            key: CanonicalKey::new(key),
+            outcome,
+            probe,
+        });
     }
 
-    /// Cancel every queued waiter of `scope` on every key; they never start. Returns how
-    /// many were removed.
-    pub async fn cancel_scope(&self, scope: u64) -> usize {
-        match &self.backend {
-            Backend::Local(l) => l.cancel(CancelScope::Scope(scope)).await,
-            Backend::Remote(r) => r.cancel_scope(scope).await.unwrap_or(0),
+    /// Cancel every queued waiter of `scope` on every key, in every process; they never
+    /// start. Returns how many were removed, or why the coordinator could not be asked.
+    pub async fn cancel_scope(&self, scope: u64) -> Result<usize, AdmissionError> {
+        match self.backend.call(Operation::Cancel { scope }).await? {
+            Answer::Cancelled(removed) => Ok(removed),
+            other => Err(other.unexpected()),
         }
     }
 
@@ -190,14 +164,9 @@ impl AdmissionHandle {
 
     /// Who coordinates, who is connected, and every key's state.
     pub async fn coordination(&self) -> Result<CoordinationStatus, AdmissionError> {
-        match &self.backend {
-            Backend::Local(l) => Ok(CoordinationStatus {
-                coordinator_pid: l.owner().pid,
-                clients: l.clients().map(|c| c.list()).unwrap_or_default(),
-                keys: l.status().await?,
-                breakers: l.breakers().await?,
-            }),
-            Backend::Remote(r) => r.status().await,
+        match self.backend.call(Operation::Status).await? {
+            Answer::Status(status) => Ok(status),
+            other => Err(other.unexpected()),
         }
     }
 
@@ -206,25 +175,19 @@ impl AdmissionHandle {
     /// `Stopped`. In a client: close the connection (and hand over any coordinator role this
     /// process took during a failover).
     pub async fn shutdown(&self) -> Result<(), AdmissionError> {
-        match &self.backend {
-            Backend::Local(l) => l.shutdown().await,
-            Backend::Remote(r) => r.shutdown().await,
-        }
+        self.backend.shutdown().await
     }
 }
 
 /// One held concurrency slot. Dropping it releases the slot.
 #[derive(Debug)]
 pub struct ReservationGuard {
-    handle: AdmissionHandle,
+    /// Where the slot's requests go.
+    slot: Slot,
     key: CanonicalKey,
     policy: Policy,
-    /// The key's actor, when it runs in this process.
-    addr: Option<Addr<QuotaActor>>,
     /// The reservation; a remote guard may take a new one after a coordinator failover.
     id: AtomicU64,
-    /// The client connection epoch the reservation was made in (0 when local).
-    epoch: AtomicU64,
     released: bool,
 }
 
@@ -234,10 +197,15 @@ impl ReservationGuard {
         self.key.as_str()
     }
 
+    /// The key, typed.
+    pub fn canonical_key(&self) -> &CanonicalKey {
+        &self.key
+    }
+
     /// The admission clock's current instant (a server's HTTP-date hints are read
     /// against it when the answer carries no `Date`).
     pub fn now(&self) -> Timestamp {
-        self.handle.now()
+        self.slot.now()
     }
 
     /// The reservation id.
@@ -253,38 +221,46 @@ impl ReservationGuard {
         retry: bool,
         wait: WaitOptions,
     ) -> Result<Grant, AdmissionError> {
-        let mut call = AdmitCall {
+        let admit = |reservation| Operation::Admit {
             key: self.key.clone(),
             policy: self.policy,
-            request: AdmitRequest {
-                reservation: self.id(),
-                cost,
-                retry,
-            },
-            wait,
+            reservation,
+            cost,
+            retry,
+            timeout: wait.timeout,
+            scope: wait.scope,
         };
-        match &self.handle.backend {
-            Backend::Local(l) => l.admit(l.tag(wait.scope), call).await,
-            Backend::Remote(r) => {
-                let first = r.admit(&call).await;
-                // A reservation made under a coordinator that died before storing it is
-                // unknown to its successor: take a fresh slot and try once more.
-                let lost = matches!(
-                    first,
-                    Err(AdmissionError::Refused {
-                        refusal: Refusal::UnknownReservation,
-                        ..
-                    })
-                ) && r.epoch() != self.epoch.load(Ordering::Acquire);
-                if !lost {
-                    return first;
-                }
-                let (fresh, epoch) = r.reserve(&self.key, self.policy, wait).await?;
+        let first = self.slot.call(admit(self.id())).await;
+        // A reservation made under a coordinator that died before storing it is unknown
+        // to its successor: take a fresh slot and try once more.
+        let lost = matches!(
+            first,
+            Err(AdmissionError::Refused {
+                refusal: Refusal::UnknownReservation,
+                ..
+            })
+        );
+        let retaken = match lost {
+            true => self.slot.retake(&self.key, self.policy, wait).await,
+            false => None,
+        };
+        let answer = match retaken {
+            Some(fresh) => {
+                let fresh = fresh?;
                 self.id.store(fresh.0, Ordering::Release);
-                self.epoch.store(epoch, Ordering::Release);
-                call.request.reservation = fresh;
-                r.admit(&call).await
+                self.slot.call(admit(fresh)).await
             }
+            None => first,
+        }?;
+        match answer {
+            Answer::Admitted {
+                admitted_at,
+                retry_spent,
+            } => Ok(Grant {
+                admitted_at,
+                retry_spent,
+            }),
+            other => Err(other.unexpected()),
         }
     }
 
@@ -296,11 +272,11 @@ impl ReservationGuard {
     /// A server's Retry-After hint on a throttle or 503: pause the whole key, for every
     /// process, for `hint` (capped at [`tollgate_quota::MAX_PAUSE`] by the coordinator).
     pub fn pause(&self, hint: Duration) {
-        match (&self.handle.backend, &self.addr) {
-            (Backend::Local(_), Some(addr)) => addr.do_send(Pause { hint }),
-            (Backend::Remote(r), _) => r.pause(&self.key, self.policy, hint),
-            (Backend::Local(_), None) => {}
-        }
+        self.slot.tell(Operation::Pause {
+            key: self.key.clone(),
+            policy: self.policy,
+            hint,
+        });
     }
 
     /// Return a retry unit spent on an attempt that never dispatched.
@@ -311,17 +287,13 @@ impl ReservationGuard {
     }
 
     fn send_feedback(&self, outcome: Outcome, admitted_at: Timestamp, refund_retry: bool) {
-        match (&self.handle.backend, &self.addr) {
-            (Backend::Local(_), Some(addr)) => addr.do_send(Feedback {
-                outcome,
-                admitted_at,
-                refund_retry,
-            }),
-            (Backend::Remote(r), _) => {
-                r.feedback(&self.key, self.policy, outcome, admitted_at, refund_retry)
-            }
-            (Backend::Local(_), None) => {}
-        }
+        self.slot.tell(Operation::Feedback {
+            key: self.key.clone(),
+            policy: self.policy,
+            outcome,
+            admitted_at,
+            refund_retry,
+        });
     }
 
     /// Release the slot now (also done on drop).
@@ -334,15 +306,11 @@ impl ReservationGuard {
             return;
         }
         self.released = true;
-        let reservation = self.id();
-        match (&self.handle.backend, &self.addr) {
-            (Backend::Local(l), Some(addr)) => addr.do_send(Release {
-                reservation,
-                owner: l.owner(),
-            }),
-            (Backend::Remote(r), _) => r.release(&self.key, self.policy, reservation),
-            (Backend::Local(_), None) => {}
-        }
+        self.slot.tell(Operation::Release {
+            key: self.key.clone(),
+            policy: self.policy,
+            reservation: self.id(),
+        });
     }
 }
 

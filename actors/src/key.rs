@@ -1,37 +1,40 @@
 //! `CanonicalKey`: a [`QuotaKey`] as admission carries it, and the admission request.
 //!
 //! A quota key is built (or parsed) once at the edge: by the caller as a [`QuotaKey`], or
-//! by the coordinator's socket server from a request's text. From there to the key's
-//! actor it travels as a `CanonicalKey`: its canonical text behind an `Arc`, so the
-//! handle, its guards, the registry and the actor share one allocation (cloning is a
-//! reference count) and hash the text the store keys records by. The type says the text
-//! is canonical: the only ways to make one are from a `QuotaKey` or by parsing into one,
-//! so two requests for the same budget always carry equal keys.
-//!
-//! [`AdmitCall`] is one attempt's final admission as it travels from a
-//! `ReservationGuard` to the key's actor, in process or over the socket, where its
-//! [`AdmitRequest`] is what `QuotaState::admit` decides on.
+//! when a request arrives on the coordinator's socket (`remote::keys`, the one place a
+//! request's key is parsed). From there to the key's actor it travels as a
+//! `CanonicalKey`: its canonical text and the parsed [`QuotaKey`] behind one `Arc`, so
+//! the handle, its guards, the registry and the actor share one allocation (cloning is a
+//! reference count), hash the text the store keys records by, and read the key's parts
+//! (its breaker scope, its schedule) without parsing the text again. The type says the
+//! text is canonical: the only ways to make one are from a `QuotaKey` or by parsing into
+//! one, so two requests for the same budget always carry equal keys.
 
 use std::borrow::Borrow;
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
 use tollgate_quota::key::{KeyError, QuotaKey};
-use tollgate_quota::{AdmitRequest, Policy};
 
-use crate::wait::WaitOptions;
+/// A [`QuotaKey`] with its canonical text, shared (see the module docs).
+#[derive(Clone)]
+pub struct CanonicalKey(Arc<Parsed>);
 
-/// The canonical text of a [`QuotaKey`], shared (see the module docs).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CanonicalKey(Arc<str>);
+struct Parsed {
+    text: Box<str>,
+    key: QuotaKey,
+}
 
 impl CanonicalKey {
-    /// The key's canonical text (`partition/account/region/service:group`).
+    /// The key, with its canonical text (`partition/account/region/service:group`).
     pub fn new(key: &QuotaKey) -> Self {
         let mut text = String::with_capacity(64);
         // Writing to a `String` cannot fail.
         let _ = write!(text, "{key}");
-        CanonicalKey(text.into())
+        CanonicalKey(Arc::new(Parsed {
+            text: text.into_boxed_str(),
+            key: key.clone(),
+        }))
     }
 
     /// Parse `text` as a quota key (accepting what `QuotaKey`'s `FromStr` accepts) and keep
@@ -42,7 +45,48 @@ impl CanonicalKey {
 
     /// The canonical text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.0.text
+    }
+
+    /// The parsed key (its parts: scope, service, group).
+    pub fn quota_key(&self) -> &QuotaKey {
+        &self.0.key
+    }
+}
+
+// Equality, order and hash are the canonical text's, so a map keyed by `CanonicalKey`
+// answers lookups by `&str` (see `Borrow`).
+impl PartialEq for CanonicalKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for CanonicalKey {}
+
+impl std::hash::Hash for CanonicalKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl PartialOrd for CanonicalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for CanonicalKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::str::FromStr for CanonicalKey {
+    type Err = KeyError;
+
+    fn from_str(text: &str) -> Result<Self, KeyError> {
+        CanonicalKey::parse(text)
     }
 }
 
@@ -54,34 +98,20 @@ impl From<&QuotaKey> for CanonicalKey {
 
 impl Borrow<str> for CanonicalKey {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl fmt::Display for CanonicalKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl fmt::Debug for CanonicalKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
-}
-
-/// One attempt's final admission: which key, under which policy, what is asked, how long
-/// to wait. The same value whether the actor runs in this process or the coordinator's.
-#[derive(Debug, Clone)]
-pub(crate) struct AdmitCall {
-    /// The key's budget.
-    pub key: CanonicalKey,
-    /// The caller's policy for the key.
-    pub policy: Policy,
-    /// Reservation, cost and whether it is a retry: what `QuotaState::admit` decides on.
-    pub request: AdmitRequest,
-    /// How long to wait, and the cancellation scope.
-    pub wait: WaitOptions,
 }
 
 #[cfg(test)]
@@ -122,5 +152,12 @@ mod tests {
         assert!(std::ptr::eq(key.as_str(), clone.as_str()));
         let map = HashMap::from([(key, 1)]);
         assert_eq!(map.get(clone.as_str()), Some(&1));
+    }
+
+    #[test]
+    fn a_key_keeps_its_parsed_parts_so_nobody_parses_its_text_again() {
+        let key = CanonicalKey::parse(ELB).unwrap();
+        assert_eq!(key.quota_key().service(), "elasticloadbalancingv2");
+        assert_eq!(key.quota_key().to_string(), key.as_str());
     }
 }

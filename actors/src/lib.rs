@@ -37,6 +37,7 @@
 //!   the block exchange, the host id, the [`FleetSpec`] a coordinator spec carries.
 #![forbid(unsafe_code)]
 
+mod backend;
 pub mod breaker_board;
 pub mod clock;
 pub mod closable_store;
@@ -49,6 +50,7 @@ mod key;
 mod local;
 pub mod messages;
 pub mod offline_status;
+pub mod ops;
 pub mod persist;
 pub mod quota_actor;
 pub mod registry;
@@ -60,14 +62,14 @@ mod wait;
 
 pub use clock::TokioClock;
 pub use coordinator::Coordinator;
-pub use error::AdmissionError;
+pub use error::{AdmissionError, CoordinationErrorKind, StoreFailure, StoreFailureKind};
 pub use fleet::{FleetSetup, FleetSpec, FleetStore};
 pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
 pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
 pub use offline_status::{read_offline, OfflineStatus, OfflineStatusError, StoredKeyStatus};
-pub use remote::{ClientInfo, CoordinationStatus};
+pub use ops::{Answer, ClientInfo, CoordinationStatus, Operation};
 #[cfg(feature = "paused-clock")]
 pub use runtime::paused_system;
 pub use runtime::{start_in_current_system, AdmissionRuntime, RuntimeConfig};

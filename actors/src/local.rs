@@ -1,26 +1,28 @@
 //! `LocalAdmission`: admission served by quota actors in this process.
 //!
 //! It is the backend of an [`AdmissionHandle`](crate::AdmissionHandle) in the coordinator
-//! process, and what the coordinator's socket server forwards remote requests to. Every
-//! operation names the [`Owner`] it acts for, because the server acts for many processes
-//! through one set of actors; the in-process handle passes its own.
+//! process, and what the coordinator's socket server hands every remote operation to.
+//! [`LocalAdmission::serve`] is where each [`Operation`] of the operation set is done: the
+//! one match over the operations. Every operation names the [`Caller`] it acts for,
+//! because the server acts for many processes (and their connections) through one set of
+//! actors; the in-process handle passes its own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use actix::Addr;
+use actix::{Addr, ArbiterHandle};
+use futures_util::FutureExt;
 use tokio::sync::oneshot;
-use tollgate_quota::{
-    BreakerScope, Clock, Grant, Outcome, Owner, Passage, Policy, ProbeId, ReservationId, Timestamp,
-};
+use tollgate_quota::{AdmitRequest, BreakerScope, Clock, Grant, Owner, Passage, Policy, Timestamp};
 
 use crate::breaker_board::BreakerBoard;
-use crate::key::{AdmitCall, CanonicalKey};
+use crate::key::CanonicalKey;
 use crate::messages::{
-    Admit, BreakerPass, BreakerReport, BreakerStatus, Breakers, CancelScope, Feedback, KeyStatus,
-    Pause, Release, Reserve, WaiterTag, IN_PROCESS,
+    Admit, BreakerPass, BreakerReport, Breakers, CancelScope, Feedback, Pause, Release, Reserve,
+    WaiterTag, IN_PROCESS,
 };
+use crate::ops::{Answer, CoordinationStatus, Operation};
 use crate::persist::Persister;
 use crate::quota_actor::QuotaActor;
 use crate::registry::{
@@ -30,6 +32,27 @@ use crate::remote::ClientTable;
 use crate::AdmissionError;
 
 pub use crate::wait::DEFAULT_RESERVATION_TTL;
+
+/// Who an operation acts for: the requesting process, and the coordinator connection it
+/// came through ([`IN_PROCESS`] for this process's own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Caller {
+    /// The requesting process.
+    pub owner: Owner,
+    /// Its connection.
+    pub connection: u64,
+}
+
+impl Caller {
+    /// The tag of this caller's waiters in `scope`.
+    fn tag(self, scope: Option<u64>) -> WaiterTag {
+        WaiterTag {
+            scope,
+            owner: self.owner,
+            connection: self.connection,
+        }
+    }
+}
 
 /// The quota actors of this process, reachable from any thread.
 pub(crate) struct LocalAdmission {
@@ -41,6 +64,9 @@ pub(crate) struct LocalAdmission {
     persister: Persister,
     /// The socket server's table of connected clients, when this process serves one.
     clients: OnceLock<Arc<ClientTable>>,
+    /// The actors' arbiter: what a told operation that must wait (its actor is not
+    /// known yet) finishes on.
+    arbiter: ArbiterHandle,
 }
 
 impl LocalAdmission {
@@ -59,6 +85,7 @@ impl LocalAdmission {
             owner,
             persister,
             clients: OnceLock::new(),
+            arbiter: actix::Arbiter::current(),
         }
     }
 
@@ -69,23 +96,25 @@ impl LocalAdmission {
     /// The same actors, clock and store acting for another `owner` (as the socket server
     /// acts for each client process): for in-process simulations of several processes.
     pub(crate) fn for_owner(&self, owner: Owner) -> Self {
-        LocalAdmission::new(
-            self.registry.clone(),
-            self.breakers.clone(),
-            self.clock.clone(),
+        LocalAdmission {
+            registry: self.registry.clone(),
+            breakers: self.breakers.clone(),
+            actors: Mutex::new(HashMap::new()),
+            clock: self.clock.clone(),
             owner,
-            self.persister.clone(),
-        )
+            persister: self.persister.clone(),
+            clients: OnceLock::new(),
+            arbiter: self.arbiter.clone(),
+        }
     }
 
     pub(crate) fn owner(&self) -> Owner {
         self.owner
     }
 
-    /// The tag of this process's own waiters in `scope`.
-    pub(crate) fn tag(&self, scope: u64) -> WaiterTag {
-        WaiterTag {
-            scope,
+    /// This process's own requests.
+    pub(crate) fn caller(&self) -> Caller {
+        Caller {
             owner: self.owner,
             connection: IN_PROCESS,
         }
@@ -152,75 +181,167 @@ impl LocalAdmission {
         Err(AdmissionError::Stopped)
     }
 
-    /// Take a concurrency slot for `owner`, waiting at most `timeout`.
-    pub(crate) async fn reserve(
+    /// Do `op` for `caller` and answer it. `actor`: the key's actor if the caller holds
+    /// it already (a reservation guard does), which spares a lookup.
+    pub(crate) async fn serve(
         &self,
-        tag: WaiterTag,
-        key: &CanonicalKey,
-        policy: Policy,
-        timeout: Duration,
-    ) -> Result<ReservationId, AdmissionError> {
+        op: Operation,
+        caller: Caller,
+        actor: Option<Addr<QuotaActor>>,
+    ) -> Result<Answer, AdmissionError> {
         let now = self.now();
-        self.ask(key, policy, |reply| Reserve {
-            policy,
-            owner: tag.owner,
-            expires_at: now + timeout.max(DEFAULT_RESERVATION_TTL),
-            deadline: now + timeout,
-            tag,
-            reply,
+        // The key's actor: the one the caller holds while it runs, else looked up.
+        let held = actor.filter(Addr::connected);
+        Ok(match op {
+            Operation::Reserve {
+                key,
+                policy,
+                timeout,
+                scope,
+            } => {
+                let tag = caller.tag(scope);
+                let reservation = self
+                    .ask(&key, policy, |reply| Reserve {
+                        policy,
+                        owner: caller.owner,
+                        expires_at: now + timeout.max(DEFAULT_RESERVATION_TTL),
+                        deadline: now + timeout,
+                        tag,
+                        reply,
+                    })
+                    .await?;
+                Answer::Reserved(reservation)
+            }
+            Operation::Admit {
+                key,
+                policy,
+                reservation,
+                cost,
+                retry,
+                timeout,
+                scope,
+            } => {
+                let (tag, deadline) = (caller.tag(scope), now + timeout);
+                let request = AdmitRequest {
+                    reservation,
+                    cost,
+                    retry,
+                };
+                let grant: Grant = self
+                    .ask(&key, policy, |reply| Admit {
+                        request,
+                        deadline,
+                        tag,
+                        reply,
+                    })
+                    .await?;
+                Answer::from(grant)
+            }
+            Operation::Feedback {
+                key,
+                policy,
+                outcome,
+                admitted_at,
+                refund_retry,
+            } => {
+                self.held_or_looked_up(held, &key, policy)
+                    .await?
+                    .do_send(Feedback {
+                        outcome,
+                        admitted_at,
+                        refund_retry,
+                    });
+                Answer::Done
+            }
+            Operation::Pause { key, policy, hint } => {
+                self.held_or_looked_up(held, &key, policy)
+                    .await?
+                    .do_send(Pause { hint });
+                Answer::Done
+            }
+            Operation::BreakerPass { key, timeout } => {
+                let passage = self
+                    .breaker_pass(BreakerScope::of(key.quota_key()), timeout)
+                    .await?;
+                Answer::Passage(passage)
+            }
+            Operation::BreakerReport {
+                key,
+                outcome,
+                probe,
+            } => {
+                self.breakers.do_send(BreakerReport {
+                    scope: BreakerScope::of(key.quota_key()),
+                    outcome,
+                    probe,
+                });
+                Answer::Done
+            }
+            Operation::Release {
+                key,
+                policy,
+                reservation,
+            } => {
+                self.held_or_looked_up(held, &key, policy)
+                    .await?
+                    .do_send(Release {
+                        reservation,
+                        owner: caller.owner,
+                    });
+                Answer::Done
+            }
+            Operation::Cancel { scope } => {
+                Answer::Cancelled(self.cancel(CancelScope::Scope(scope)).await?)
+            }
+            Operation::Status => Answer::Status(CoordinationStatus {
+                coordinator_pid: self.owner.pid,
+                clients: self.clients().map(|c| c.list()).unwrap_or_default(),
+                keys: self
+                    .registry
+                    .send(StatusAll)
+                    .await
+                    .map_err(|_| AdmissionError::Stopped)?,
+                breakers: self
+                    .breakers
+                    .send(Breakers)
+                    .await
+                    .map_err(|_| AdmissionError::Stopped)?,
+            }),
         })
-        .await
     }
 
-    /// Final admission under the reservation of `tag.owner`.
-    pub(crate) async fn admit(
+    /// `held` if the caller holds the key's live actor, else the key's actor looked up.
+    async fn held_or_looked_up(
         &self,
-        tag: WaiterTag,
-        call: AdmitCall,
-    ) -> Result<Grant, AdmissionError> {
-        let deadline = self.now() + call.wait.timeout;
-        let request = call.request;
-        self.ask(&call.key, call.policy, |reply| Admit {
-            request,
-            deadline,
-            tag,
-            reply,
-        })
-        .await
-    }
-
-    /// Report an attempt's outcome (or refund its retry unit).
-    pub(crate) async fn feedback(
-        &self,
+        held: Option<Addr<QuotaActor>>,
         key: &CanonicalKey,
         policy: Policy,
-        outcome: Outcome,
-        admitted_at: Timestamp,
-        refund_retry: bool,
-    ) -> Result<(), AdmissionError> {
-        self.actor(key, policy, false).await?.do_send(Feedback {
-            outcome,
-            admitted_at,
-            refund_retry,
+    ) -> Result<Addr<QuotaActor>, AdmissionError> {
+        match held {
+            Some(addr) => Ok(addr),
+            None => self.actor(key, policy, false).await,
+        }
+    }
+
+    /// Do `op` for this process without waiting for its answer (what feedback, pauses,
+    /// releases and breaker reports need; a failure is logged). It is done on the
+    /// caller's thread when nothing in it waits (its actor is known: `actor`, or one
+    /// looked up before), else finished on the actors' arbiter.
+    pub(crate) fn tell(self: &Arc<Self>, op: Operation, actor: Option<&Addr<QuotaActor>>) {
+        let (local, actor) = (self.clone(), actor.cloned());
+        let mut told = Box::pin(async move {
+            let caller = local.caller();
+            if let Err(e) = local.serve(op, caller, actor).await {
+                tracing::debug!(error = %e, "an admission operation sent without waiting failed");
+            }
         });
-        Ok(())
-    }
-
-    /// Pause the key for a server's Retry-After hint (every process's waiters honour it).
-    pub(crate) async fn pause(
-        &self,
-        key: &CanonicalKey,
-        policy: Policy,
-        hint: Duration,
-    ) -> Result<(), AdmissionError> {
-        self.actor(key, policy, false)
-            .await?
-            .do_send(Pause { hint });
-        Ok(())
+        if (&mut told).now_or_never().is_none() {
+            self.arbiter.spawn(told);
+        }
     }
 
     /// Passage through the scope's breaker, waiting at most `timeout` for it.
-    pub(crate) async fn breaker_pass(
+    async fn breaker_pass(
         &self,
         scope: BreakerScope,
         timeout: Duration,
@@ -234,48 +355,12 @@ impl LocalAdmission {
         rx.await.map_err(|_| AdmissionError::Stopped)?
     }
 
-    /// Report what the scope's service answered (`None`: the call was never sent).
-    pub(crate) fn breaker_report(
-        &self,
-        scope: BreakerScope,
-        outcome: Option<Outcome>,
-        probe: Option<ProbeId>,
-    ) {
-        self.breakers.do_send(BreakerReport {
-            scope,
-            outcome,
-            probe,
-        });
-    }
-
-    /// Every breaker's state.
-    pub(crate) async fn breakers(&self) -> Result<Vec<BreakerStatus>, AdmissionError> {
-        self.breakers
-            .send(Breakers)
-            .await
-            .map_err(|_| AdmissionError::Stopped)
-    }
-
-    /// Give `owner`'s slot back.
-    pub(crate) async fn release(
-        &self,
-        owner: Owner,
-        key: &CanonicalKey,
-        policy: Policy,
-        reservation: ReservationId,
-    ) -> Result<(), AdmissionError> {
-        self.actor(key, policy, false)
-            .await?
-            .do_send(Release { reservation, owner });
-        Ok(())
-    }
-
     /// Cancel queued waiters on every key.
-    pub(crate) async fn cancel(&self, scope: CancelScope) -> usize {
+    pub(crate) async fn cancel(&self, scope: CancelScope) -> Result<usize, AdmissionError> {
         self.registry
             .send(CancelEverywhere(scope))
             .await
-            .unwrap_or(0)
+            .map_err(|_| AdmissionError::Stopped)
     }
 
     /// Drop `owner`'s waiters and release its slots on every live key.
@@ -284,13 +369,6 @@ impl LocalAdmission {
             .send(ReleaseOwnerEverywhere(owner))
             .await
             .unwrap_or(0)
-    }
-
-    pub(crate) async fn status(&self) -> Result<Vec<KeyStatus>, AdmissionError> {
-        self.registry
-            .send(StatusAll)
-            .await
-            .map_err(|_| AdmissionError::Stopped)
     }
 
     pub(crate) async fn shutdown(&self) -> Result<(), AdmissionError> {
@@ -303,7 +381,7 @@ impl LocalAdmission {
         });
         match rx.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(reason)) => Err(AdmissionError::Storage(reason)),
+            Ok(Err(failure)) => Err(AdmissionError::Storage(failure)),
             Err(_) => Err(AdmissionError::Stopped),
         }
     }

@@ -24,16 +24,18 @@ use std::thread::JoinHandle;
 use tokio::sync::oneshot;
 use tollgate_storage::{QuotaStore, StorageError};
 
+use crate::error::{StoreFailure, StoreFailureKind};
+
 /// Whether the store still accepts writes.
 #[derive(Debug, Default)]
 pub struct StoreHealth {
     failed: AtomicBool,
-    reason: Mutex<Option<String>>,
+    reason: Mutex<Option<StoreFailure>>,
 }
 
 impl StoreHealth {
     /// The failure that stopped dispatch, if any.
-    pub fn failure(&self) -> Option<String> {
+    pub fn failure(&self) -> Option<StoreFailure> {
         if !self.failed.load(Ordering::Acquire) {
             return None;
         }
@@ -41,7 +43,7 @@ impl StoreHealth {
     }
 
     /// Record a failure; dispatch stops.
-    pub fn fail(&self, reason: String) {
+    pub fn fail(&self, reason: StoreFailure) {
         if let Ok(mut r) = self.reason.lock() {
             r.get_or_insert(reason);
         }
@@ -50,8 +52,8 @@ impl StoreHealth {
 }
 
 /// The answer to a [`Persister::save`]: `Ok` once the record (or a later one for the same
-/// key) is written and flushed; `Err` with the reason when storing failed.
-pub type StoreResult = Result<(), String>;
+/// key) is written and flushed; `Err` with the failure when storing failed.
+pub type StoreResult = Result<(), StoreFailure>;
 
 /// When a saved record is durable.
 #[derive(Debug)]
@@ -137,13 +139,16 @@ impl Persister {
         let (tx, rx) = oneshot::channel();
         match self.shared.pending.lock() {
             Ok(p) if p.stop => {
-                return Stored::Now(Err("the admission state was closed".into()));
+                return Stored::Now(Err(StoreFailure::new(
+                    StoreFailureKind::Closed,
+                    "the admission state was closed",
+                )));
             }
             Ok(mut p) => {
                 p.records.insert(key.to_owned(), record);
                 p.acks.push(tx);
             }
-            Err(_) => return Stored::Now(Err("the persistence queue is poisoned".into())),
+            Err(_) => return Stored::Now(Err(poisoned())),
         }
         self.shared.wake.notify_one();
         Stored::Later(rx)
@@ -160,8 +165,9 @@ impl Persister {
             .and_then(|()| self.shared.store.flush());
         if let Err(e) = result {
             tracing::error!(error = %e, "quota state could not be stored; admission stops");
-            self.shared.health.fail(e.to_string());
-            return Err(e.to_string());
+            let failure = StoreFailure::write(e);
+            self.shared.health.fail(failure.clone());
+            return Err(failure);
         }
         Ok(())
     }
@@ -188,16 +194,16 @@ impl Persister {
     }
 
     /// Block until everything queued so far is written and flushed. Not for actor threads.
-    pub fn sync(&self) -> Result<(), String> {
+    pub fn sync(&self) -> StoreResult {
         if self.inline {
             return self.shared.health.failure().map_or(Ok(()), Err);
         }
-        let mut p = self.shared.pending.lock().map_err(|e| e.to_string())?;
+        let mut p = self.shared.pending.lock().map_err(|_| poisoned())?;
         p.sync_requested += 1;
         let wanted = p.sync_requested;
         self.shared.wake.notify_one();
         while p.synced < wanted && !p.stop {
-            p = self.shared.done.wait(p).map_err(|e| e.to_string())?;
+            p = self.shared.done.wait(p).map_err(|_| poisoned())?;
         }
         match self.shared.health.failure() {
             Some(reason) => Err(reason),
@@ -206,7 +212,7 @@ impl Persister {
     }
 
     /// Write what is pending, flush, and stop the writer. Not for actor threads.
-    pub fn stop(&self) -> Result<(), String> {
+    pub fn stop(&self) -> StoreResult {
         let result = self.sync();
         if let Ok(mut p) = self.shared.pending.lock() {
             p.stop = true;
@@ -217,6 +223,14 @@ impl Persister {
         }
         result
     }
+}
+
+/// The persistence queue's lock was poisoned by a panic.
+fn poisoned() -> StoreFailure {
+    StoreFailure::new(
+        StoreFailureKind::Poisoned,
+        "the persistence queue is poisoned (a thread panicked); restart the process",
+    )
 }
 
 fn write_loop(shared: &Shared) {
@@ -240,10 +254,10 @@ fn write_loop(shared: &Shared) {
             None => Ok(()),
         };
         if result.is_ok() && !batch.is_empty() {
-            result = shared.store.save_batch(&batch).map_err(|e| e.to_string());
+            result = shared.store.save_batch(&batch).map_err(StoreFailure::write);
         }
         if result.is_ok() {
-            result = shared.store.flush().map_err(|e| e.to_string());
+            result = shared.store.flush().map_err(StoreFailure::write);
         }
         if let Err(e) = &result {
             tracing::error!(error = %e, "quota state could not be stored; admission stops");

@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use tollgate_quota::{Policy, PolicyTable, QuotaKey, ReadTime, WallClock};
+use tollgate_quota::{Policy, PolicyTable, ReadTime, WallClock};
 
 use crate::key::CanonicalKey;
 
@@ -54,8 +54,8 @@ impl Schedules {
     /// The key's base policy and read-time function, if it has one.
     pub fn for_key(&self, key: &CanonicalKey) -> Option<(Policy, ReadTime)> {
         let table = self.table.as_ref()?;
-        let key: QuotaKey = key.as_str().parse().ok()?;
-        let read_time = table.read_time_for_key(&key)?.clone();
-        Some((table.policy_for_key(&key), read_time))
+        let key = key.quota_key();
+        let read_time = table.read_time_for_key(key)?.clone();
+        Some((table.policy_for_key(key), read_time))
     }
 }

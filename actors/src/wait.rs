@@ -1,11 +1,9 @@
-//! `WaitOptions`: how long a caller waits for admission and which cancellation scope its
-//! request belongs to.
+//! `WaitOptions`: how long a caller waits for admission, and the cancellation scope its
+//! waiters belong to.
 //!
-//! Its own file because every layer carries it: the handle takes it, the key's
-//! [`AdmitCall`](crate::key::AdmitCall) travels with it, the socket's client and server
-//! encode it. Kept beside the handle it made `key` import `handle`, the one back edge
-//! that tied handle, key, the local backend, the actors, the registry and the schedules
-//! into a cycle (`scripts/file-cycles`).
+//! Its own file because every layer carries it (the handle, the admission request in
+//! `key`, the operation set, the actors' waiter tags) and none of them should import
+//! another just for it.
 
 use std::time::Duration;
 
@@ -17,15 +15,27 @@ pub const DEFAULT_RESERVATION_TTL: Duration = Duration::from_secs(300);
 pub struct WaitOptions {
     /// Give up after waiting this long.
     pub timeout: Duration,
-    /// The scan (or other cancellation scope) the request belongs to; 0 for none.
-    pub scope: u64,
+    /// The scan (or other cancellation scope) the request belongs to, if any:
+    /// [`AdmissionHandle::cancel_scope`](crate::AdmissionHandle::cancel_scope) removes
+    /// the queued waiters of one scope.
+    pub scope: Option<u64>,
+}
+
+impl WaitOptions {
+    /// Wait at most `timeout`, in cancellation scope `scope`.
+    pub fn in_scope(timeout: Duration, scope: u64) -> Self {
+        WaitOptions {
+            timeout,
+            scope: Some(scope),
+        }
+    }
 }
 
 impl Default for WaitOptions {
     fn default() -> Self {
         WaitOptions {
             timeout: DEFAULT_RESERVATION_TTL,
-            scope: 0,
+            scope: None,
         }
     }
 }

@@ -84,7 +84,7 @@ fn after_a_coordinator_sigkill_mid_period_the_allowance_is_not_exceeded() {
             .unwrap();
         let short = WaitOptions {
             timeout: Duration::from_secs(2),
-            scope: 0,
+            scope: None,
         };
         let mut mine = 0;
         loop {

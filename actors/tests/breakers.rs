@@ -188,7 +188,7 @@ fn a_retry_after_pause_holds_back_another_process_waiter_until_it_ends() {
         let policy = Policy::new(100.0, 100.0, 10, 10).unwrap();
         let wait = WaitOptions {
             timeout: LONG,
-            scope: 0,
+            scope: None,
         };
         let mine = handle.reserve(&key(), policy, wait).await.unwrap();
         let theirs = other.reserve(&key(), policy, wait).await.unwrap();

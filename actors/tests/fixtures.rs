@@ -87,7 +87,7 @@ fn cancellation_stops_queued_requests_before_they_start() {
         let policy = Policy::new(1.0, 1.0, 1, 20).unwrap();
         const SCAN: u64 = 42;
         let wait = WaitOptions {
-            scope: SCAN,
+            scope: Some(SCAN),
             ..WaitOptions::default()
         };
         let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -104,14 +104,14 @@ fn cancellation_stops_queued_requests_before_they_start() {
                     // "hold": the transport never answers until the scan is aborted
                     let _ = abort.wait_for(|a| *a).await;
                     Err::<(), _>(AdmissionError::Cancelled {
-                        key: slot.key().to_owned(),
+                        key: slot.canonical_key().clone(),
                     })
                 })
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(started.load(std::sync::atomic::Ordering::SeqCst), 1);
-        let removed = handle.cancel_scope(SCAN).await;
+        let removed = handle.cancel_scope(SCAN).await.unwrap();
         assert_eq!(removed, 7);
         abort_tx.send(true).unwrap();
         let mut cancelled = 0;

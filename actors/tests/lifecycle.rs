@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tollgate_actors::paused_system;
 use tollgate_actors::{
-    start_in_current_system, AdmissionError, AdmissionHandle, RuntimeConfig, TokioClock,
-    WaitOptions,
+    start_in_current_system, AdmissionError, AdmissionHandle, RuntimeConfig, StoreFailureKind,
+    TokioClock, WaitOptions,
 };
 use tollgate_quota::{Outcome, Owner, Policy, QuotaKey, Timestamp};
 use tollgate_storage::{MemoryStore, QuotaStore, StorageError, StorageErrorKind};
@@ -219,8 +219,13 @@ fn storage_failure_stops_dispatch() {
         let policy = Policy::new(100.0, 100.0, 10, 20).unwrap();
         // No grant without a stored lease: the very first request fails closed.
         match one_request(&handle, policy, Outcome::Success).await {
-            Err(AdmissionError::Storage(reason)) => {
-                assert!(reason.contains("disk full"), "{reason}")
+            Err(AdmissionError::Storage(failure)) => {
+                assert!(failure.message().contains("disk full"), "{failure}");
+                assert_eq!(failure.kind(), StoreFailureKind::Write);
+                assert!(
+                    failure.storage_error().is_some(),
+                    "the storage error is kept in the process it happened in"
+                );
             }
             other => panic!("expected a storage refusal, got {other:?}"),
         }
@@ -290,11 +295,11 @@ fn a_waiter_past_its_deadline_is_answered_and_never_starts() {
         slot.admit(1, false, WaitOptions::default()).await.unwrap();
         let short = WaitOptions {
             timeout: Duration::from_millis(300),
-            scope: 0,
+            scope: None,
         };
         match slot.admit(1, false, short).await {
             Err(AdmissionError::DeadlineExceeded { key }) => {
-                assert!(key.contains("kms:GetKeyLastUsage"))
+                assert!(key.as_str().contains("kms:GetKeyLastUsage"))
             }
             other => panic!("expected a deadline error, got {other:?}"),
         }

@@ -101,7 +101,7 @@ fn a_retry_after_pause_holds_back_a_waiter_in_another_process() {
     let rt = runtime();
     let wait = WaitOptions {
         timeout: Duration::from_secs(60),
-        scope: 0,
+        scope: None,
     };
     let (slot, paused_at) = rt.block_on(async {
         let slot = handle.reserve(&key(), policy(), wait).await.unwrap();

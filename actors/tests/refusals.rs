@@ -115,7 +115,7 @@ fn a_first_frame_that_is_not_hello_is_refused_and_the_connection_closed() {
         &mut s,
         &Request {
             id: 9,
-            body: RequestBody::Status,
+            body: RequestBody::Op(tollgate_actors::Operation::Status),
         },
     );
     let reason = rejected(read(&mut s));

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use tollgate_actors::{connect, CoordinatorSpec, WaitOptions};
+use tollgate_actors::{connect, Answer, CanonicalKey, CoordinatorSpec, Operation, WaitOptions};
 use tollgate_quota::{Outcome, Policy, QuotaKey};
 use tollgate_storage::AdmissionDir;
 use tollgate_testkit::runtime;
@@ -168,6 +168,16 @@ impl RawClient {
         self.writer.write_all(&out).unwrap();
     }
 
+    /// Send documents as they are, framed: what a client of another build might send.
+    fn send_json(&mut self, documents: &[serde_json::Value]) {
+        use tollgate_actors::remote::frame;
+        let mut out = Vec::new();
+        for doc in documents {
+            out.extend_from_slice(&frame::encode(doc).unwrap());
+        }
+        self.writer.write_all(&out).unwrap();
+    }
+
     fn read(&mut self) -> tollgate_actors::remote::protocol::Response {
         use std::io::Read;
         let mut len = [0u8; 4];
@@ -197,7 +207,7 @@ fn a_client_that_reads_late_gets_every_answer_once() {
     };
     let sender = std::thread::spawn(move || {
         let requests: Vec<_> = (1..=n)
-            .map(|id| (id, RequestBody::Cancel { scope: id }))
+            .map(|id| (id, RequestBody::Op(Operation::Cancel { scope: id })))
             .collect();
         writer.send(&requests);
     });
@@ -206,7 +216,7 @@ fn a_client_that_reads_late_gets_every_answer_once() {
     let mut seen = vec![false; n as usize + 1];
     for _ in 0..n {
         let resp = raw.read();
-        assert_eq!(resp.body, ResponseBody::Cancelled { removed: 0 });
+        assert_eq!(resp.body, ResponseBody::Answer(Answer::Cancelled(0)));
         let id = resp.id as usize;
         assert!(!seen[id], "answer {id} arrived twice");
         seen[id] = true;
@@ -230,14 +240,19 @@ fn waiting_requests_beyond_the_cap_are_refused_and_pings_still_answered() {
     let mut raw = RawClient::hello(&dir);
     // Concurrency 1: the first reservation holds the only slot, the rest wait.
     let policy = Policy::new(1000.0, 10.0, 1, 20).unwrap();
-    let reserve = || RequestBody::Reserve {
-        key: key().to_string(),
-        policy,
-        timeout_ms: 600_000,
-        scope: 0,
+    let reserve = || {
+        RequestBody::Op(Operation::Reserve {
+            key: CanonicalKey::new(&key()),
+            policy,
+            timeout: Duration::from_secs(600),
+            scope: None,
+        })
     };
     raw.send(&[(1, reserve())]);
-    assert!(matches!(raw.read().body, ResponseBody::Reserved { .. }));
+    assert!(matches!(
+        raw.read().body,
+        ResponseBody::Answer(Answer::Reserved(_))
+    ));
     let extra = 5;
     let waiting: Vec<_> = (0..MAX_IN_FLIGHT as u64 + extra)
         .map(|i| (10 + i, reserve()))
@@ -303,24 +318,34 @@ fn a_key_sent_with_a_service_alias_reaches_the_actor_of_its_canonical_form() {
     let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
     let mut raw = RawClient::hello(&dir);
     let policy = Policy::new(1000.0, 10.0, 10, 20).unwrap();
-    let reserve = |key: &str| RequestBody::Reserve {
-        key: key.to_owned(),
-        policy,
-        timeout_ms: 60_000,
-        scope: 0,
+    // Written as a client of another build would: the key as text, in the wire's JSON.
+    let reserve = |id: u64, key: &str| {
+        serde_json::json!({"id": id, "body": {"op": {"reserve": {
+            "key": key, "policy": policy, "timeout_ms": 60_000, "scope": null
+        }}}})
     };
-    raw.send(&[(
+    raw.send_json(&[reserve(
         1,
-        reserve("aws/123456789012/us-east-1/elbv2:DescribeLoadBalancers"),
+        "aws/123456789012/us-east-1/elbv2:DescribeLoadBalancers",
     )]);
-    assert!(matches!(raw.read().body, ResponseBody::Reserved { .. }));
-    raw.send(&[(2, reserve("aws/1/us-east-1/elbv2:DescribeLoadBalancers"))]);
+    assert!(matches!(
+        raw.read().body,
+        ResponseBody::Answer(Answer::Reserved(_))
+    ));
+    raw.send_json(&[reserve(2, "aws/1/us-east-1/elbv2:DescribeLoadBalancers")]);
     match raw.read().body {
         ResponseBody::Error(WireError::Rejected { reason }) => {
             assert!(reason.contains("not a canonical quota key"), "{reason}")
         }
         other => panic!("unexpected answer {other:?}"),
     }
+    raw.send(&[(3, RequestBody::Ping)]);
+    let pong = raw.read();
+    assert_eq!(
+        (pong.id, pong.body),
+        (3, ResponseBody::Pong),
+        "the connection stays up"
+    );
     let canonical: QuotaKey =
         "aws/123456789012/us-east-1/elasticloadbalancingv2:DescribeLoadBalancers"
             .parse()
@@ -339,4 +364,31 @@ fn a_key_sent_with_a_service_alias_reaches_the_actor_of_its_canonical_form() {
     });
     drop(raw);
     runtime().block_on(coordinator.shutdown()).unwrap();
+}
+
+/// `cancel_scope` through a client says when the coordinator could not be asked; it used
+/// to answer 0, as if the scope had had no waiters.
+#[test]
+fn cancelling_a_scope_through_a_closed_client_is_an_error_not_zero_waiters() {
+    use tollgate_actors::AdmissionError;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
+    let coordinator = connect(&dir).unwrap();
+    let client = connect(&dir).unwrap();
+    assert!(!client.is_coordinator());
+    let handle = client.handle();
+    rt().block_on(async {
+        assert_eq!(
+            handle.cancel_scope(7).await.unwrap(),
+            0,
+            "nothing waits in 7"
+        );
+        handle.shutdown().await.unwrap();
+        match handle.cancel_scope(7).await {
+            Err(AdmissionError::Stopped) => {}
+            other => panic!("expected the client's stop, got {other:?}"),
+        }
+        coordinator.shutdown().await.unwrap();
+    });
 }

@@ -58,7 +58,7 @@ fn saturate(
             // Give up at `until`: a grant that would come later never happens.
             let wait = WaitOptions {
                 timeout: until - clock.now(),
-                scope: 0,
+                scope: None,
             };
             match slot.admit(cost, false, wait).await {
                 Ok(g) => grants.push(g.admitted_at),

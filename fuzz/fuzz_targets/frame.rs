@@ -1,8 +1,8 @@
 //! The coordinator socket's frame decoder, as the server and the client run it: bytes
 //! from a peer (possibly hostile, same OS user) into `FrameReader`, frames decoded as
-//! requests (server side) and as responses (client side), and every key a request names
-//! parsed as the server would (`CanonicalKey::parse`; the breaker requests parse its
-//! canonical text again into a `QuotaKey`, so that text must parse back to itself).
+//! requests (server side) and as responses (client side). Decoding a request parses the
+//! key its operation names (the one place a request's key is parsed): the canonical text
+//! it keeps must parse back to itself, and to the parts the key carries.
 //! Errors are expected; a panic, a hang or an allocation beyond the frame cap is a
 //! finding.
 #![no_main]
@@ -13,15 +13,9 @@ use tollgate_actors::remote::protocol::{Request, RequestBody, Response};
 use tollgate_actors::CanonicalKey;
 use tollgate_quota::key::QuotaKey;
 
-fn key_of(body: &RequestBody) -> Option<&str> {
+fn key_of(body: &RequestBody) -> Option<&CanonicalKey> {
     match body {
-        RequestBody::Reserve { key, .. }
-        | RequestBody::Admit { key, .. }
-        | RequestBody::Feedback { key, .. }
-        | RequestBody::Pause { key, .. }
-        | RequestBody::BreakerPass { key, .. }
-        | RequestBody::BreakerReport { key, .. }
-        | RequestBody::Release { key, .. } => Some(key),
+        RequestBody::Op(op) => op.key(),
         _ => None,
     }
 }
@@ -50,7 +44,7 @@ fn decode_all<T: serde::de::DeserializeOwned>(data: &[u8], mut each: impl FnMut(
 
 fuzz_target!(|data: &[u8]| {
     decode_all::<Request>(data, |req| {
-        if let Some(Ok(key)) = key_of(&req.body).map(CanonicalKey::parse) {
+        if let Some(key) = key_of(&req.body) {
             let again: QuotaKey = key.as_str().parse().unwrap_or_else(|e| {
                 panic!("canonical key {key} does not parse again: {e}");
             });
@@ -59,6 +53,7 @@ fuzz_target!(|data: &[u8]| {
                 key.as_str(),
                 "a canonical key is its own canonical form"
             );
+            assert_eq!(&again, key.quota_key(), "the parts it carries are its text's");
         }
     });
     decode_all::<Response>(data, |_| {});

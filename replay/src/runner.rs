@@ -133,7 +133,9 @@ async fn simulate(script: Script) -> Result<Report, ReplayError> {
         let request = &script.requests[index];
         let handle = handles[&request.process].clone();
         if what == 1 {
-            handle.cancel_scope(scope_of(index)).await;
+            if let Err(e) = handle.cancel_scope(scope_of(index)).await {
+                tracing::warn!(error = %e, "cancelling a replayed request's waiters failed");
+            }
             tokens[index].cancel();
             continue;
         }

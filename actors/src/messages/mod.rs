@@ -32,8 +32,8 @@ pub use status::{AllowanceStatus, CalendarStatus, FleetDegradedSpell, KeyStatus,
 /// process that sent it, and the connection it came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WaiterTag {
-    /// The scan or scope id; `0` for none.
-    pub scope: u64,
+    /// The scan or scope id, if it has one.
+    pub scope: Option<u64>,
     /// The requesting process.
     pub owner: tollgate_quota::Owner,
     /// The coordinator connection it came through; [`IN_PROCESS`] for none.

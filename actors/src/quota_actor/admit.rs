@@ -83,11 +83,11 @@ impl QuotaActor {
                 Exit::Refused(refusal) => {
                     let error = match (&stop_reason, refusal) {
                         (Some(reason), Refusal::FleetStopped) => AdmissionError::Fleet {
-                            key: key.to_string(),
+                            key: key.clone(),
                             reason: reason.clone(),
                         },
                         _ => AdmissionError::Refused {
-                            key: key.to_string(),
+                            key: key.clone(),
                             refusal,
                         },
                     };
@@ -95,7 +95,7 @@ impl QuotaActor {
                 }
                 Exit::DeadlineExceeded => {
                     let _ = a.reply.send(Err(AdmissionError::DeadlineExceeded {
-                        key: key.to_string(),
+                        key: key.clone(),
                     }));
                 }
                 Exit::Dropped => {}

@@ -92,10 +92,10 @@ impl Handler<Cancel> for QuotaActor {
     type Result = usize;
     fn handle(&mut self, msg: Cancel, ctx: &mut Context<Self>) -> usize {
         let matches = |tag: &crate::messages::WaiterTag| match msg.0 {
-            CancelScope::Scope(scope) => tag.scope == scope,
+            CancelScope::Scope(scope) => tag.scope == Some(scope),
             CancelScope::Connection(connection) => tag.connection == connection,
         };
-        let key = self.key.to_string();
+        let key = self.key.clone();
         let reserves = self.reserving.cancel_where(|r| matches(&r.tag));
         let admits = self.admitting.cancel_where(|a| matches(&a.tag));
         let n = reserves.len() + admits.len();

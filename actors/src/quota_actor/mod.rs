@@ -49,6 +49,7 @@ use tollgate_quota::{
     Clock, Exit, LeaseLedger, QuotaState, ReservationId, Step, Timestamp, WaitQueue,
 };
 
+use crate::error::{StoreFailure, StoreFailureKind};
 use crate::fleet::FleetSetup;
 use crate::key::CanonicalKey;
 use crate::messages::{Admit, KeyStatus, Reserve};
@@ -159,8 +160,11 @@ impl QuotaActor {
         self
     }
 
-    fn failure(&self) -> Option<String> {
-        self.load_failure.clone().or_else(|| self.health.failure())
+    fn failure(&self) -> Option<StoreFailure> {
+        let unreadable = self.load_failure.clone().map(|reason| {
+            StoreFailure::keyed(StoreFailureKind::Unreadable, self.key.clone(), reason)
+        });
+        unreadable.or_else(|| self.health.failure())
     }
 
     fn waiter_id(&mut self) -> u64 {
@@ -253,9 +257,9 @@ impl QuotaActor {
                     }
                 }
                 Exit::DeadlineExceeded => {
-                    let _ = r.reply.send(Err(AdmissionError::DeadlineExceeded {
-                        key: key.to_string(),
-                    }));
+                    let _ = r
+                        .reply
+                        .send(Err(AdmissionError::DeadlineExceeded { key: key.clone() }));
                 }
                 Exit::Refused(()) | Exit::Dropped => {}
             },
@@ -319,7 +323,7 @@ impl QuotaActor {
             state: self.state.snapshot(now),
             waiting_for_reservation: self.reserving.len(),
             waiting_for_admission: self.admitting.len(),
-            storage_failure: self.failure(),
+            storage_failure: self.failure().map(|f| f.to_string()),
             calendar: self.calendar.status(now),
             fleet: self.fleet.as_ref().map(|f| f.ledger.view()),
             fleet_degraded: self.fleet.as_ref().and_then(|f| f.spell.clone()),

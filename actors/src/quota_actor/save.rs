@@ -16,6 +16,8 @@ use actix::{ActorFutureExt, AsyncContext, Context};
 use tollgate_quota::{Handover, Lease, RenewalTicket};
 
 use super::{QuotaActor, PERSIST_INTERVAL};
+use crate::error::{StoreFailure, StoreFailureKind};
+use crate::key::CanonicalKey;
 use crate::persist::{StoreResult, Stored};
 
 /// Where the key's records stand.
@@ -143,8 +145,7 @@ impl QuotaActor {
         let bytes = match serde_json::to_vec(&self.calendar.record(&record)) {
             Ok(bytes) => bytes,
             Err(e) => {
-                self.health
-                    .fail(format!("{}: encoding quota state failed: {e}", self.key));
+                self.health.fail(encoding_failed(&self.key, &e));
                 return Saving::Failed;
             }
         };
@@ -163,7 +164,10 @@ impl QuotaActor {
             Stored::Later(ack) => {
                 let answered = wrap_future::<_, Self>(ack).map(move |result, act, ctx| {
                     let result = result.unwrap_or_else(|_| {
-                        Err("the admission state was closed before the record was stored".into())
+                        Err(StoreFailure::new(
+                            StoreFailureKind::Closed,
+                            "the admission state was closed before the record was stored",
+                        ))
                     });
                     act.stored(ticket, result, ctx);
                     act.lease_arrived(ctx);
@@ -193,7 +197,7 @@ impl QuotaActor {
                     self.save(1.0, ctx);
                 }
             }
-            Err(reason) => self.health.fail(format!("{}: {reason}", self.key)),
+            Err(failure) => self.health.fail(failure.of_key(self.key.clone())),
         }
     }
 
@@ -208,11 +212,18 @@ impl QuotaActor {
             // Nobody waits for it: shutdown flushes, and an evicted key's successor actor
             // reads it from the persister's queue or the store.
             Ok(bytes) => drop(self.deps.persister.save(self.key.as_str(), bytes)),
-            Err(e) => self
-                .health
-                .fail(format!("{}: encoding quota state failed: {e}", self.key)),
+            Err(e) => self.health.fail(encoding_failed(&self.key, &e)),
         }
     }
+}
+
+/// `key`'s state could not be encoded as a record.
+fn encoding_failed(key: &CanonicalKey, e: &serde_json::Error) -> StoreFailure {
+    StoreFailure::new(
+        StoreFailureKind::Encode,
+        format!("encoding quota state failed: {e}"),
+    )
+    .of_key(key.clone())
 }
 
 #[cfg(test)]

@@ -28,21 +28,17 @@ use std::time::Duration;
 use tokio::net::UnixStream;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
-use tollgate_quota::{
-    Clock, Grant, Outcome, Owner, Passage, Policy, ProbeId, ReservationId, Timestamp,
-};
+use tollgate_quota::{Clock, Owner, Timestamp};
 use tollgate_storage::{AdmissionDir, CoordinatorLock};
 
 use super::frame::{self, PROTOCOL_VERSION};
 use super::link::Link;
-use super::protocol::{
-    CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
-};
+use super::protocol::{Request, RequestBody, Response, ResponseBody, WireError};
 use super::wire::Wire;
 use crate::clock::TokioClock;
 use crate::coordinator::Coordinator;
-use crate::handle::WaitOptions;
-use crate::key::{AdmitCall, CanonicalKey};
+use crate::error::CoordinationErrorKind;
+use crate::ops::{Answer, Operation};
 use crate::spec::CoordinatorSpec;
 use crate::AdmissionError;
 
@@ -100,9 +96,10 @@ impl RemoteClient {
                 {
                     Ok(rt) => rt,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(AdmissionError::Coordination(format!(
-                            "cannot start the admission client: {e}"
-                        ))));
+                        let _ = ready_tx.send(Err(AdmissionError::coordination(
+                            CoordinationErrorKind::Client,
+                            format!("cannot start the admission client: {e}"),
+                        )));
                         return;
                     }
                 };
@@ -117,7 +114,10 @@ impl RemoteClient {
                 ));
             })
             .map_err(|e| {
-                AdmissionError::Coordination(format!("cannot start the admission client: {e}"))
+                AdmissionError::coordination(
+                    CoordinationErrorKind::Client,
+                    format!("cannot start the admission client: {e}"),
+                )
             })?;
         ready_rx.recv().map_err(|_| AdmissionError::Stopped)??;
         Ok(RemoteClient {
@@ -154,135 +154,21 @@ impl RemoteClient {
         }
     }
 
-    async fn call(&self, body: RequestBody) -> Result<(ResponseBody, u64), AdmissionError> {
+    /// Send `op` and wait for its answer, with the connection epoch that answered it.
+    pub(crate) async fn call(&self, op: Operation) -> Result<(Answer, u64), AdmissionError> {
         let (reply, rx) = oneshot::channel();
-        self.shared.link.submit(body, Some(reply))?;
+        self.shared.link.submit(RequestBody::Op(op), Some(reply))?;
         match rx.await.map_err(|_| AdmissionError::Stopped)?? {
+            (ResponseBody::Answer(answer), epoch) => Ok((answer, epoch)),
             (ResponseBody::Error(e), _) => Err(e.into()),
-            answer => Ok(answer),
+            (other, _) => Err(out_of_protocol(&other)),
         }
     }
 
-    fn fire(&self, body: RequestBody) {
-        let _ = self.shared.link.submit(body, None);
-    }
-
-    pub(crate) async fn reserve(
-        &self,
-        key: &CanonicalKey,
-        policy: Policy,
-        wait: WaitOptions,
-    ) -> Result<(ReservationId, u64), AdmissionError> {
-        let body = RequestBody::Reserve {
-            key: key.as_str().to_owned(),
-            policy,
-            timeout_ms: millis(wait.timeout),
-            scope: wait.scope,
-        };
-        match self.call(body).await? {
-            (ResponseBody::Reserved { reservation }, epoch) => Ok((reservation, epoch)),
-            (other, _) => Err(unexpected(&other)),
-        }
-    }
-
-    pub(crate) async fn admit(&self, call: &AdmitCall) -> Result<Grant, AdmissionError> {
-        let body = RequestBody::Admit {
-            key: call.key.as_str().to_owned(),
-            policy: call.policy,
-            reservation: call.request.reservation,
-            cost: call.request.cost,
-            retry: call.request.retry,
-            timeout_ms: millis(call.wait.timeout),
-            scope: call.wait.scope,
-        };
-        match self.call(body).await? {
-            (
-                ResponseBody::Admitted {
-                    admitted_at,
-                    retry_spent,
-                },
-                _,
-            ) => Ok(Grant {
-                admitted_at,
-                retry_spent,
-            }),
-            (other, _) => Err(unexpected(&other)),
-        }
-    }
-
-    pub(crate) fn feedback(
-        &self,
-        key: &CanonicalKey,
-        policy: Policy,
-        outcome: Outcome,
-        admitted_at: Timestamp,
-        refund_retry: bool,
-    ) {
-        self.fire(RequestBody::Feedback {
-            key: key.as_str().to_owned(),
-            policy,
-            outcome,
-            admitted_at,
-            refund_retry,
-        });
-    }
-
-    pub(crate) fn pause(&self, key: &CanonicalKey, policy: Policy, hint: Duration) {
-        self.fire(RequestBody::Pause {
-            key: key.as_str().to_owned(),
-            policy,
-            hint_ms: millis(hint),
-        });
-    }
-
-    pub(crate) async fn breaker_pass(
-        &self,
-        key: &CanonicalKey,
-        timeout: Duration,
-    ) -> Result<Passage, AdmissionError> {
-        let body = RequestBody::BreakerPass {
-            key: key.as_str().to_owned(),
-            timeout_ms: millis(timeout),
-        };
-        match self.call(body).await? {
-            (ResponseBody::Passage(p), _) => Ok(p),
-            (other, _) => Err(unexpected(&other)),
-        }
-    }
-
-    pub(crate) fn breaker_report(
-        &self,
-        key: &CanonicalKey,
-        outcome: Option<Outcome>,
-        probe: Option<ProbeId>,
-    ) {
-        self.fire(RequestBody::BreakerReport {
-            key: key.as_str().to_owned(),
-            outcome,
-            probe,
-        });
-    }
-
-    pub(crate) fn release(&self, key: &CanonicalKey, policy: Policy, reservation: ReservationId) {
-        self.fire(RequestBody::Release {
-            key: key.as_str().to_owned(),
-            policy,
-            reservation,
-        });
-    }
-
-    pub(crate) async fn cancel_scope(&self, scope: u64) -> Result<usize, AdmissionError> {
-        match self.call(RequestBody::Cancel { scope }).await? {
-            (ResponseBody::Cancelled { removed }, _) => Ok(removed),
-            (other, _) => Err(unexpected(&other)),
-        }
-    }
-
-    pub(crate) async fn status(&self) -> Result<CoordinationStatus, AdmissionError> {
-        match self.call(RequestBody::Status).await? {
-            (ResponseBody::Status(s), _) => Ok(s),
-            (other, _) => Err(unexpected(&other)),
-        }
+    /// Send `op` without waiting for its answer (it stays pending, and is re-sent after
+    /// a failover, until the coordinator acknowledges it).
+    pub(crate) fn tell(&self, op: Operation) {
+        let _ = self.shared.link.submit(RequestBody::Op(op), None);
     }
 
     /// Close the connection after everything already sent (releases included) is written,
@@ -305,15 +191,14 @@ impl RemoteClient {
     }
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-fn unexpected(body: &ResponseBody) -> AdmissionError {
-    AdmissionError::Coordination(format!(
-        "the admission coordinator answered out of protocol ({body:?}); run one tollgate \
-         version per admission directory"
-    ))
+fn out_of_protocol(body: &ResponseBody) -> AdmissionError {
+    AdmissionError::coordination(
+        CoordinationErrorKind::OutOfProtocol,
+        format!(
+            "the admission coordinator answered out of protocol ({body:?}); run one \
+             tollgate version per admission directory"
+        ),
+    )
 }
 
 /// Why a connection ended.
@@ -475,7 +360,10 @@ async fn establish(
             Ok(mut stream) => match hello(&mut stream, owner).await {
                 Ok(()) => return Ok(stream),
                 Err(Hello::Refused(rejected)) => {
-                    return Err(AdmissionError::Coordination(rejected))
+                    return Err(AdmissionError::coordination(
+                        CoordinationErrorKind::Refused,
+                        rejected,
+                    ))
                 }
                 Err(Hello::Closed) => {
                     last_problem = format!(
@@ -494,8 +382,9 @@ async fn establish(
             Err(e) => last_problem = format!("connecting to its socket failed: {e}"),
         }
         if hosted.is_none() {
-            let lock = CoordinatorLock::try_acquire(dir)
-                .map_err(|e| AdmissionError::Coordination(e.to_string()))?;
+            let lock = CoordinatorLock::try_acquire(dir).map_err(|e| {
+                AdmissionError::coordination(CoordinationErrorKind::Takeover, e.to_string())
+            })?;
             if let Some(lock) = lock {
                 *hosted = Some(Coordinator::start(dir, lock, spec)?);
                 continue;
@@ -506,14 +395,18 @@ async fn establish(
                 .ok()
                 .flatten()
                 .map_or_else(|| "unknown".to_owned(), |h| h.pid.to_string());
-            return Err(AdmissionError::Coordination(format!(
-                "could not reach or become the admission coordinator for {} within {}s \
-                 ({last_problem}; lock holder pid {holder}); check that the process holding \
-                 {} is healthy, or stop every tollgate process using this directory and retry",
-                dir.path().display(),
-                TAKEOVER_TIMEOUT.as_secs(),
-                dir.lock_path().display(),
-            )));
+            return Err(AdmissionError::coordination(
+                CoordinationErrorKind::Unreachable,
+                format!(
+                    "could not reach or become the admission coordinator for {} within {}s \
+                     ({last_problem}; lock holder pid {holder}); check that the process \
+                     holding {} is healthy, or stop every tollgate process using this \
+                     directory and retry",
+                    dir.path().display(),
+                    TAKEOVER_TIMEOUT.as_secs(),
+                    dir.lock_path().display(),
+                ),
+            ));
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(BACKOFF_MAX);
@@ -561,7 +454,9 @@ async fn hello(stream: &mut UnixStream, owner: Owner) -> Result<(), Hello> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::CanonicalKey;
     use crate::remote::wire::{PING_AFTER, UNRESPONSIVE_AFTER};
+    use tollgate_quota::Policy;
 
     /// A reservation that legitimately waits longer than the give-up delay is kept alive
     /// by pings: the client never drops a coordinator that answers them.
@@ -588,17 +483,29 @@ mod tests {
             &CanonicalKey::parse("aws/123456789012/us-east-1/logs:DescribeLogStreams").unwrap();
         // Concurrency 1: the second reservation waits for the first to go.
         let policy = Policy::new(1000.0, 10.0, 1, 20).unwrap();
-        let minute = WaitOptions {
+        let minute = crate::WaitOptions {
             timeout: Duration::from_secs(60),
-            scope: 0,
+            scope: None,
         };
         rt.block_on(async {
-            let (first, _) = client.reserve(key, policy, minute).await.unwrap();
+            let reserve = || Operation::Reserve {
+                key: key.clone(),
+                policy,
+                timeout: minute.timeout,
+                scope: minute.scope,
+            };
+            let Ok((Answer::Reserved(first), _)) = client.call(reserve()).await else {
+                panic!("the first reservation is granted at once");
+            };
             let release_later = async {
                 tokio::time::sleep(PING_AFTER + UNRESPONSIVE_AFTER + Duration::from_secs(2)).await;
-                client.release(key, policy, first);
+                client.tell(Operation::Release {
+                    key: key.clone(),
+                    policy,
+                    reservation: first,
+                });
             };
-            let (second, ()) = tokio::join!(client.reserve(key, policy, minute), release_later);
+            let (second, ()) = tokio::join!(client.call(reserve()), release_later);
             second.expect("the waiting reservation is granted once the slot is released");
             assert_eq!(client.epoch(), 1, "the client never gave its connection up");
             client.shutdown().await.unwrap();

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use tollgate_quota::Owner;
 
-use super::protocol::ClientInfo;
+use crate::ops::ClientInfo;
 
 /// The clients connected right now.
 #[derive(Debug, Default)]

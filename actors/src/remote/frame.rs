@@ -13,11 +13,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// The protocol version this build speaks. Version 3 adds the key-wide Retry-After pause
+/// The protocol version this build speaks. Version 4 wraps the admission operations in
+/// one `op` request and one `answer` response (`{"op": {"reserve": {...}}}`, see
+/// `crate::ops`), sends a missing cancellation scope as `null` instead of `0`, and adds
+/// the `coordination` error. Version 3 adds the key-wide Retry-After pause
 /// and the circuit breakers (`pause`, `breaker_pass`, `breaker_report`; a version 2
 /// coordinator could not decode them). Version 2 tags messages externally
 /// (`{"admit": {...}}`); version 1 had `{"op": "admit", ...}`.
-pub const PROTOCOL_VERSION: u8 = 3;
+pub const PROTOCOL_VERSION: u8 = 4;
 
 /// The largest frame either side accepts (length field excluded).
 pub const MAX_FRAME_BYTES: usize = 64 * 1024;
@@ -37,6 +40,28 @@ pub enum FrameError {
     UnknownVersion(u8),
     /// The document is not a message of this protocol.
     Malformed(serde_json::Error),
+    /// The document names the request it is (its `id`) but its body does not decode, for
+    /// example a key that is not a quota key: the frame was skipped, and the peer can be
+    /// answered and kept.
+    Undecodable {
+        /// The `id` the document carries.
+        id: u64,
+        /// Why the body does not decode.
+        error: serde_json::Error,
+    },
+}
+
+impl FrameError {
+    /// Whether the connection can go on after it (the frame was skipped whole).
+    pub fn is_recoverable(&self) -> bool {
+        matches!(self, FrameError::Undecodable { .. })
+    }
+}
+
+/// The `id` of a document whose body did not decode.
+#[derive(serde::Deserialize)]
+struct IdOnly {
+    id: u64,
 }
 
 impl fmt::Display for FrameError {
@@ -57,6 +82,9 @@ impl fmt::Display for FrameError {
                  run one tollgate version per admission directory"
             ),
             FrameError::Malformed(e) => write!(f, "malformed message: {e}"),
+            FrameError::Undecodable { id, error } => {
+                write!(f, "request {id} is not a request of this protocol: {error}")
+            }
         }
     }
 }
@@ -128,13 +156,27 @@ impl FrameReader {
         if body[0] != PROTOCOL_VERSION {
             return Err(FrameError::UnknownVersion(body[0]));
         }
-        let msg = serde_json::from_slice(&body[1..]).map_err(FrameError::Malformed)?;
+        let msg = match serde_json::from_slice(&body[1..]) {
+            Ok(msg) => msg,
+            Err(error) => {
+                let Ok(IdOnly { id }) = serde_json::from_slice(&body[1..]) else {
+                    return Err(FrameError::Malformed(error));
+                };
+                self.consumed(len);
+                return Err(FrameError::Undecodable { id, error });
+            }
+        };
+        self.consumed(len);
+        Ok(Some(msg))
+    }
+
+    /// Forget the frame of `len` bytes (length field excluded) just handed out.
+    fn consumed(&mut self, len: usize) {
         self.start += 4 + len;
         if self.start == self.buf.len() {
             self.buf.clear();
             self.start = 0;
         }
-        Ok(Some(msg))
     }
 
     /// Read once from `r` (whatever is available, up to a chunk). `Closed` at a clean end
@@ -278,6 +320,29 @@ mod tests {
                 huge.next_frame::<Ping>(),
                 Err(FrameError::Oversized(_))
             ));
+        });
+    }
+
+    #[test]
+    fn a_document_with_an_id_whose_body_does_not_decode_is_skipped_and_named() {
+        rt().block_on(async {
+            let mut bytes = Vec::new();
+            encode_into(&mut bytes, &serde_json::json!({"id": 8, "n": "eight"})).unwrap();
+            encode_into(&mut bytes, &Ping { n: 9 }).unwrap();
+            let mut reader = FrameReader::new();
+            reader.fill(&mut bytes.as_slice()).await.unwrap();
+            match reader.next_frame::<Ping>() {
+                Err(e @ FrameError::Undecodable { id: 8, .. }) => assert!(e.is_recoverable()),
+                other => panic!("unexpected {other:?}"),
+            }
+            assert_eq!(reader.next_frame::<Ping>().unwrap(), Some(Ping { n: 9 }));
+            let mut garbage = FrameReader::new();
+            garbage
+                .fill(&mut [0u8, 0, 0, 3, PROTOCOL_VERSION, b'{', b'x'].as_slice())
+                .await
+                .unwrap();
+            let err = garbage.next_frame::<Ping>().unwrap_err();
+            assert!(matches!(err, FrameError::Malformed(_)) && !err.is_recoverable());
         });
     }
 

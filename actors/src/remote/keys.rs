@@ -1,19 +1,33 @@
-//! `KeyCache`: the keys one client connection has sent, parsed.
+//! How a [`CanonicalKey`] crosses the socket: as its canonical text, parsed on arrival.
 //!
-//! Keys travel as text (see `protocol`), and the server hands the quota actors a
-//! [`CanonicalKey`]. Parsing a key validates and canonicalises every component, which
-//! allocates; a client sends the same few keys (its collectors' operations) over and over,
-//! so each connection keeps the keys it has parsed and answers a repeat with a lookup and
-//! a reference count. A request's key is thus parsed at most once, and a repeated key not
-//! at all. The cache is bounded: past [`MAX_CACHED_KEYS`] it starts over.
+//! This is the one place a request's key is parsed: decoding an operation
+//! (`crate::ops::Operation`) parses its key, so the server hands the quota actors a typed
+//! key and nothing downstream reads the text again (a breaker's scope and a key's
+//! schedule come from its parsed parts). Text that is not a quota key fails the decoding
+//! with a message naming it; the server answers that request with the message and keeps
+//! the connection (see `server`).
+//!
+//! Parsing validates and canonicalises every component, which allocates; a client sends
+//! the same few keys (its collectors' operations) over and over, so the thread that
+//! decodes keeps the keys it has parsed ([`KeyCache`]) and answers a repeat with a lookup
+//! and a reference count. Why per thread and not per connection: serde's derived decoding
+//! has no way to pass a connection's state to a field, and a coordinator decodes every
+//! connection on one thread (its actors' thread), so the thread's cache is the
+//! connection's cache shared. It memoises a pure function (text to key), so nothing
+//! anyone observes depends on what it holds; it is bounded: past [`MAX_CACHED_KEYS`] it
+//! starts over.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::protocol::WireError;
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use tollgate_quota::key::KeyError;
+
 use crate::key::CanonicalKey;
 
-/// How many keys one connection keeps parsed; far more than a scan's operations times
-/// its regions.
+/// How many keys one thread keeps parsed; far more than a scan's operations times its
+/// regions.
 pub const MAX_CACHED_KEYS: usize = 4096;
 
 /// Parsed keys by the text they were sent as.
@@ -23,19 +37,49 @@ pub(crate) struct KeyCache {
 }
 
 impl KeyCache {
-    /// The key `text` names, parsed on its first use; an error answer if it is not a key.
-    pub(crate) fn parse(&mut self, text: &str) -> Result<CanonicalKey, WireError> {
+    /// The key `text` names, parsed on its first use.
+    pub(crate) fn parse(&mut self, text: &str) -> Result<CanonicalKey, KeyError> {
         if let Some(key) = self.parsed.get(text) {
             return Ok(key.clone());
         }
-        let key = CanonicalKey::parse(text).map_err(|e| WireError::Rejected {
-            reason: format!("not a canonical quota key: {e}"),
-        })?;
+        let key = CanonicalKey::parse(text)?;
         if self.parsed.len() >= MAX_CACHED_KEYS {
             self.parsed.clear();
         }
         self.parsed.insert(text.to_owned(), key.clone());
         Ok(key)
+    }
+}
+
+thread_local! {
+    static DECODED: RefCell<KeyCache> = RefCell::new(KeyCache::default());
+}
+
+impl Serialize for CanonicalKey {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for CanonicalKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(KeyText)
+    }
+}
+
+struct KeyText;
+
+impl Visitor<'_> for KeyText {
+    type Value = CanonicalKey;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a canonical quota key (partition/account/region/service:group)")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<CanonicalKey, E> {
+        DECODED
+            .with(|cache| cache.borrow_mut().parse(text))
+            .map_err(|e| E::custom(format!("not a canonical quota key: {e}")))
     }
 }
 
@@ -72,12 +116,9 @@ mod tests {
     fn text_that_is_not_a_key_is_refused_every_time_and_never_cached() {
         let mut cache = KeyCache::default();
         for _ in 0..2 {
-            match cache.parse("aws/1/us-east-1/logs:DescribeLogStreams") {
-                Err(WireError::Rejected { reason }) => {
-                    assert!(reason.contains("not a canonical quota key"), "{reason}")
-                }
-                other => panic!("unexpected {other:?}"),
-            }
+            assert!(cache
+                .parse("aws/1/us-east-1/logs:DescribeLogStreams")
+                .is_err());
         }
         assert!(cache.parsed.is_empty());
     }
@@ -91,5 +132,21 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(cache.parsed.len(), 1);
+    }
+
+    #[test]
+    fn a_decoded_key_is_its_canonical_form_and_a_repeat_shares_it() {
+        let first: CanonicalKey = serde_json::from_str(&format!("\"{LOGS}\"")).unwrap();
+        let again: CanonicalKey = serde_json::from_str(&format!("\"{LOGS}\"")).unwrap();
+        assert!(std::ptr::eq(first.as_str(), again.as_str()));
+        assert_eq!(
+            serde_json::to_string(&first).unwrap(),
+            format!("\"{LOGS}\"")
+        );
+        let err = serde_json::from_str::<CanonicalKey>("\"aws/1/r/s:o\"").unwrap_err();
+        assert!(
+            err.to_string().contains("not a canonical quota key"),
+            "{err}"
+        );
     }
 }

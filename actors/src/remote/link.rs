@@ -113,7 +113,10 @@ impl Link {
         if let Some(conn) = book.conn.as_mut().filter(|c| !c.broken) {
             let was_empty = conn.outbox.is_empty();
             frame::encode_into(&mut conn.outbox, &RequestRef { id, body: &body }).map_err(|e| {
-                AdmissionError::Coordination(format!("cannot send an admission request: {e}"))
+                AdmissionError::coordination(
+                    crate::error::CoordinationErrorKind::Client,
+                    format!("cannot send an admission request: {e}"),
+                )
             })?;
             // With bytes already queued, the connection thread is flushing: keep the order.
             wake = !was_empty || !conn.write_some();

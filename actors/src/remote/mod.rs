@@ -31,7 +31,7 @@ pub mod server;
 mod socket;
 mod wire;
 
+pub use crate::ops::{ClientInfo, CoordinationStatus};
 pub(crate) use client::RemoteClient;
 pub use client::{CLEANUP_BUDGET, TAKEOVER_TIMEOUT};
 pub use clients::ClientTable;
-pub use protocol::{ClientInfo, CoordinationStatus};

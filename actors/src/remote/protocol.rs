@@ -1,19 +1,19 @@
-//! The messages on the coordinator socket: the in-process API, as data.
+//! The frames' documents on the coordinator socket: the admission operation set
+//! ([`Operation`], [`Answer`]) wrapped with what only a connection needs.
 //!
 //! A client opens with [`RequestBody::Hello`]; the coordinator answers
 //! [`ResponseBody::Welcome`] or refuses. After that, every request carries an id chosen by
 //! the client and every response quotes it, so many requests (a reservation waiting for a
 //! slot, several admissions, a status query) are in flight on one connection at once and
-//! complete in any order. Deadlines travel as durations and reservations as ids: the
-//! coordinator reads its own clock, so clients need not agree with it on time. Keys travel
-//! as their canonical text: the server parses each request's key once into a
-//! [`CanonicalKey`](crate::CanonicalKey) and passes the typed key on (a key that does not
-//! parse is answered with an error, and the connection stays up).
+//! complete in any order. The operations themselves are `crate::ops`: their typed values
+//! are the wire format (keys parsed once on arrival, see `keys`).
 
 use serde::{Deserialize, Serialize};
-use tollgate_quota::{Outcome, Passage, Policy, ProbeId, Refusal, ReservationId, Timestamp};
+use tollgate_quota::{Refusal, Timestamp};
 
-use crate::messages::{BreakerStatus, KeyStatus};
+use crate::error::{CoordinationErrorKind, StoreFailure, StoreFailureKind};
+use crate::key::CanonicalKey;
+use crate::ops::{Answer, Operation};
 use crate::AdmissionError;
 
 /// A request and the id its response will quote.
@@ -25,13 +25,7 @@ pub struct Request {
     pub body: RequestBody,
 }
 
-/// What a client can ask.
-///
-/// Externally tagged (`{"admit": {...}}`): serde decodes that form in one pass, where an
-/// internally tagged `{"op": "admit", ...}` (protocol version 1) is first buffered whole
-/// to find its tag. In a `perf` profile of `tollgate bench admission --processes 4
-/// --serve` at version 1, that buffering (serde's `Content*` functions) was about 9% of
-/// the coordinator thread's samples.
+/// What a client can say: the connection's own messages, or an admission operation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RequestBody {
@@ -47,90 +41,8 @@ pub enum RequestBody {
         /// The protocol version the client speaks.
         version: u8,
     },
-    /// Take a concurrency slot.
-    Reserve {
-        /// Canonical key.
-        key: String,
-        /// The caller's policy for the key.
-        policy: Policy,
-        /// Give up after waiting this long.
-        timeout_ms: u64,
-        /// Cancellation scope (scan id); 0 for none.
-        scope: u64,
-    },
-    /// Final admission for one attempt.
-    Admit {
-        /// Canonical key.
-        key: String,
-        /// The caller's policy for the key.
-        policy: Policy,
-        /// The held slot.
-        reservation: ReservationId,
-        /// Tokens to charge.
-        cost: u32,
-        /// A retry spends a unit of the retry allowance.
-        retry: bool,
-        /// Give up after waiting this long.
-        timeout_ms: u64,
-        /// Cancellation scope (scan id); 0 for none.
-        scope: u64,
-    },
-    /// An attempt's outcome.
-    Feedback {
-        /// Canonical key.
-        key: String,
-        /// The caller's policy for the key.
-        policy: Policy,
-        /// What happened.
-        outcome: Outcome,
-        /// From the attempt's grant.
-        admitted_at: Timestamp,
-        /// Refund the retry unit of an attempt that never dispatched.
-        refund_retry: bool,
-    },
-    /// A server's Retry-After hint: pause the key for every process (protocol 3).
-    Pause {
-        /// Canonical key.
-        key: String,
-        /// The caller's policy for the key.
-        policy: Policy,
-        /// How long the server asked for, in milliseconds (capped by the coordinator).
-        hint_ms: u64,
-    },
-    /// Passage through the breaker of the key's scope, waiting at most `timeout_ms`
-    /// (protocol 3).
-    BreakerPass {
-        /// Canonical key (the coordinator derives its scope).
-        key: String,
-        /// Give up waiting after this long.
-        timeout_ms: u64,
-    },
-    /// What the service of the key's scope answered a call sent through its breaker
-    /// (protocol 3).
-    BreakerReport {
-        /// Canonical key.
-        key: String,
-        /// The answer; `None` when the call was never sent.
-        outcome: Option<Outcome>,
-        /// The probe lease the call went under, if it was the probe.
-        probe: Option<ProbeId>,
-    },
-    /// Give a slot back.
-    Release {
-        /// Canonical key.
-        key: String,
-        /// The caller's policy for the key.
-        policy: Policy,
-        /// The slot.
-        reservation: ReservationId,
-    },
-    /// Cancel every queued waiter of a scope, across all processes.
-    Cancel {
-        /// The scope (scan id).
-        scope: u64,
-    },
-    /// Who coordinates, who is connected, every key's state.
-    Status,
+    /// An admission operation, served as the in-process backend serves it.
+    Op(Operation),
     /// Are you there? Sent by a client whose requests have waited a while in silence; a
     /// coordinator that does not answer within `UNRESPONSIVE_AFTER` is given up on.
     Ping,
@@ -156,59 +68,12 @@ pub enum ResponseBody {
         /// The coordinator lock's generation.
         generation: u64,
     },
-    /// A slot was taken.
-    Reserved {
-        /// The slot.
-        reservation: ReservationId,
-    },
-    /// An attempt may start.
-    Admitted {
-        /// When (coordinator clock); feedback quotes it.
-        admitted_at: Timestamp,
-        /// Whether a retry unit was spent.
-        retry_spent: bool,
-    },
-    /// Feedback or release applied.
-    Done,
-    /// The answer to `BreakerPass`: go, or go as the probe.
-    Passage(Passage),
-    /// Waiters removed by a cancel.
-    Cancelled {
-        /// How many.
-        removed: usize,
-    },
-    /// The coordinator's state.
-    Status(CoordinationStatus),
+    /// The answer to an operation that succeeded.
+    Answer(Answer),
     /// The answer to `Ping`.
     Pong,
     /// The request failed.
     Error(WireError),
-}
-
-/// Who coordinates, who is connected, and every key's state.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct CoordinationStatus {
-    /// The coordinator's pid.
-    pub coordinator_pid: u32,
-    /// Processes connected to the coordinator's socket.
-    pub clients: Vec<ClientInfo>,
-    /// Every key's state.
-    pub keys: Vec<KeyStatus>,
-    /// Every circuit breaker the coordinator knows (closed ones nobody waits for are
-    /// forgotten).
-    #[serde(default)]
-    pub breakers: Vec<BreakerStatus>,
-}
-
-/// One connected client.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientInfo {
-    /// Its pid.
-    pub pid: u32,
-    /// Its generation.
-    pub generation: u64,
-    /// Requests it has in flight.
-    pub in_flight: usize,
 }
 
 /// An [`AdmissionError`] on the wire.
@@ -218,22 +83,28 @@ pub enum WireError {
     /// See [`AdmissionError::Refused`].
     Refused {
         /// Canonical key.
-        key: String,
+        key: CanonicalKey,
         /// Why.
         refusal: Refusal,
     },
     /// See [`AdmissionError::DeadlineExceeded`].
     DeadlineExceeded {
         /// Canonical key.
-        key: String,
+        key: CanonicalKey,
     },
     /// See [`AdmissionError::Cancelled`].
     Cancelled {
         /// Canonical key.
-        key: String,
+        key: CanonicalKey,
     },
     /// See [`AdmissionError::Storage`].
     Storage {
+        /// What kind of storage failure.
+        #[serde(rename = "what")]
+        kind: StoreFailureKind,
+        /// The key whose record failed, if one did.
+        #[serde(default)]
+        key: Option<CanonicalKey>,
         /// Why dispatch stopped.
         reason: String,
     },
@@ -249,13 +120,21 @@ pub enum WireError {
     /// See [`AdmissionError::Fleet`].
     Fleet {
         /// Canonical key.
-        key: String,
+        key: CanonicalKey,
         /// The table and its error.
         reason: String,
     },
     /// The request was refused as a whole (bad hello, wrong user, bad key).
     Rejected {
         /// Why.
+        reason: String,
+    },
+    /// See [`AdmissionError::Coordination`] (other than a refusal).
+    Coordination {
+        /// What failed.
+        #[serde(rename = "what")]
+        kind: CoordinationErrorKind,
+        /// Why, and what to do next.
         reason: String,
     },
 }
@@ -266,12 +145,22 @@ impl From<AdmissionError> for WireError {
             AdmissionError::Refused { key, refusal } => WireError::Refused { key, refusal },
             AdmissionError::DeadlineExceeded { key } => WireError::DeadlineExceeded { key },
             AdmissionError::Cancelled { key } => WireError::Cancelled { key },
-            AdmissionError::Storage(reason) => WireError::Storage { reason },
+            AdmissionError::Storage(failure) => WireError::Storage {
+                kind: failure.kind(),
+                key: failure.key().cloned(),
+                reason: failure.message().to_owned(),
+            },
             AdmissionError::Stopped => WireError::Stopped,
             AdmissionError::BreakerOpen { scope, reopens_at } => {
                 WireError::BreakerOpen { scope, reopens_at }
             }
-            AdmissionError::Coordination(reason) => WireError::Rejected { reason },
+            AdmissionError::Coordination {
+                kind: CoordinationErrorKind::Refused,
+                reason,
+            } => WireError::Rejected { reason },
+            AdmissionError::Coordination { kind, reason } => {
+                WireError::Coordination { kind, reason }
+            }
             AdmissionError::Fleet { key, reason } => WireError::Fleet { key, reason },
         }
     }
@@ -283,12 +172,18 @@ impl From<WireError> for AdmissionError {
             WireError::Refused { key, refusal } => AdmissionError::Refused { key, refusal },
             WireError::DeadlineExceeded { key } => AdmissionError::DeadlineExceeded { key },
             WireError::Cancelled { key } => AdmissionError::Cancelled { key },
-            WireError::Storage { reason } => AdmissionError::Storage(reason),
+            WireError::Storage { kind, key, reason } => AdmissionError::Storage(match key {
+                Some(key) => StoreFailure::keyed(kind, key, reason),
+                None => StoreFailure::new(kind, reason),
+            }),
             WireError::Stopped => AdmissionError::Stopped,
             WireError::BreakerOpen { scope, reopens_at } => {
                 AdmissionError::BreakerOpen { scope, reopens_at }
             }
-            WireError::Rejected { reason } => AdmissionError::Coordination(reason),
+            WireError::Rejected { reason } => {
+                AdmissionError::coordination(CoordinationErrorKind::Refused, reason)
+            }
+            WireError::Coordination { kind, reason } => AdmissionError::coordination(kind, reason),
             WireError::Fleet { key, reason } => AdmissionError::Fleet { key, reason },
         }
     }
@@ -297,41 +192,65 @@ impl From<WireError> for AdmissionError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tollgate_quota::ReservationId;
+
+    fn key() -> CanonicalKey {
+        CanonicalKey::parse("aws/123456789012/us-east-1/logs:DescribeLogStreams").unwrap()
+    }
 
     #[test]
-    fn requests_round_trip_as_externally_tagged_json() {
+    fn requests_and_responses_round_trip_as_externally_tagged_json() {
         let req = Request {
             id: 3,
-            body: RequestBody::Release {
-                key: "aws/1/r/s:o".into(),
-                policy: Policy::with_rate(4.0, 2.0).unwrap(),
-                reservation: ReservationId(9),
-            },
+            body: RequestBody::Op(Operation::Cancel { scope: 9 }),
         };
         let json = serde_json::to_string(&req).unwrap();
-        assert!(
-            json.starts_with(r#"{"id":3,"body":{"release":{"key":"#),
-            "{json}"
-        );
+        assert_eq!(json, r#"{"id":3,"body":{"op":{"cancel":{"scope":9}}}}"#);
         assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), req);
-        let status = serde_json::to_string(&Request {
+        let ping = serde_json::to_string(&Request {
             id: 4,
-            body: RequestBody::Status,
+            body: RequestBody::Ping,
         })
         .unwrap();
-        assert_eq!(status, r#"{"id":4,"body":"status"}"#);
-        let admitted = Response {
+        assert_eq!(ping, r#"{"id":4,"body":"ping"}"#);
+        let reserved = Response {
             id: 5,
-            body: ResponseBody::Admitted {
-                admitted_at: Timestamp::from_micros(7),
-                retry_spent: false,
-            },
+            body: ResponseBody::Answer(Answer::Reserved(ReservationId(2))),
         };
-        let json = serde_json::to_string(&admitted).unwrap();
-        assert!(
-            json.starts_with(r#"{"id":5,"body":{"admitted":{"#),
-            "{json}"
-        );
-        assert_eq!(serde_json::from_str::<Response>(&json).unwrap(), admitted);
+        let json = serde_json::to_string(&reserved).unwrap();
+        assert_eq!(json, r#"{"id":5,"body":{"answer":{"reserved":2}}}"#);
+        assert_eq!(serde_json::from_str::<Response>(&json).unwrap(), reserved);
+    }
+
+    #[test]
+    fn every_admission_error_crosses_the_wire_as_itself() {
+        let errors = vec![
+            AdmissionError::Refused {
+                key: key(),
+                refusal: Refusal::UnknownReservation,
+            },
+            AdmissionError::DeadlineExceeded { key: key() },
+            AdmissionError::Cancelled { key: key() },
+            AdmissionError::Storage(StoreFailure::new(StoreFailureKind::Write, "disk full")),
+            AdmissionError::Storage(
+                StoreFailure::new(StoreFailureKind::Closed, "closed").of_key(key()),
+            ),
+            AdmissionError::coordination(CoordinationErrorKind::Refused, "wrong uid"),
+            AdmissionError::coordination(CoordinationErrorKind::OutOfProtocol, "odd answer"),
+            AdmissionError::BreakerOpen {
+                scope: "aws/123456789012/us-east-1/logs".into(),
+                reopens_at: Timestamp::from_micros(3),
+            },
+            AdmissionError::Fleet {
+                key: key(),
+                reason: "table t: throttled".into(),
+            },
+            AdmissionError::Stopped,
+        ];
+        for error in errors {
+            let json = serde_json::to_string(&WireError::from(error.clone())).unwrap();
+            let back = AdmissionError::from(serde_json::from_str::<WireError>(&json).unwrap());
+            assert_eq!(back, error, "{json}");
+        }
     }
 }

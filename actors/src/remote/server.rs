@@ -9,7 +9,6 @@
 //! are cancelled at once; its reservations are released once its process is gone (a
 //! process that is still alive may reconnect and keep using them).
 
-use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,20 +18,14 @@ use futures_util::FutureExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
-use tollgate_quota::key::QuotaKey;
-use tollgate_quota::{AdmitRequest, BreakerScope, Owner};
+use tollgate_quota::Owner;
 
 use super::clients::ClientTable;
 use super::frame::{self, FrameReader, PROTOCOL_VERSION};
-use super::keys::KeyCache;
-use super::protocol::{
-    CoordinationStatus, Request, RequestBody, Response, ResponseBody, WireError,
-};
+use super::protocol::{Request, RequestBody, Response, ResponseBody, WireError};
 use super::socket::Socket;
-use crate::handle::WaitOptions;
-use crate::key::{AdmitCall, CanonicalKey};
-use crate::local::{LocalAdmission, DEFAULT_RESERVATION_TTL};
-use crate::messages::{CancelScope, WaiterTag};
+use crate::local::{Caller, LocalAdmission, DEFAULT_RESERVATION_TTL};
+use crate::messages::CancelScope;
 
 /// How long a new connection has to say `Hello`.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -180,8 +173,6 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
             return;
         }
     };
-    // Borrowed only while a request's key is looked up, never across an await.
-    let keys = RefCell::new(KeyCache::default());
     // Requests run concurrently inside this task (a reservation waiting for a slot does
     // not hold up the others); no task or channel per request.
     let mut requests = FuturesUnordered::new();
@@ -192,35 +183,39 @@ async fn connection(mut stream: UnixStream, ctx: Ctx) {
     let ended = loop {
         let mut broken = None;
         loop {
-            match frames.next_frame::<Request>() {
-                Ok(Some(req)) => {
-                    in_flight.fetch_add(1, Ordering::Relaxed);
-                    let (ctx, in_flight, keys) = (&ctx, &in_flight, &keys);
-                    // Only the requests that may wait are refused over the cap: the others
-                    // complete at once, and releases and pings must get through.
-                    let refused = requests.len() >= MAX_IN_FLIGHT
-                        && matches!(
-                            req.body,
-                            RequestBody::Reserve { .. }
-                                | RequestBody::Admit { .. }
-                                | RequestBody::BreakerPass { .. }
-                        );
-                    requests.push(async move {
-                        let body = if refused {
-                            too_many()
-                        } else {
-                            answer(req.body, owner, conn_id, ctx, keys).await
-                        };
-                        in_flight.fetch_sub(1, Ordering::Relaxed);
-                        Response { id: req.id, body }
-                    });
-                }
+            let (id, request) = match frames.next_frame::<Request>() {
+                Ok(Some(req)) => (req.id, Ok(req.body)),
                 Ok(None) => break,
+                // A request whose body does not decode (a key that is not a quota key)
+                // is answered, and the connection goes on.
+                Err(frame::FrameError::Undecodable { id, error }) => {
+                    let reason = format!("request {id} cannot be served: {error}");
+                    (id, Err(ResponseBody::Error(WireError::Rejected { reason })))
+                }
                 Err(e) => {
                     broken = Some(e);
                     break;
                 }
-            }
+            };
+            in_flight.fetch_add(1, Ordering::Relaxed);
+            let (ctx, in_flight) = (&ctx, &in_flight);
+            // Only the requests that may wait are refused over the cap: the others
+            // complete at once, and releases and pings must get through.
+            let refused = requests.len() >= MAX_IN_FLIGHT
+                && matches!(&request, Ok(RequestBody::Op(op)) if op.may_wait());
+            let caller = Caller {
+                owner,
+                connection: conn_id,
+            };
+            requests.push(async move {
+                let body = match request {
+                    Ok(_) if refused => too_many(),
+                    Ok(body) => answer(body, caller, ctx).await,
+                    Err(refusal) => refusal,
+                };
+                in_flight.fetch_sub(1, Ordering::Relaxed);
+                Response { id, body }
+            });
         }
         if let Some(e) = broken {
             break e;
@@ -276,7 +271,7 @@ fn too_many() -> ResponseBody {
 /// back once its process is gone (bounded by the reservation lifetime, after which they
 /// lapse anyway).
 async fn departed(owner: Owner, connection: u64, ctx: Ctx) {
-    ctx.local.cancel(CancelScope::Connection(connection)).await;
+    let _ = ctx.local.cancel(CancelScope::Connection(connection)).await;
     let polls = DEFAULT_RESERVATION_TTL.as_millis() / DEPARTED_POLL.as_millis();
     for _ in 0..polls {
         if ctx.clients.is_connected(owner) {
@@ -295,133 +290,17 @@ async fn departed(owner: Owner, connection: u64, ctx: Ctx) {
     }
 }
 
-/// The breaker scope of a parsed key.
-fn scope_of(key: &CanonicalKey) -> Result<BreakerScope, WireError> {
-    let parsed: QuotaKey = key.as_str().parse().map_err(|e| WireError::Rejected {
-        reason: format!("{e}"),
-    })?;
-    Ok(BreakerScope::of(&parsed))
-}
-
-fn ms(v: u64) -> Duration {
-    Duration::from_millis(v)
-}
-
-async fn answer(
-    body: RequestBody,
-    owner: Owner,
-    connection: u64,
-    ctx: &Ctx,
-    keys: &RefCell<KeyCache>,
-) -> ResponseBody {
-    let l = &ctx.local;
-    let tag = |scope| WaiterTag {
-        scope,
-        owner,
-        connection,
-    };
-    // The one place a request's key is parsed (see `keys`); the typed key goes on.
-    let checked = |key: &str| keys.borrow_mut().parse(key);
-    let result: Result<ResponseBody, WireError> = async {
-        Ok(match body {
-            RequestBody::Hello { .. } => {
-                return Err(WireError::Rejected {
-                    reason: "hello was already said".into(),
-                })
-            }
-            RequestBody::Reserve {
-                key,
-                policy,
-                timeout_ms,
-                scope,
-            } => {
-                let key = checked(&key)?;
-                let reservation = l.reserve(tag(scope), &key, policy, ms(timeout_ms)).await?;
-                ResponseBody::Reserved { reservation }
-            }
-            RequestBody::Admit {
-                key,
-                policy,
-                reservation,
-                cost,
-                retry,
-                timeout_ms,
-                scope,
-            } => {
-                let call = AdmitCall {
-                    key: checked(&key)?,
-                    policy,
-                    request: AdmitRequest {
-                        reservation,
-                        cost,
-                        retry,
-                    },
-                    wait: WaitOptions {
-                        timeout: ms(timeout_ms),
-                        scope,
-                    },
-                };
-                let g = l.admit(tag(scope), call).await?;
-                ResponseBody::Admitted {
-                    admitted_at: g.admitted_at,
-                    retry_spent: g.retry_spent,
-                }
-            }
-            RequestBody::Feedback {
-                key,
-                policy,
-                outcome,
-                admitted_at,
-                refund_retry,
-            } => {
-                let key = checked(&key)?;
-                l.feedback(&key, policy, outcome, admitted_at, refund_retry)
-                    .await?;
-                ResponseBody::Done
-            }
-            RequestBody::Pause {
-                key,
-                policy,
-                hint_ms,
-            } => {
-                let key = checked(&key)?;
-                l.pause(&key, policy, ms(hint_ms)).await?;
-                ResponseBody::Done
-            }
-            RequestBody::BreakerPass { key, timeout_ms } => {
-                let scope = scope_of(&checked(&key)?)?;
-                ResponseBody::Passage(l.breaker_pass(scope, ms(timeout_ms)).await?)
-            }
-            RequestBody::BreakerReport {
-                key,
-                outcome,
-                probe,
-            } => {
-                let scope = scope_of(&checked(&key)?)?;
-                l.breaker_report(scope, outcome, probe);
-                ResponseBody::Done
-            }
-            RequestBody::Release {
-                key,
-                policy,
-                reservation,
-            } => {
-                let key = checked(&key)?;
-                l.release(owner, &key, policy, reservation).await?;
-                ResponseBody::Done
-            }
-            RequestBody::Cancel { scope } => ResponseBody::Cancelled {
-                removed: l.cancel(CancelScope::Scope(scope)).await,
-            },
-            RequestBody::Ping => ResponseBody::Pong,
-            RequestBody::Status => ResponseBody::Status(CoordinationStatus {
-                coordinator_pid: l.owner().pid,
-                clients: ctx.clients.list(),
-                keys: l.status().await?,
-                breakers: l.breakers().await?,
-            }),
-        })
+/// Decode, call, encode: the request's operation goes to the in-process backend as it
+/// came (its key was parsed when the frame was decoded, see `keys`).
+async fn answer(body: RequestBody, caller: Caller, ctx: &Ctx) -> ResponseBody {
+    match body {
+        RequestBody::Op(op) => match ctx.local.serve(op, caller, None).await {
+            Ok(answer) => ResponseBody::Answer(answer),
+            Err(e) => ResponseBody::Error(e.into()),
+        },
+        RequestBody::Ping => ResponseBody::Pong,
+        RequestBody::Hello { .. } => ResponseBody::Error(WireError::Rejected {
+            reason: "hello was already said".into(),
+        }),
     }
-    .await;
-    result.unwrap_or_else(ResponseBody::Error)
 }

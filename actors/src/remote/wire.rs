@@ -312,6 +312,7 @@ async fn wait_ready(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::{Answer, Operation};
     use crate::remote::frame::{self, FrameReader};
     use crate::remote::protocol::{Request, Response, ResponseBody};
     use crate::AdmissionError;
@@ -326,7 +327,8 @@ mod tests {
             // Far more than a socket buffer holds, while nobody reads.
             let n = 40_000u64;
             for scope in 0..n {
-                link.submit(RequestBody::Cancel { scope }, None).unwrap();
+                link.submit(RequestBody::Op(Operation::Cancel { scope }), None)
+                    .unwrap();
             }
             assert_eq!(link.flush(), Ok(true), "the socket is full: bytes wait");
             let coordinator = async {
@@ -350,7 +352,7 @@ mod tests {
                 () = flusher => unreachable!(),
             };
             let want: Vec<(u64, RequestBody)> = (0..n)
-                .map(|scope| (scope + 1, RequestBody::Cancel { scope }))
+                .map(|scope| (scope + 1, RequestBody::Op(Operation::Cancel { scope })))
                 .collect();
             assert!(seen == want, "every request arrives once, whole, in order");
             assert_eq!(link.flush(), Ok(false), "nothing waits any more");
@@ -372,7 +374,7 @@ mod tests {
             }
             frames.fill(theirs).await.unwrap();
         };
-        let body = ResponseBody::Cancelled { removed };
+        let body = ResponseBody::Answer(Answer::Cancelled(removed));
         frame::write(theirs, &Response { id: req.id, body })
             .await
             .unwrap();
@@ -383,14 +385,14 @@ mod tests {
         scope: u64,
     ) -> oneshot::Receiver<Result<(ResponseBody, u64), AdmissionError>> {
         let (tx, rx) = oneshot::channel();
-        link.submit(RequestBody::Cancel { scope }, Some(tx))
+        link.submit(RequestBody::Op(Operation::Cancel { scope }), Some(tx))
             .unwrap();
         rx
     }
 
     fn removed(answer: Result<(ResponseBody, u64), AdmissionError>) -> usize {
         match answer.unwrap() {
-            (ResponseBody::Cancelled { removed }, 1) => removed,
+            (ResponseBody::Answer(Answer::Cancelled(removed)), 1) => removed,
             other => panic!("unexpected answer {other:?}"),
         }
     }

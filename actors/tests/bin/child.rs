@@ -70,7 +70,7 @@ fn client(
         } else {
             let wait = WaitOptions {
                 timeout: Duration::from_secs(60),
-                scope: 0,
+                scope: None,
             };
             let slot = handle.reserve(key, policy, wait).await.unwrap();
             println!("READY");

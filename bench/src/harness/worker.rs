@@ -154,7 +154,7 @@ fn admission(
         let started_us = unix_now().as_micros();
         let wait = WaitOptions {
             timeout: Duration::from_secs(600),
-            scope: 0,
+            scope: None,
         };
         let slot = handle.reserve(&key, policy, wait).await?;
         let mut latencies_us = Vec::with_capacity(args.requests);

@@ -196,7 +196,7 @@ async fn gate_and_send(
     let refresh_bound = plan.max_wait < remaining;
     let wait = WaitOptions {
         timeout: plan.max_wait.min(remaining),
-        scope: plan.scope,
+        scope: Some(plan.scope),
     };
     let admitted = tokio::select! {
         biased;

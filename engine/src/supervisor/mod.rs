@@ -408,8 +408,15 @@ impl Handler<CancelScan> for Supervisor {
         scan.cancel.cancel();
         let admission = self.deps.admission.clone();
         ctx.spawn(wrap_future::<_, Self>(async move {
-            let removed = admission.cancel_scope(scan_id.scope()).await;
-            tracing::info!(%scan_id, removed, "scan cancelled; queued admission waiters removed");
+            match admission.cancel_scope(scan_id.scope()).await {
+                Ok(removed) => {
+                    tracing::info!(%scan_id, removed, "scan cancelled; queued admission waiters removed")
+                }
+                // Its waiters still end: each races the scan's cancellation token.
+                Err(e) => {
+                    tracing::warn!(%scan_id, error = %e, "scan cancelled; its queued admission waiters could not be removed")
+                }
+            }
         }));
         self.stop_later(scan_id, ctx, DatasetStatus::Cancelled);
         true

@@ -165,6 +165,7 @@ mod tests {
 
     use super::*;
     use crate::aws::backoff::Jitter;
+    use tollgate_actors::{StoreFailure, StoreFailureKind};
 
     const fn secs(s: u64) -> Duration {
         Duration::from_secs(s)
@@ -422,7 +423,7 @@ mod tests {
                 AdmissionStop::DeadlineExceeded,
             ),
             (
-                AdmissionError::Storage("disk full".into()),
+                AdmissionError::Storage(StoreFailure::new(StoreFailureKind::Write, "disk full")),
                 AdmissionStop::Failed,
             ),
             (AdmissionError::Stopped, AdmissionStop::Failed),

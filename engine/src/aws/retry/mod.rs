@@ -58,7 +58,7 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use tokio::time::{sleep, sleep_until};
-use tollgate_actors::{AdmissionError, ReservationGuard, WaitOptions};
+use tollgate_actors::{AdmissionError, CanonicalKey, ReservationGuard, WaitOptions};
 use tollgate_quota::{Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::random_unit;
@@ -187,12 +187,12 @@ async fn reserve(
         policy,
         WaitOptions {
             timeout: remaining,
-            scope: ctx.scan_id.scope(),
+            scope: Some(ctx.scan_id.scope()),
         },
     );
     tokio::select! {
         biased;
-        _ = ctx.cancel.cancelled() => Err(AdmissionError::Cancelled { key: key.to_string() }),
+        _ = ctx.cancel.cancelled() => Err(AdmissionError::Cancelled { key: CanonicalKey::new(key) }),
         reserved = reserve => reserved,
     }
 }
@@ -207,7 +207,7 @@ async fn pass_breaker(
     let time_left = ctx.deadline.saturating_duration_since(clock::now());
     let passed = tokio::select! {
         biased;
-        _ = ctx.cancel.cancelled() => Err(AdmissionError::Cancelled { key: key.to_string() }),
+        _ = ctx.cancel.cancelled() => Err(AdmissionError::Cancelled { key: CanonicalKey::new(key) }),
         passed = gate.admission.breaker_pass(key, time_left) => passed,
     };
     match passed? {
