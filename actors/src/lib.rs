@@ -8,6 +8,12 @@
 //! - [`messages`]: one message per file (`Reserve`, `Admit`, `Feedback`, `Pause`,
 //!   `Release`, `Cancel`, `Status`; the breaker board's `BreakerPass`, `BreakerReport`,
 //!   `Breakers`).
+//! - [`ops`]: the admission operation set: [`Operation`] and [`Answer`], both the
+//!   coordinator socket's wire format and the dispatch (adding an operation touches
+//!   `ops.rs`, `local.rs` and `handle.rs`).
+//! - `backend`: the `AdmissionBackend` trait the handle calls (implemented by `local`'s
+//!   `LocalAdmission` and `remote`'s `RemoteClient`) and the guard's `Slot`.
+//! - `wait`: [`WaitOptions`] (timeout and optional cancellation scope).
 //! - [`breaker_board`]: `BreakerBoard`, the circuit breaker of every scope (service +
 //!   region + account), shared by every process through the coordinator.
 //! - [`registry`]: creates actors on first use (restoring stored state), evicts idle ones,
@@ -31,7 +37,8 @@
 //! - [`coordinator`]: the [`Coordinator`] role: state, actors and socket of the lock
 //!   holder (used by `join` and by a client's failover, importing neither).
 //! - [`remote`]: the coordinator socket: frames, protocol, server, client with failover.
-//! - `local`: the in-process backend (and what the socket server forwards to).
+//! - `local`: the in-process backend: `LocalAdmission::serve`, the one match over the
+//!   operations (and what the socket server hands every remote operation to).
 //! - [`closable_store`]: lets a coordinator close sled before handing over.
 //! - [`fleet`]: fleet mode's seam: the `FleetStore` trait (DynamoDB in `tollgate-fleet`),
 //!   the block exchange, the host id, the [`FleetSpec`] a coordinator spec carries.
