@@ -125,10 +125,7 @@ fn print_report(report: &DiscoveryReport) {
             );
         }
     }
-    for (key, t) in &report.throttling {
-        println!(
-            "  throttled {key}: {} throttled, {} retries, {} gave up",
-            t.throttled_responses, t.retries, t.gave_up_calls
-        );
+    for message in report.throttling.iter().flat_map(|t| &t.messages) {
+        println!("  throttling: {message}");
     }
 }

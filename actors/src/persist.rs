@@ -9,6 +9,16 @@
 //! [`StoreHealth`] failed, and every actor checks it before granting: storage errors stop
 //! dispatch (fail closed) instead of silently bypassing coordination.
 //!
+//! A failed write is not the end (issue 24): its acknowledgements carry the error at once
+//! (so admissions waiting on them, deadlines and all, get their errors), but its records
+//! stay queued (unless a newer record for the key replaced them) and the writer tries
+//! again after [`RETRY_FIRST`], doubling up to [`RETRY_CAP`], until the store takes them
+//! or the persister stops. The first write that succeeds clears the health, and every key
+//! admits again without a restart. An actor that reports the failure back from its failed
+//! acknowledgement ([`StoreHealth::fail`]) repeats news the writer already had; such an
+//! echo arriving after the recovery must not stop dispatch again, so the writer counts
+//! the acknowledgements it failed and `fail` swallows that many reports.
+//!
 //! A store whose writes cannot block (the in-memory store) is written inline, on the
 //! caller's thread, and acknowledged at once: nothing to keep off the actor thread, and
 //! simulated-time tests need no real thread to run first.
@@ -17,20 +27,28 @@
 //! sees its latest record even before the writer has stored it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tollgate_storage::{QuotaStore, StorageError};
 
 use crate::error::{StoreFailure, StoreFailureKind};
 
+/// The writer's first retry after a failed write.
+pub const RETRY_FIRST: Duration = Duration::from_millis(50);
+/// The longest wait between two retries of a failed write.
+pub const RETRY_CAP: Duration = Duration::from_secs(2);
+
 /// Whether the store still accepts writes.
 #[derive(Debug, Default)]
 pub struct StoreHealth {
     failed: AtomicBool,
     reason: Mutex<Option<StoreFailure>>,
+    /// Failed acknowledgements whose report back through [`StoreHealth::fail`] is an echo.
+    echoes: AtomicU64,
 }
 
 impl StoreHealth {
@@ -42,12 +60,38 @@ impl StoreHealth {
         self.reason.lock().map(|r| r.clone()).unwrap_or(None)
     }
 
-    /// Record a failure; dispatch stops.
+    /// Record a failure; dispatch stops. A report of a failed acknowledgement (the writer
+    /// marked the store failed already, and may have recovered since) is an echo and
+    /// changes nothing.
     pub fn fail(&self, reason: StoreFailure) {
+        let echo = self
+            .echoes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        if !echo {
+            self.mark_failed(reason, 0);
+        }
+    }
+
+    /// The store refused a write; `acks` failed acknowledgements will be reported back.
+    fn mark_failed(&self, reason: StoreFailure, acks: u64) {
+        self.echoes.fetch_add(acks, Ordering::AcqRel);
         if let Ok(mut r) = self.reason.lock() {
             r.get_or_insert(reason);
         }
         self.failed.store(true, Ordering::Release);
+    }
+
+    /// The store took a write again: dispatch resumes.
+    fn recover(&self) {
+        if !self.failed.load(Ordering::Acquire) {
+            return;
+        }
+        if let Ok(mut r) = self.reason.lock() {
+            *r = None;
+        }
+        self.failed.store(false, Ordering::Release);
+        tracing::warn!("quota state is stored again; admission resumes");
     }
 }
 
@@ -154,10 +198,9 @@ impl Persister {
         Stored::Later(rx)
     }
 
+    /// Write on the caller's thread; each save tries the store again, so a store that
+    /// takes writes again clears the health on the next save.
     fn write_inline(&self, key: &str, record: &[u8]) -> StoreResult {
-        if let Some(reason) = self.shared.health.failure() {
-            return Err(reason);
-        }
         let result = self
             .shared
             .store
@@ -166,9 +209,10 @@ impl Persister {
         if let Err(e) = result {
             tracing::error!(error = %e, "quota state could not be stored; admission stops");
             let failure = StoreFailure::write(e);
-            self.shared.health.fail(failure.clone());
+            self.shared.health.mark_failed(failure.clone(), 1);
             return Err(failure);
         }
+        self.shared.health.recover();
         Ok(())
     }
 
@@ -233,13 +277,32 @@ fn poisoned() -> StoreFailure {
     )
 }
 
+/// The wait before the next retry after `failures` failed writes in a row.
+fn retry_delay(failures: u32) -> Duration {
+    RETRY_FIRST
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+        .min(RETRY_CAP)
+}
+
 fn write_loop(shared: &Shared) {
+    let mut failures = 0u32;
     loop {
         let (batch, acks, sync_to, stop) = {
             let Ok(mut p) = shared.pending.lock() else {
                 return;
             };
-            while p.records.is_empty() && p.sync_requested == p.synced && !p.stop {
+            if failures > 0 && !p.stop {
+                // Back off before retrying; only a stop cuts the wait short.
+                p = match shared
+                    .wake
+                    .wait_timeout_while(p, retry_delay(failures), |p| !p.stop)
+                {
+                    Ok((p, _)) => p,
+                    Err(_) => return,
+                };
+            }
+            // After a failure, go round again even with nothing new: the retry is the work.
+            while p.records.is_empty() && p.sync_requested == p.synced && !p.stop && failures == 0 {
                 p = match shared.wake.wait(p) {
                     Ok(p) => p,
                     Err(_) => return,
@@ -249,29 +312,194 @@ fn write_loop(shared: &Shared) {
             let acks = std::mem::take(&mut p.acks);
             (batch, acks, p.sync_requested, p.stop)
         };
-        let mut result = match shared.health.failure() {
-            Some(reason) => Err(reason),
-            None => Ok(()),
-        };
-        if result.is_ok() && !batch.is_empty() {
+        let mut result = Ok(());
+        if !batch.is_empty() {
             result = shared.store.save_batch(&batch).map_err(StoreFailure::write);
         }
         if result.is_ok() {
             result = shared.store.flush().map_err(StoreFailure::write);
         }
-        if let Err(e) = &result {
-            tracing::error!(error = %e, "quota state could not be stored; admission stops");
-            shared.health.fail(e.clone());
+        match &result {
+            Ok(()) => {
+                failures = 0;
+                shared.health.recover();
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                tracing::error!(error = %e, retry_in = ?retry_delay(failures), "quota state could not be stored; admission stops until the store takes writes again");
+                shared.health.mark_failed(e.clone(), acks.len() as u64);
+            }
         }
         for ack in acks {
             let _ = ack.send(result.clone());
         }
         if let Ok(mut p) = shared.pending.lock() {
+            if result.is_err() {
+                // Keep the records for the retry, unless a newer one replaced them.
+                for (key, record) in batch {
+                    p.records.entry(key).or_insert(record);
+                }
+            }
             p.synced = sync_to;
             shared.done.notify_all();
             if stop {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+
+    use tollgate_storage::{MemoryStore, StorageErrorKind};
+
+    use super::*;
+
+    /// Refuses its first `failures` writes (a full disk being cleaned up), then stores.
+    struct RecoveringStore {
+        inner: MemoryStore,
+        failures: AtomicU32,
+        blocks: bool,
+    }
+
+    impl RecoveringStore {
+        fn new(failures: u32, blocks: bool) -> Arc<Self> {
+            Arc::new(RecoveringStore {
+                inner: MemoryStore::new(),
+                failures: AtomicU32::new(failures),
+                blocks,
+            })
+        }
+
+        fn refuse(&self) -> Result<(), StorageError> {
+            let refused = self
+                .failures
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok();
+            match refused {
+                true => Err(StorageError::new(
+                    StorageErrorKind::Io,
+                    None,
+                    "disk full (simulated)",
+                )),
+                false => Ok(()),
+            }
+        }
+    }
+
+    impl QuotaStore for RecoveringStore {
+        fn load(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+            self.inner.load(key)
+        }
+        fn save(&self, key: &str, value: &[u8]) -> Result<(), StorageError> {
+            self.refuse()?;
+            self.inner.save(key, value)
+        }
+        fn save_batch(&self, entries: &[(String, Vec<u8>)]) -> Result<(), StorageError> {
+            self.refuse()?;
+            self.inner.save_batch(entries)
+        }
+        fn remove(&self, key: &str) -> Result<(), StorageError> {
+            self.inner.remove(key)
+        }
+        fn entries(&self) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+            self.inner.entries()
+        }
+        fn flush(&self) -> Result<(), StorageError> {
+            Ok(())
+        }
+        fn describe(&self) -> String {
+            "recovering test store".into()
+        }
+        fn writes_block(&self) -> bool {
+            self.blocks
+        }
+    }
+
+    fn answer(stored: Stored) -> StoreResult {
+        match stored {
+            Stored::Now(result) => result,
+            Stored::Later(rx) => rx.blocking_recv().expect("answered"),
+        }
+    }
+
+    #[test]
+    fn retry_delays_double_from_the_first_to_the_cap() {
+        let delays: Vec<_> = (1..=8).map(retry_delay).collect();
+        assert_eq!(delays[0], RETRY_FIRST);
+        assert_eq!(delays[1], RETRY_FIRST * 2);
+        assert_eq!(delays[2], RETRY_FIRST * 4);
+        assert_eq!(delays[7], RETRY_CAP);
+        assert_eq!(retry_delay(u32::MAX), RETRY_CAP);
+    }
+
+    #[test]
+    fn a_store_that_fails_three_writes_then_recovers_keeps_the_record_and_clears_the_health() {
+        let store = RecoveringStore::new(3, true);
+        let persister = Persister::start(store.clone());
+        // The waiter gets its error at once; dispatch stops meanwhile.
+        let first = answer(persister.save("k", b"v1".to_vec()));
+        assert!(first.unwrap_err().contains("disk full"));
+        assert!(persister.health().failure().is_some());
+        // The actor reporting its failed acknowledgement back is an echo.
+        persister.health().fail("k: disk full (simulated)".into());
+        // The writer retries the record with backoff until the store takes it (sync
+        // answers after each attempt; each later one waits its backoff).
+        let mut attempts = 0;
+        while persister.sync().is_err() {
+            attempts += 1;
+            assert!(attempts < 10, "no recovery after {attempts} syncs");
+        }
+        assert_eq!(persister.health().failure(), None, "dispatch resumes");
+        assert_eq!(store.inner.load("k").unwrap().as_deref(), Some(&b"v1"[..]));
+        // New records are stored and acknowledged as before.
+        assert_eq!(answer(persister.save("k", b"v2".to_vec())), Ok(()));
+        assert_eq!(store.inner.load("k").unwrap().as_deref(), Some(&b"v2"[..]));
+        persister.stop().unwrap();
+    }
+
+    #[test]
+    fn a_newer_record_replaces_a_failed_one_waiting_for_its_retry() {
+        let store = RecoveringStore::new(1, true);
+        let persister = Persister::start(store.clone());
+        assert!(answer(persister.save("k", b"old".to_vec())).is_err());
+        let newer = persister.save("k", b"new".to_vec());
+        assert_eq!(answer(newer), Ok(()));
+        assert_eq!(store.inner.load("k").unwrap().as_deref(), Some(&b"new"[..]));
+        persister.stop().unwrap();
+    }
+
+    #[test]
+    fn an_inline_store_tries_again_on_the_next_save() {
+        let store = RecoveringStore::new(2, false);
+        let persister = Persister::start(store.clone());
+        assert!(answer(persister.save("k", b"a".to_vec())).is_err());
+        assert!(answer(persister.save("k", b"b".to_vec())).is_err());
+        assert!(persister.health().failure().is_some());
+        assert_eq!(answer(persister.save("k", b"c".to_vec())), Ok(()));
+        assert_eq!(persister.health().failure(), None);
+        // Late echoes of the two failed acknowledgements do not stop dispatch again.
+        persister.health().fail("k: disk full".into());
+        persister.health().fail("k: disk full".into());
+        assert_eq!(persister.health().failure(), None);
+        // A failure nobody was answered about still stops it.
+        persister.health().fail("encoding failed".into());
+        assert_eq!(
+            persister.health().failure().as_deref(),
+            Some("encoding failed")
+        );
+    }
+
+    #[test]
+    fn a_store_that_never_recovers_still_stops_when_asked() {
+        let store = RecoveringStore::new(u32::MAX, true);
+        let persister = Persister::start(store);
+        assert!(answer(persister.save("k", b"v".to_vec())).is_err());
+        assert!(
+            persister.stop().is_err(),
+            "stop reports the failure, and returns"
+        );
     }
 }

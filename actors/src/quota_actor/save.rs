@@ -80,7 +80,8 @@ impl SaveBook {
 
     /// The record in flight was acknowledged (`stored`) or failed. Returns whether a save
     /// asked for meanwhile should start now: only after a stored record, since a failed
-    /// one stops the key's dispatch for good (`StoreHealth` stays failed).
+    /// one stops the key's dispatch until the persister's retry stores it and clears
+    /// `StoreHealth` (the next poll then saves afresh).
     pub(super) fn answered(&mut self, stored: bool) -> bool {
         let again = self.record == Record::InFlightThenAgain;
         self.record = Record::Idle;

@@ -61,7 +61,7 @@ use crate::scan_setup::{self, ScanSetup, SetupError};
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// How often the admission runtime is sampled for scans with throttling news.
-pub const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 /// How long one sample (or the final observation) may wait for the runtime's status.
 const SAMPLE_TIMEOUT: Duration = Duration::from_secs(2);

@@ -209,6 +209,16 @@ mod tests {
         })
     }
 
+    /// case, settings, origin, account, now → answer.
+    type Row<'a> = (
+        &'a str,
+        GuardSettings,
+        ScanOrigin,
+        AccountState<'a>,
+        u64,
+        Result<(), Refusal>,
+    );
+
     #[test]
     fn each_submission_is_admitted_or_refused() {
         use RefusalReason::*;
@@ -229,7 +239,7 @@ mod tests {
             ..fresh
         };
         #[rustfmt::skip]
-        let table: Vec<(&str, GuardSettings, ScanOrigin, AccountState<'_>, u64, Result<(), Refusal>)> = vec![
+        let table: Vec<Row<'_>> = vec![
             ("a first scan of an account runs", settings(1, 60), on_demand, fresh, T0, Ok(())),
             ("within the cooldown: refused with the seconds left", settings(1, 60), on_demand, cooled, T0 + 15 * S, refusal(Cooldown, 45, "scan-a")),
             ("a fraction of a second left rounds up", settings(1, 60), on_demand, cooled, T0 + 59 * S + 1, refusal(Cooldown, 1, "scan-a")),

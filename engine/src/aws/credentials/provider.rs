@@ -150,10 +150,8 @@ fn read_sdk_error<E: ProvideErrorMetadata>(
         facts.status.get_or_insert(raw.status().as_u16());
     }
     match e {
-        SdkError::ServiceError(se) => {
-            if facts.code.is_none() {
-                facts.code = se.err().code().map(str::to_owned);
-            }
+        SdkError::ServiceError(se) if facts.code.is_none() => {
+            facts.code = se.err().code().map(str::to_owned);
         }
         SdkError::TimeoutError(_) => {
             facts.transport.get_or_insert(ProviderTransport::Timeout);
