@@ -4,15 +4,14 @@
 //! per-account cap queue, and one more is refused `busy`; `tollgate scans submit` prints
 //! the refusal and the latest scan's id. A finished clean scan shows `"throttling": null`.
 
-#[path = "../engine/tests/common/moto.rs"]
-mod moto;
 mod service_support;
 
 use std::process::Command;
 use std::time::Duration;
 
-use moto::{moto, unique_prefix, Moto};
-use service_support::{child_env, create_tables, Dirs, Serve};
+use service_support::{child_env, Dirs, Serve};
+use tollgate_testkit::moto::{moto, Moto};
+use tollgate_testkit::unique_prefix;
 
 /// One DynamoDB control-plane call per second: a scan of a few tables runs for seconds.
 const SLOW_DYNAMODB: &str = r#"{"dynamodb:control-plane-read":{"ratePerSecond":1,"burst":1}}"#;
@@ -97,7 +96,7 @@ fn a_second_scan_of_an_account_within_the_cooldown_is_refused_unless_forced() {
 #[test]
 fn scans_past_the_per_account_cap_queue_and_one_more_is_busy() {
     let moto = moto();
-    create_tables(&moto.url, &unique_prefix("guard"), 6);
+    moto.create_tables(&unique_prefix("guard"), 6);
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("service.toml");
     // Room for three scans at once, one per account.

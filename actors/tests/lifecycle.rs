@@ -370,7 +370,7 @@ fn a_key_whose_store_failed_admits_again_once_the_store_takes_writes() {
         // The waiter gets its error at once: storage errors still prevent dispatch.
         match one_request(&handle, policy, Outcome::Success).await {
             Err(AdmissionError::Storage(reason)) => {
-                assert!(reason.contains("disk full"), "{reason}")
+                assert!(reason.to_string().contains("disk full"), "{reason}")
             }
             other => panic!("expected a storage refusal, got {other:?}"),
         }

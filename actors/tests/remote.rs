@@ -374,11 +374,11 @@ fn cancelling_a_scope_through_a_closed_client_is_an_error_not_zero_waiters() {
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
-    let coordinator = connect(&dir).unwrap();
-    let client = connect(&dir).unwrap();
+    let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
+    let client = connect(&dir, CoordinatorSpec::none()).unwrap();
     assert!(!client.is_coordinator());
     let handle = client.handle();
-    rt().block_on(async {
+    runtime().block_on(async {
         assert_eq!(
             handle.cancel_scope(7).await.unwrap(),
             0,

@@ -94,9 +94,9 @@ impl QuotaActor {
                     let _ = a.reply.send(Err(error));
                 }
                 Exit::DeadlineExceeded => {
-                    let _ = a.reply.send(Err(AdmissionError::DeadlineExceeded {
-                        key: key.clone(),
-                    }));
+                    let _ = a
+                        .reply
+                        .send(Err(AdmissionError::DeadlineExceeded { key: key.clone() }));
                 }
                 Exit::Dropped => {}
             },
