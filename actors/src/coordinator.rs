@@ -12,8 +12,10 @@
 //! record, flush, mark a clean shutdown, close the database, remove the socket, and only
 //! then release the lock, so the successor can open the state.
 
+use std::future::Future;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
@@ -21,7 +23,7 @@ use tollgate_storage::{AdmissionDir, CoordinatorLock, PreviousShutdown, QuotaSto
 
 use crate::closable_store::ClosableStore;
 use crate::handle::AdmissionHandle;
-use crate::remote::server;
+use crate::remote::{server, HostedRole};
 use crate::runtime::{AdmissionRuntime, RuntimeConfig};
 use crate::spec::CoordinatorSpec;
 use crate::AdmissionError;
@@ -149,6 +151,22 @@ impl Coordinator {
         drop(self.lock.take());
         result
     }
+}
+
+impl HostedRole for Coordinator {
+    fn hand_over(self: Box<Self>) -> Pin<Box<dyn Future<Output = Result<(), AdmissionError>>>> {
+        Box::pin((*self).shutdown())
+    }
+}
+
+/// The `TakeOver` (remote/client.rs) a client is given: become the coordinator
+/// under `lock`, enforcing `spec`.
+pub(crate) fn take_over(
+    dir: &AdmissionDir,
+    lock: CoordinatorLock,
+    spec: &CoordinatorSpec,
+) -> Result<Box<dyn HostedRole>, AdmissionError> {
+    Ok(Box::new(Coordinator::start(dir, lock, spec)?))
 }
 
 impl Drop for Coordinator {

@@ -9,7 +9,7 @@
 
 use tollgate_storage::{AdmissionDir, CoordinatorLock};
 
-use crate::coordinator::{coordination, Coordinator};
+use crate::coordinator::{coordination, take_over, Coordinator};
 use crate::handle::AdmissionHandle;
 use crate::remote::RemoteClient;
 use crate::runtime::this_process_owner;
@@ -35,7 +35,7 @@ pub fn connect(dir: &AdmissionDir, spec: CoordinatorSpec) -> Result<Admission, A
             (handle, Some(coordinator))
         }
         None => {
-            let client = RemoteClient::start(dir.clone(), this_process_owner(), spec)?;
+            let client = RemoteClient::start(dir.clone(), this_process_owner(), spec, take_over)?;
             (AdmissionHandle::remote(client), None)
         }
     };

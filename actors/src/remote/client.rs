@@ -20,6 +20,8 @@
 //! started with (the spec of the `connect` that made it), so the successor enforces the
 //! same schedules and fleet mode as the process would have had it coordinated first.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -36,11 +38,26 @@ use super::link::Link;
 use super::protocol::{Request, RequestBody, Response, ResponseBody, WireError};
 use super::wire::Wire;
 use crate::clock::TokioClock;
-use crate::coordinator::Coordinator;
 use crate::error::CoordinationErrorKind;
 use crate::ops::{Answer, Operation};
 use crate::spec::CoordinatorSpec;
 use crate::AdmissionError;
+
+/// The coordinator role a client holds after taking over. The client names no coordinator
+/// type: [`crate::join`] hands it the function that starts one ([`TakeOver`],
+/// `coordinator::take_over`), so `coordinator` → `runtime` → `handle` → this file closes
+/// no import cycle (`scripts/file-cycles`).
+pub(crate) trait HostedRole {
+    /// Hand the role over gracefully (the coordinator's `shutdown`).
+    fn hand_over(self: Box<Self>) -> Pin<Box<dyn Future<Output = Result<(), AdmissionError>>>>;
+}
+
+/// Starts the coordinator role under a lock this client acquired, enforcing the spec.
+pub(crate) type TakeOver = fn(
+    &AdmissionDir,
+    CoordinatorLock,
+    &CoordinatorSpec,
+) -> Result<Box<dyn HostedRole>, AdmissionError>;
 
 /// How long connecting or taking over may take before it is an error (DESIGN §5).
 pub const TAKEOVER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -80,6 +97,7 @@ impl RemoteClient {
         dir: AdmissionDir,
         owner: Owner,
         spec: CoordinatorSpec,
+        take_over: TakeOver,
     ) -> Result<RemoteClient, AdmissionError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -105,7 +123,7 @@ impl RemoteClient {
                 };
                 rt.block_on(run(
                     dir,
-                    spec,
+                    (spec, take_over),
                     owner,
                     thread_epoch,
                     thread_link,
@@ -211,19 +229,19 @@ enum Ended {
 
 async fn run(
     dir: AdmissionDir,
-    spec: CoordinatorSpec,
+    (spec, take_over): (CoordinatorSpec, TakeOver),
     owner: Owner,
     epoch: Arc<AtomicU64>,
     link: Arc<Link>,
     mut rx: mpsc::UnboundedReceiver<Command>,
     ready: std::sync::mpsc::Sender<Result<(), AdmissionError>>,
 ) {
-    let mut hosted: Option<Coordinator> = None;
+    let mut hosted: Option<Box<dyn HostedRole>> = None;
     // The runtime that asked to read the answers, if any.
     let mut host: Option<Handle> = None;
     let mut ready = Some(ready);
     let stop = loop {
-        let stream = match establish(&dir, &spec, owner, &mut hosted).await {
+        let stream = match establish(&dir, (&spec, take_over), owner, &mut hosted).await {
             Ok(s) => s,
             Err(e) => {
                 if let Some(r) = ready.take() {
@@ -267,7 +285,7 @@ async fn run(
     link.fail_pending(&AdmissionError::Stopped, true);
     let mut result = Ok(());
     if let Some(coordinator) = hosted {
-        result = coordinator.shutdown().await;
+        result = coordinator.hand_over().await;
     }
     if let Some(done) = stop {
         let _ = done.send(result);
@@ -348,9 +366,9 @@ async fn settle(wire: &mut Wire, link: &Link) {
 /// Connect to the coordinator, or become it. Errors after [`TAKEOVER_TIMEOUT`].
 async fn establish(
     dir: &AdmissionDir,
-    spec: &CoordinatorSpec,
+    (spec, take_over): (&CoordinatorSpec, TakeOver),
     owner: Owner,
-    hosted: &mut Option<Coordinator>,
+    hosted: &mut Option<Box<dyn HostedRole>>,
 ) -> Result<UnixStream, AdmissionError> {
     let started = crate::clock::monotonic_now();
     let mut backoff = BACKOFF_MIN;
@@ -386,7 +404,7 @@ async fn establish(
                 AdmissionError::coordination(CoordinationErrorKind::Takeover, e.to_string())
             })?;
             if let Some(lock) = lock {
-                *hosted = Some(Coordinator::start(dir, lock, spec)?);
+                *hosted = Some(take_over(dir, lock, spec)?);
                 continue;
             }
         }
@@ -473,6 +491,7 @@ mod tests {
                 generation: 2,
             },
             CoordinatorSpec::none(),
+            crate::coordinator::take_over,
         )
         .unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()

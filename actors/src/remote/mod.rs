@@ -32,6 +32,6 @@ mod socket;
 mod wire;
 
 pub use crate::ops::{ClientInfo, CoordinationStatus};
-pub(crate) use client::RemoteClient;
+pub(crate) use client::{HostedRole, RemoteClient};
 pub use client::{CLEANUP_BUDGET, TAKEOVER_TIMEOUT};
 pub use clients::ClientTable;
