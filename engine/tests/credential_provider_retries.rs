@@ -24,8 +24,8 @@ use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
 use aws_smithy_types::error::ErrorMetadata;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tollgate_actors::clock::monotonic_now;
 use tollgate_actors::{
     paused_system, start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock,
 };
@@ -170,7 +170,7 @@ impl Harness {
             scan_id: ScanId(24),
             collector: "test-collector",
             datasets: vec!["kms-keys".into()],
-            deadline: Instant::now() + Duration::from_secs(3_600),
+            deadline: monotonic_now() + Duration::from_secs(3_600),
             cancel: CancellationToken::new(),
         };
         let client = self.client.clone();

@@ -75,19 +75,27 @@ pub enum Decision {
     Never,
 }
 
-/// The scheduling policy (see the module docs). `starting` is true for the first
-/// decision after the service started.
+/// Where an entry's runner is: its first decision after the service started, or later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The first decision after start-up: a passed instant was missed while stopped.
+    Starting,
+    /// Any later decision.
+    Running,
+}
+
+/// The scheduling policy (see the module docs), in `phase`.
 pub fn decide(
     next: &dyn NextFire,
     cursor: Timestamp,
     now: Timestamp,
-    starting: bool,
+    phase: Phase,
     catch_up: bool,
 ) -> Decision {
     match next.next_after(cursor) {
         None => Decision::Never,
         Some(due) if due > now => Decision::SleepUntil(due),
-        Some(_) if starting && !catch_up => Decision::Skip,
+        Some(_) if phase == Phase::Starting && !catch_up => Decision::Skip,
         Some(_) => Decision::Fire,
     }
 }
@@ -108,7 +116,7 @@ pub async fn run_entry(
     catch_up: bool,
     fire: Arc<dyn Fn(&str) + Send + Sync>,
 ) {
-    let mut starting = true;
+    let mut phase = Phase::Starting;
     let mut cursor = store.cursor(&entry.id).unwrap_or_else(|| {
         // First sight of this entry: nothing before now was missed.
         let now = clock.now();
@@ -117,28 +125,28 @@ pub async fn run_entry(
     });
     loop {
         let now = clock.now();
-        match decide(entry.next.as_ref(), cursor, now, starting, catch_up) {
+        match decide(entry.next.as_ref(), cursor, now, phase, catch_up) {
             Decision::Never => {
                 tracing::info!(schedule = %entry.id, "schedule has no further instants");
                 return;
             }
             Decision::SleepUntil(due) => {
-                starting = false;
+                phase = Phase::Running;
                 let wait = Duration::from_micros(due.as_micros().saturating_sub(now.as_micros()));
                 tokio::time::sleep(wait).await;
             }
             Decision::Fire => {
-                tracing::info!(schedule = %entry.id, target = %entry.target, catch_up = starting, "schedule fires");
+                tracing::info!(schedule = %entry.id, target = %entry.target, catch_up = phase == Phase::Starting, "schedule fires");
                 fire(&entry.target);
                 cursor = now;
                 store.set_cursor(&entry.id, cursor);
-                starting = false;
+                phase = Phase::Running;
             }
             Decision::Skip => {
                 tracing::info!(schedule = %entry.id, "missed while stopped; catch_up is off, skipping");
                 cursor = now;
                 store.set_cursor(&entry.id, cursor);
-                starting = false;
+                phase = Phase::Running;
             }
         }
     }

@@ -111,6 +111,20 @@ impl std::error::Error for ExchangeError {}
 
 /// Send `call` to `addr` (`HOST:PORT`) on a fresh connection; the whole answer.
 pub fn exchange(addr: &str, call: Call<'_>) -> Result<Answer, ExchangeError> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        // Called from an async test: a runtime cannot block inside another, so the
+        // exchange gets a thread (and a runtime) of its own.
+        return std::thread::scope(|s| {
+            s.spawn(|| exchange_here(addr, call))
+                .join()
+                .expect("the exchange thread panicked")
+        });
+    }
+    exchange_here(addr, call)
+}
+
+/// [`exchange`] on this thread, which no runtime drives.
+fn exchange_here(addr: &str, call: Call<'_>) -> Result<Answer, ExchangeError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

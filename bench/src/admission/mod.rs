@@ -147,6 +147,25 @@ impl AdmissionMode {
     /// Validate the command line into one mode (clap has already refused the options that
     /// conflict, or that need `--processes` or `--serve` without them).
     pub fn from_args(args: &AdmissionArgs) -> anyhow::Result<AdmissionMode> {
+        // Checked here too, not only by clap's `requires`: a `bool` flag's `requires` let
+        // `--in-process --serve` through.
+        let processes_only = [
+            ("--serve", args.serve),
+            ("--rounds", args.rounds.is_some()),
+            ("--floor", args.floor != EchoStyle::Blocking),
+            ("--dir", args.dir.is_some()),
+            ("--log", args.log.is_some()),
+        ];
+        if args.processes.is_none() {
+            if let Some((flag, _)) = processes_only.iter().find(|(_, given)| *given) {
+                anyhow::bail!("{flag} needs --processes P");
+            }
+        }
+        if args.peer.is_some() && !args.serve {
+            anyhow::bail!(
+                "--peer needs --serve (every tollgate admission then crosses the socket)"
+            );
+        }
         match args.processes {
             Some(processes) => Ok(AdmissionMode::Processes(Processes {
                 processes,

@@ -35,27 +35,30 @@ fn at(micros: u64) -> Timestamp {
 #[test]
 fn decisions_follow_the_cursor_and_catch_up() {
     let cases = [
-        // (cursor, now, starting, catch_up, expected)
+        // (cursor, now, phase, catch_up, expected)
         (
             HOUR * 10,
             HOUR * 10 + 5,
-            false,
+            Phase::Running,
             true,
             Decision::SleepUntil(at(HOUR * 11)),
         ),
-        (HOUR * 10, HOUR * 11, false, true, Decision::Fire),
-        (HOUR * 10, HOUR * 15, true, true, Decision::Fire),
-        (HOUR * 10, HOUR * 15, true, false, Decision::Skip),
-        (HOUR * 10, HOUR * 15, false, false, Decision::Fire),
+        (HOUR * 10, HOUR * 11, Phase::Running, true, Decision::Fire),
+        (HOUR * 10, HOUR * 15, Phase::Starting, true, Decision::Fire),
+        (HOUR * 10, HOUR * 15, Phase::Starting, false, Decision::Skip),
+        (HOUR * 10, HOUR * 15, Phase::Running, false, Decision::Fire),
     ];
-    for (cursor, now, starting, catch_up, expected) in cases {
+    for (cursor, now, phase, catch_up, expected) in cases {
         assert_eq!(
-            decide(&Hourly, at(cursor), at(now), starting, catch_up),
+            decide(&Hourly, at(cursor), at(now), phase, catch_up),
             expected,
-            "{cursor} {now} {starting} {catch_up}"
+            "{cursor} {now} {phase:?} {catch_up}"
         );
     }
-    assert_eq!(decide(&Once(5), at(5), at(6), false, true), Decision::Never);
+    assert_eq!(
+        decide(&Once(5), at(5), at(6), Phase::Running, true),
+        Decision::Never
+    );
 }
 
 #[derive(Default)]
