@@ -99,11 +99,22 @@ impl RemoteClient {
         spec: CoordinatorSpec,
         take_over: TakeOver,
     ) -> Result<RemoteClient, AdmissionError> {
+        Self::start_with_link(dir, owner, (spec, take_over), Link::new())
+    }
+
+    /// [`start`](Self::start) with the link the callers and the connection thread share
+    /// (the tests give it shorter liveness timings).
+    fn start_with_link(
+        dir: AdmissionDir,
+        owner: Owner,
+        (spec, take_over): (CoordinatorSpec, TakeOver),
+        link: Link,
+    ) -> Result<RemoteClient, AdmissionError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let epoch = Arc::new(AtomicU64::new(0));
         let thread_epoch = epoch.clone();
-        let link = Arc::new(Link::new());
+        let link = Arc::new(link);
         let thread_link = link.clone();
         let thread = std::thread::Builder::new()
             .name("tollgate-client".into())
@@ -473,7 +484,7 @@ async fn hello(stream: &mut UnixStream, owner: Owner) -> Result<(), Hello> {
 mod tests {
     use super::*;
     use crate::key::CanonicalKey;
-    use crate::remote::wire::{PING_AFTER, UNRESPONSIVE_AFTER};
+    use crate::remote::wire::LivenessTimes;
     use tollgate_quota::Policy;
 
     /// A reservation that legitimately waits longer than the give-up delay is kept alive
@@ -484,14 +495,25 @@ mod tests {
         let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
         let coordinator = crate::connect(&dir, CoordinatorSpec::none()).unwrap();
         assert!(coordinator.is_coordinator());
-        let client = RemoteClient::start(
+        // The production rule on a short scale (the connection thread runs on the real
+        // clock): pinged after 100 ms of silence, given up after 1 s without an answer.
+        let times = LivenessTimes {
+            ping_after: Duration::from_millis(100),
+            unresponsive_after: Duration::from_secs(1),
+            interval: Duration::from_millis(20),
+        };
+        // Each ping follows at least `ping_after` of silence from the reservation: this
+        // many pings mean the reservation waited longer than `unresponsive_after`.
+        const PINGS: u64 = 15;
+        assert!(times.ping_after * PINGS as u32 > times.unresponsive_after);
+        let client = RemoteClient::start_with_link(
             dir,
             Owner {
                 pid: std::process::id(),
                 generation: 2,
             },
-            CoordinatorSpec::none(),
-            crate::coordinator::take_over,
+            (CoordinatorSpec::none(), crate::coordinator::take_over),
+            Link::with_times(times),
         )
         .unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -517,7 +539,10 @@ mod tests {
                 panic!("the first reservation is granted at once");
             };
             let release_later = async {
-                tokio::time::sleep(PING_AFTER + UNRESPONSIVE_AFTER + Duration::from_secs(2)).await;
+                // Wait on the event (the pings), not on a guess of how long they take.
+                while client.shared.link.pings() < PINGS {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
                 client.tell(Operation::Release {
                     key: key.clone(),
                     policy,

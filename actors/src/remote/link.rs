@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::net::UnixStream as StdUnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use serde::Serialize;
@@ -19,6 +19,7 @@ use tokio::sync::{oneshot, Notify};
 
 use super::frame;
 use super::protocol::{RequestBody, ResponseBody};
+use super::wire::LivenessTimes;
 use crate::AdmissionError;
 
 /// Where a request's answer goes, with the connection epoch that answered it.
@@ -65,6 +66,10 @@ pub(super) struct Link {
     /// The connection thread stopped ticking (nothing was pending): the next request
     /// wakes it.
     idle: AtomicBool,
+    /// When the connection thread pings a silent coordinator and gives it up.
+    pub(super) times: LivenessTimes,
+    /// Pings sent so far (the tests wait on it instead of on a fixed sleep).
+    pings: AtomicU64,
 }
 
 fn stopped() -> AdmissionError {
@@ -73,6 +78,10 @@ fn stopped() -> AdmissionError {
 
 impl Link {
     pub(super) fn new() -> Self {
+        Link::with_times(LivenessTimes::DEFAULT)
+    }
+
+    pub(super) fn with_times(times: LivenessTimes) -> Self {
         Link {
             book: Mutex::new(Book {
                 next_id: 1,
@@ -80,7 +89,19 @@ impl Link {
             }),
             wake: Notify::new(),
             idle: AtomicBool::new(false),
+            times,
+            pings: AtomicU64::new(0),
         }
+    }
+
+    /// The connection thread sent a ping.
+    pub(super) fn pinged(&self) {
+        self.pings.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Pings sent on every connection so far.
+    pub(super) fn pings(&self) -> u64 {
+        self.pings.load(Ordering::Relaxed)
     }
 
     /// The connection thread would stop ticking: true if it may (nothing is pending; a

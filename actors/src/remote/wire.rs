@@ -36,11 +36,30 @@ use super::reads::{spawn_reader, Reads, STALLED_TICKS, WATCH_INTERVAL};
 use super::socket::register;
 
 /// Silence (while requests wait) after which a client pings the coordinator.
-pub(super) const PING_AFTER: Duration = Duration::from_secs(1);
+const PING_AFTER: Duration = Duration::from_secs(1);
 /// How long an unanswered ping may wait before the coordinator is given up on.
-pub(super) const UNRESPONSIVE_AFTER: Duration = Duration::from_secs(5);
+const UNRESPONSIVE_AFTER: Duration = Duration::from_secs(5);
 /// The tick's period when no delegated reader needs watching.
 const LIVENESS_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The liveness timings of one client (see the module docs, "Liveness"). Always
+/// [`LivenessTimes::DEFAULT`] in a running process; the tests shorten them to check the
+/// same rule in a fraction of a second on the real clock the connection thread runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LivenessTimes {
+    pub(super) ping_after: Duration,
+    pub(super) unresponsive_after: Duration,
+    /// The tick's period when no delegated reader needs watching.
+    pub(super) interval: Duration,
+}
+
+impl LivenessTimes {
+    pub(super) const DEFAULT: LivenessTimes = LivenessTimes {
+        ping_after: PING_AFTER,
+        unresponsive_after: UNRESPONSIVE_AFTER,
+        interval: LIVENESS_INTERVAL,
+    };
+}
 
 /// A delegated reader and the thread's watch over it.
 struct Delegated {
@@ -80,6 +99,7 @@ pub(super) struct Wire {
     tick: Interval,
     ticking: bool,
     liveness: Liveness,
+    times: LivenessTimes,
 }
 
 /// An interval whose first tick is one period away (tokio's fires at once).
@@ -107,13 +127,14 @@ impl Wire {
             writable: None,
             // Re-sent requests are queued: write them first.
             flushing: true,
-            tick: ticker(LIVENESS_INTERVAL),
+            tick: ticker(link.times.interval),
             ticking: true,
             liveness: Liveness {
                 seen: 0,
                 quiet_since: monotonic_now(),
                 ping_sent_at: None,
             },
+            times: link.times,
         };
         match host {
             Some(host) => wire.delegate(host, link),
@@ -138,7 +159,7 @@ impl Wire {
     /// Read on this thread from now on.
     fn read_here(&mut self) -> std::io::Result<()> {
         if self.stop_delegated_reader() {
-            self.tick = ticker(LIVENESS_INTERVAL);
+            self.tick = ticker(self.times.interval);
         }
         if self.reader.is_none() {
             self.reader = Some(register(self.reads.duplicate()?, Interest::READABLE)?);
@@ -252,7 +273,8 @@ impl Wire {
     }
 
     /// Ping a coordinator that has been silent while requests wait; `Err` (the connection
-    /// is given up) when a ping has gone unanswered for [`UNRESPONSIVE_AFTER`].
+    /// is given up) when a ping has gone unanswered for [`UNRESPONSIVE_AFTER`] (the
+    /// client's [`LivenessTimes`]).
     fn check_liveness(&mut self, link: &Link) -> Result<(), ()> {
         let now = monotonic_now();
         let answers = self.reads.answers();
@@ -261,7 +283,7 @@ impl Wire {
             return Ok(());
         }
         match self.liveness.ping_sent_at {
-            Some(sent) if now - sent >= UNRESPONSIVE_AFTER => {
+            Some(sent) if now - sent >= self.times.unresponsive_after => {
                 // This process may itself have been stopped with the answer already
                 // waiting: read what is there before giving up.
                 self.reads.drain(link)?;
@@ -270,17 +292,18 @@ impl Wire {
                     return Ok(());
                 }
                 tracing::warn!(
-                    "the admission coordinator has not answered for {}s (stopped or hung?); \
+                    "the admission coordinator has not answered for {:?} (stopped or hung?); \
                      giving its connection up",
-                    UNRESPONSIVE_AFTER.as_secs()
+                    self.times.unresponsive_after
                 );
                 Err(())
             }
             Some(_) => Ok(()),
-            None if now - self.liveness.quiet_since >= PING_AFTER => {
+            None if now - self.liveness.quiet_since >= self.times.ping_after => {
                 // The answer only needs to arrive (it moves `answers`), not to be read.
                 let (reply, _) = oneshot::channel();
                 self.liveness.ping_sent_at = Some(now);
+                link.pinged();
                 link.submit(RequestBody::Ping, Some(reply)).map_err(|_| ())
             }
             None => Ok(()),
