@@ -9,41 +9,27 @@
 //! within the attempt limit, nothing sent; missing or expired credentials stay
 //! `credentials` and are asked for once.
 
+mod common;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{future, ProvideCredentials};
-use aws_sdk_sts::config::retry::RetryConfig;
-use aws_sdk_sts::config::{BehaviorVersion, Credentials, IdentityCache, Region};
+use aws_sdk_sts::config::Credentials;
 use aws_sdk_sts::operation::assume_role::AssumeRoleError;
-use aws_smithy_runtime_api::client::http::HttpConnectorFuture;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
 use aws_smithy_types::error::ErrorMetadata;
-use tokio_util::sync::CancellationToken;
-use tollgate_actors::clock::monotonic_now;
-use tollgate_actors::{
-    paused_system, start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock,
-};
+use common::sts_gate::{sts_gate, Reply, StsGate, IDENTITY_XML};
+use tollgate_actors::paused_system;
 use tollgate_engine::aws::{
-    gated_timeouts, AttemptOutcome, AwsGate, CallContext, CallError, CallErrorKind, CallerIdentity,
-    ClockTimeSource, Jitter, MemoryTelemetry, RetryOutcome, RetrySettings, ScanId, UngatedRefusal,
+    AttemptOutcome, CallError, CallErrorKind, Jitter, RetryOutcome, RetrySettings,
 };
 use tollgate_quota::breaker::BreakerState;
-use tollgate_quota::key::AccountId;
-use tollgate_quota::{Owner, Partition, PolicyTable, Timestamp};
-use tollgate_sim::transport::{response, FakeTransport};
-
-const START: Timestamp = Timestamp::from_millis(1_800_000_000_000);
-
-const IDENTITY_XML: &str = r#"<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
-  <GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/a</Arn><UserId>X</UserId><Account>123456789012</Account></GetCallerIdentityResult>
-  <ResponseMetadata><RequestId>r</RequestId></ResponseMetadata>
-</GetCallerIdentityResponse>"#;
 
 /// What the scripted provider answers on one call.
 #[derive(Debug, Clone, Copy)]
@@ -106,90 +92,24 @@ impl ProvideCredentials for ScriptedProvider {
     }
 }
 
-struct Harness {
-    gate: AwsGate,
-    client: aws_sdk_sts::Client,
-    sent: Arc<AtomicU32>,
-    telemetry: MemoryTelemetry,
-    handle: AdmissionHandle,
-}
-
-fn harness(provider: ScriptedProvider) -> Harness {
-    let clock = Arc::new(TokioClock::starting_at(START));
-    let handle = start_in_current_system(
-        RuntimeConfig::simulated(Owner {
-            pid: std::process::id(),
-            generation: 1,
-        }),
-        clock.clone(),
-    );
-    let sent = Arc::new(AtomicU32::new(0));
-    let counter = sent.clone();
-    let transport = FakeTransport::new(move |_| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        HttpConnectorFuture::ready(Ok(response(200, "text/xml", IDENTITY_XML)))
-    });
-    let telemetry = MemoryTelemetry::new();
-    let identity = CallerIdentity::resolved(
-        Partition::aws(),
-        AccountId::new("123456789012").unwrap(),
-        None,
-    );
-    let gate = AwsGate::new(
-        handle.clone(),
-        PolicyTable::defaults(),
-        &identity,
-        transport.http_client(),
-    )
-    .with_retry(RetrySettings {
+fn harness(provider: ScriptedProvider) -> StsGate {
+    let retry = RetrySettings {
         jitter: Jitter::None,
         ..RetrySettings::default()
-    })
-    .with_telemetry(Arc::new(telemetry.clone()));
-    let config = aws_sdk_sts::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(provider)
-        .identity_cache(IdentityCache::no_cache())
-        .http_client(UngatedRefusal)
-        .retry_config(RetryConfig::disabled())
-        .timeout_config(gated_timeouts())
-        .time_source(ClockTimeSource(clock));
-    Harness {
-        gate,
-        client: aws_sdk_sts::Client::from_conf(config.build()),
-        sent,
-        telemetry,
-        handle,
-    }
+    };
+    sts_gate(
+        provider,
+        Reply {
+            status: 200,
+            body: IDENTITY_XML,
+        },
+        retry,
+    )
 }
 
-impl Harness {
-    async fn call(&self) -> Result<(), CallError> {
-        let ctx = CallContext {
-            scan_id: ScanId(24),
-            collector: "test-collector",
-            datasets: vec!["kms-keys".into()],
-            deadline: monotonic_now() + Duration::from_secs(3_600),
-            cancel: CancellationToken::new(),
-        };
-        let client = self.client.clone();
-        self.gate
-            .call(
-                &ctx,
-                "sts",
-                "GetCallerIdentity",
-                Some("us-east-1"),
-                move |http| {
-                    client
-                        .get_caller_identity()
-                        .customize()
-                        .config_override(aws_sdk_sts::Config::builder().http_client(http))
-                        .send()
-                },
-            )
-            .await
-            .map(|_| ())
+impl StsGate {
+    async fn call_once(&self) -> Result<(), CallError> {
+        self.call(24).await
     }
 
     /// The key took no feedback: full retry allowance, no penalty, and its breaker never
@@ -219,7 +139,7 @@ fn a_provider_that_times_out_twice_then_answers_succeeds_with_one_dispatch_and_n
         use Answer::*;
         let p = provider(&[TimedOut, TimedOut, Credentials]);
         let h = harness(p.clone());
-        h.call().await.unwrap();
+        h.call_once().await.unwrap();
         assert_eq!(p.calls.load(Ordering::SeqCst), 3, "asked three times");
         assert_eq!(h.sent.load(Ordering::SeqCst), 1, "sent once");
         h.assert_key_untouched().await;
@@ -247,7 +167,7 @@ fn sts_answering_503_behind_an_assumed_role_is_retried_before_dispatch() {
         use Answer::*;
         let p = provider(&[Sts503, Credentials]);
         let h = harness(p.clone());
-        h.call().await.unwrap();
+        h.call_once().await.unwrap();
         assert_eq!(p.calls.load(Ordering::SeqCst), 2);
         assert_eq!(h.sent.load(Ordering::SeqCst), 1);
         h.assert_key_untouched().await;
@@ -259,7 +179,7 @@ fn a_provider_that_never_answers_gives_up_within_the_attempt_limit_sending_nothi
     paused_system().block_on(async {
         let p = provider(&[Answer::TimedOut]);
         let h = harness(p.clone());
-        let err = h.call().await.unwrap_err();
+        let err = h.call_once().await.unwrap_err();
         assert_eq!(err.kind(), CallErrorKind::Transient, "{err}");
         assert_eq!(err.attempts(), 0, "nothing was sent: {err}");
         assert!(err.message().contains("timed out"), "{err}");
@@ -281,7 +201,7 @@ fn missing_or_expired_credentials_stay_credentials_and_are_asked_for_once() {
         for answer in [Answer::NotLoaded, Answer::Expired] {
             let p = provider(&[answer]);
             let h = harness(p.clone());
-            let err = h.call().await.unwrap_err();
+            let err = h.call_once().await.unwrap_err();
             assert_eq!(err.kind(), CallErrorKind::Credentials, "{answer:?}: {err}");
             assert_eq!(p.calls.load(Ordering::SeqCst), 1, "{answer:?}");
             assert_eq!(h.sent.load(Ordering::SeqCst), 0, "{answer:?}");

@@ -8,31 +8,21 @@
 //! allowance untouched), the dataset is `partial` when a per-item read was lost and
 //! `failed` when the listing was, and the secret reaches neither error nor report.
 
+mod common;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use aws_credential_types::provider::error::CredentialsError;
 use aws_credential_types::provider::{future, ProvideCredentials};
-use aws_sdk_sts::config::retry::RetryConfig;
-use aws_sdk_sts::config::{BehaviorVersion, Credentials, IdentityCache, Region};
-use aws_smithy_runtime_api::client::http::HttpConnectorFuture;
-use tokio_util::sync::CancellationToken;
-use tollgate_actors::clock::monotonic_now;
-use tollgate_actors::TokioClock;
-use tollgate_actors::{paused_system, start_in_current_system, AdmissionHandle, RuntimeConfig};
-use tollgate_engine::aws::{
-    gated_timeouts, AwsGate, CallContext, CallError, CallErrorKind, CallerIdentity,
-    ClockTimeSource, MemoryTelemetry, RetryOutcome, ScanId, UngatedRefusal,
-};
+use aws_sdk_sts::config::Credentials;
+use common::sts_gate::{sts_gate, Reply, StsGate, IDENTITY_XML};
+use tollgate_actors::paused_system;
+use tollgate_engine::aws::{CallError, CallErrorKind, RetryOutcome, RetrySettings};
 use tollgate_engine::collectors::report_builder::ReportBuilder;
 use tollgate_engine::output::ReasonKind;
 use tollgate_engine::DatasetStatus;
-use tollgate_quota::key::AccountId;
-use tollgate_quota::{Owner, Partition, PolicyTable, Timestamp};
-use tollgate_sim::transport::{response, FakeTransport};
 
-const START: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 const SECRET: &str = "TOLLGATE-TEST-SECRET-mid-scan";
 
 /// Gives credentials `good` times, then fails as aws-config's `credential_process`
@@ -66,98 +56,20 @@ impl ProvideCredentials for ExpiringProvider {
     }
 }
 
-const IDENTITY_XML: &str = r#"<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
-  <GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/a</Arn><UserId>X</UserId><Account>123456789012</Account></GetCallerIdentityResult>
-  <ResponseMetadata><RequestId>r</RequestId></ResponseMetadata>
-</GetCallerIdentityResponse>"#;
-
 const EXPIRED_XML: &str = r#"<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <Error><Type>Sender</Type><Code>ExpiredTokenException</Code><Message>The security token included in the request is expired</Message></Error>
   <RequestId>r2</RequestId>
 </ErrorResponse>"#;
 
-struct Harness {
-    gate: AwsGate,
-    client: aws_sdk_sts::Client,
-    sent: Arc<AtomicU32>,
-    telemetry: MemoryTelemetry,
-    handle: AdmissionHandle,
-}
-
 /// The gate over a transport answering `status`/`body` to every request, signing with
-/// `provider` on every call (no identity cache, so each call asks the provider).
-fn harness(provider: ExpiringProvider, status: u16, body: &'static str) -> Harness {
-    let clock = Arc::new(TokioClock::starting_at(START));
-    let handle = start_in_current_system(
-        RuntimeConfig::simulated(Owner {
-            pid: std::process::id(),
-            generation: 1,
-        }),
-        clock.clone(),
-    );
-    let sent = Arc::new(AtomicU32::new(0));
-    let counter = sent.clone();
-    let transport = FakeTransport::new(move |_| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        HttpConnectorFuture::ready(Ok(response(status, "text/xml", body)))
-    });
-    let telemetry = MemoryTelemetry::new();
-    let identity = CallerIdentity::resolved(
-        Partition::aws(),
-        AccountId::new("123456789012").unwrap(),
-        None,
-    );
-    let gate = AwsGate::new(
-        handle.clone(),
-        PolicyTable::defaults(),
-        &identity,
-        transport.http_client(),
-    )
-    .with_telemetry(Arc::new(telemetry.clone()));
-    let config = aws_sdk_sts::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(provider)
-        .identity_cache(IdentityCache::no_cache())
-        .http_client(UngatedRefusal)
-        .retry_config(RetryConfig::disabled())
-        .timeout_config(gated_timeouts())
-        .time_source(ClockTimeSource(clock));
-    Harness {
-        gate,
-        client: aws_sdk_sts::Client::from_conf(config.build()),
-        sent,
-        telemetry,
-        handle,
-    }
+/// `provider` on every call.
+fn harness(provider: ExpiringProvider, status: u16, body: &'static str) -> StsGate {
+    sts_gate(provider, Reply { status, body }, RetrySettings::default())
 }
 
-impl Harness {
-    async fn call(&self) -> Result<(), CallError> {
-        let ctx = CallContext {
-            scan_id: ScanId(16),
-            collector: "test-collector",
-            datasets: vec!["kms-keys".into()],
-            deadline: monotonic_now() + Duration::from_secs(3_600),
-            cancel: CancellationToken::new(),
-        };
-        let client = self.client.clone();
-        self.gate
-            .call(
-                &ctx,
-                "sts",
-                "GetCallerIdentity",
-                Some("us-east-1"),
-                move |http| {
-                    client
-                        .get_caller_identity()
-                        .customize()
-                        .config_override(aws_sdk_sts::Config::builder().http_client(http))
-                        .send()
-                },
-            )
-            .await
-            .map(|_| ())
+impl StsGate {
+    async fn call_once(&self) -> Result<(), CallError> {
+        self.call(16).await
     }
 
     async fn retry_units(&self) -> u32 {
@@ -188,9 +100,9 @@ fn credentials_failing_mid_scan_are_kind_credentials_and_spend_no_retry() {
     paused_system().block_on(async {
         let p = provider(2);
         let h = harness(p.clone(), 200, IDENTITY_XML);
-        h.call().await.unwrap();
-        h.call().await.unwrap();
-        let err = h.call().await.unwrap_err();
+        h.call_once().await.unwrap();
+        h.call_once().await.unwrap();
+        let err = h.call_once().await.unwrap_err();
         assert_eq!(err.kind(), CallErrorKind::Credentials, "{err}");
         assert_eq!(err.attempts(), 0, "nothing was sent: {err}");
         assert!(err.message().contains("exit status: 2"), "{err}");
@@ -228,7 +140,7 @@ fn credentials_failing_mid_scan_are_kind_credentials_and_spend_no_retry() {
 fn an_expired_token_answer_is_kind_credentials_after_one_attempt() {
     paused_system().block_on(async {
         let h = harness(provider(u32::MAX), 400, EXPIRED_XML);
-        let err = h.call().await.unwrap_err();
+        let err = h.call_once().await.unwrap_err();
         assert_eq!(err.kind(), CallErrorKind::Credentials, "{err}");
         assert_eq!(
             (err.code(), err.attempts()),

@@ -100,6 +100,7 @@ impl Link {
     }
 
     /// Pings sent on every connection so far.
+    #[cfg(test)]
     pub(super) fn pings(&self) -> u64 {
         self.pings.load(Ordering::Relaxed)
     }
