@@ -351,72 +351,9 @@ fn write_loop(shared: &Shared) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicU32;
-
-    use tollgate_storage::{MemoryStore, StorageErrorKind};
+    use tollgate_storage::recovering::RecoveringStore;
 
     use super::*;
-
-    /// Refuses its first `failures` writes (a full disk being cleaned up), then stores.
-    struct RecoveringStore {
-        inner: MemoryStore,
-        failures: AtomicU32,
-        blocks: bool,
-    }
-
-    impl RecoveringStore {
-        fn new(failures: u32, blocks: bool) -> Arc<Self> {
-            Arc::new(RecoveringStore {
-                inner: MemoryStore::new(),
-                failures: AtomicU32::new(failures),
-                blocks,
-            })
-        }
-
-        fn refuse(&self) -> Result<(), StorageError> {
-            let refused = self
-                .failures
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-                .is_ok();
-            match refused {
-                true => Err(StorageError::new(
-                    StorageErrorKind::Io,
-                    None,
-                    "disk full (simulated)",
-                )),
-                false => Ok(()),
-            }
-        }
-    }
-
-    impl QuotaStore for RecoveringStore {
-        fn load(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
-            self.inner.load(key)
-        }
-        fn save(&self, key: &str, value: &[u8]) -> Result<(), StorageError> {
-            self.refuse()?;
-            self.inner.save(key, value)
-        }
-        fn save_batch(&self, entries: &[(String, Vec<u8>)]) -> Result<(), StorageError> {
-            self.refuse()?;
-            self.inner.save_batch(entries)
-        }
-        fn remove(&self, key: &str) -> Result<(), StorageError> {
-            self.inner.remove(key)
-        }
-        fn entries(&self) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-            self.inner.entries()
-        }
-        fn flush(&self) -> Result<(), StorageError> {
-            Ok(())
-        }
-        fn describe(&self) -> String {
-            "recovering test store".into()
-        }
-        fn writes_block(&self) -> bool {
-            self.blocks
-        }
-    }
 
     fn answer(stored: Stored) -> StoreResult {
         match stored {
@@ -437,7 +374,7 @@ mod tests {
 
     #[test]
     fn a_store_that_fails_three_writes_then_recovers_keeps_the_record_and_clears_the_health() {
-        let store = RecoveringStore::new(3, true);
+        let store = Arc::new(RecoveringStore::new(3, true));
         let persister = Persister::start(store.clone());
         // The waiter gets its error at once; dispatch stops meanwhile.
         let first = answer(persister.save("k", b"v1".to_vec()));
@@ -456,27 +393,27 @@ mod tests {
             assert!(attempts < 10, "no recovery after {attempts} syncs");
         }
         assert!(persister.health().failure().is_none(), "dispatch resumes");
-        assert_eq!(store.inner.load("k").unwrap().as_deref(), Some(&b"v1"[..]));
+        assert_eq!(store.load("k").unwrap().as_deref(), Some(&b"v1"[..]));
         // New records are stored and acknowledged as before.
         assert!(answer(persister.save("k", b"v2".to_vec())).is_ok());
-        assert_eq!(store.inner.load("k").unwrap().as_deref(), Some(&b"v2"[..]));
+        assert_eq!(store.load("k").unwrap().as_deref(), Some(&b"v2"[..]));
         persister.stop().unwrap();
     }
 
     #[test]
     fn a_newer_record_replaces_a_failed_one_waiting_for_its_retry() {
-        let store = RecoveringStore::new(1, true);
+        let store = Arc::new(RecoveringStore::new(1, true));
         let persister = Persister::start(store.clone());
         assert!(answer(persister.save("k", b"old".to_vec())).is_err());
         let newer = persister.save("k", b"new".to_vec());
         assert!(answer(newer).is_ok());
-        assert_eq!(store.inner.load("k").unwrap().as_deref(), Some(&b"new"[..]));
+        assert_eq!(store.load("k").unwrap().as_deref(), Some(&b"new"[..]));
         persister.stop().unwrap();
     }
 
     #[test]
     fn an_inline_store_tries_again_on_the_next_save() {
-        let store = RecoveringStore::new(2, false);
+        let store = Arc::new(RecoveringStore::new(2, false));
         let persister = Persister::start(store.clone());
         assert!(answer(persister.save("k", b"a".to_vec())).is_err());
         assert!(answer(persister.save("k", b"b".to_vec())).is_err());
@@ -508,7 +445,7 @@ mod tests {
 
     #[test]
     fn a_store_that_never_recovers_still_stops_when_asked() {
-        let store = RecoveringStore::new(u32::MAX, true);
+        let store = Arc::new(RecoveringStore::new(u32::MAX, true));
         let persister = Persister::start(store);
         assert!(answer(persister.save("k", b"v".to_vec())).is_err());
         assert!(

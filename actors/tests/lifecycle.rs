@@ -10,6 +10,7 @@ use tollgate_actors::{
     TokioClock, WaitOptions,
 };
 use tollgate_quota::{Outcome, Owner, Policy, QuotaKey, Timestamp};
+use tollgate_storage::recovering::RecoveringStore;
 use tollgate_storage::{MemoryStore, QuotaStore, StorageError, StorageErrorKind};
 
 const START: Timestamp = Timestamp::from_millis(5_000_000);
@@ -310,58 +311,14 @@ fn a_waiter_past_its_deadline_is_answered_and_never_starts() {
     });
 }
 
-/// Refuses its first `failures` writes (a full disk being cleaned up), then stores. Its
-/// writes block, so they go through the persistence thread, as sled's do.
-struct RecoveringStore {
-    inner: MemoryStore,
-    failures: std::sync::atomic::AtomicU32,
-}
-
-impl QuotaStore for RecoveringStore {
-    fn load(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
-        self.inner.load(key)
-    }
-    fn save(&self, key: &str, value: &[u8]) -> Result<(), StorageError> {
-        self.save_batch(&[(key.to_string(), value.to_vec())])
-    }
-    fn save_batch(&self, entries: &[(String, Vec<u8>)]) -> Result<(), StorageError> {
-        use std::sync::atomic::Ordering;
-        let refused = self
-            .failures
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-            .is_ok();
-        if refused {
-            return Err(StorageError::new(
-                StorageErrorKind::Io,
-                None,
-                "disk full (simulated); free space and retry",
-            ));
-        }
-        self.inner.save_batch(entries)
-    }
-    fn remove(&self, key: &str) -> Result<(), StorageError> {
-        self.inner.remove(key)
-    }
-    fn entries(&self) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        self.inner.entries()
-    }
-    fn flush(&self) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn describe(&self) -> String {
-        "recovering test store".into()
-    }
-}
-
-/// Issue 24: one failed write used to stop the key until a restart.
+/// Issue 24: one failed write used to stop the key until a restart. The store refuses
+/// its first two writes (a full disk being cleaned up), then stores; its writes block, so
+/// they go through the persistence thread, as sled's do.
 #[test]
 fn a_key_whose_store_failed_admits_again_once_the_store_takes_writes() {
     // Real time: the persistence thread's backoff (50 ms, then 100 ms) is real.
     actix::System::new().block_on(async {
-        let store = Arc::new(RecoveringStore {
-            inner: MemoryStore::new(),
-            failures: std::sync::atomic::AtomicU32::new(2),
-        });
+        let store = Arc::new(RecoveringStore::new(2, true));
         let handle = start_in_current_system(
             config(store.clone(), 1),
             Arc::new(TokioClock::starting_at(START)),
@@ -392,7 +349,7 @@ fn a_key_whose_store_failed_admits_again_once_the_store_takes_writes() {
             .expect("it keeps admitting");
         let status = handle.status().await.unwrap();
         assert_eq!(status[0].storage_failure, None, "{status:?}");
-        assert!(store.inner.load(&key().to_string()).unwrap().is_some());
+        assert!(store.load(&key().to_string()).unwrap().is_some());
         handle.shutdown().await.unwrap();
     });
 }

@@ -20,6 +20,8 @@
 //!   that tells a new coordinator whether its predecessor crashed.
 //! - [`process`]: pid liveness and our own pid and uid.
 //! - [`error`]: [`StorageError`] and its [`StorageErrorKind`].
+//! - `recovering` (feature `testing`, tests only): `RecoveringStore`, a store that
+//!   refuses its first writes, for the storage-recovery tests.
 //!
 //! Inside the directory:
 //!
@@ -40,6 +42,8 @@ pub mod error;
 pub mod lock;
 mod private_dir;
 pub mod process;
+#[cfg(any(test, feature = "testing"))]
+pub mod recovering;
 mod sled_error;
 pub mod sled_store;
 pub mod store;
