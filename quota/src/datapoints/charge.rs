@@ -34,3 +34,26 @@ impl DatapointCharge {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datapoints::MetricQuery;
+
+    #[test]
+    fn a_charge_serializes_as_telemetrys_budget_and_cost() {
+        let start = WallClock::parse_rfc3339("2026-01-05T09:00:00Z").unwrap();
+        let at = WallClock::parse_rfc3339("2026-01-05T12:00:00Z").unwrap();
+        let request = MetricDataRequest {
+            start_time_ms: Some(start.unix_millis()),
+            end_time_ms: Some(at.unix_millis()),
+            max_datapoints: None,
+            queries: vec![MetricQuery::metric_stat(60); 2],
+        };
+        let charge = DatapointCharge::for_attempt(&request, at);
+        assert_eq!(
+            serde_json::to_value(charge).unwrap(),
+            serde_json::json!({"budget": "recent-datapoints", "cost": 360})
+        );
+    }
+}
