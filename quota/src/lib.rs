@@ -12,6 +12,8 @@
 //! - [`policy`]: a validated `Policy` {rate, burst, concurrency, retry capacity}.
 //! - [`key`]: `QuotaKey`, its canonical string form, service aliases, operation groups.
 //! - [`defaults`]: the one table of default policies, and the fallback.
+//! - [`datapoints`]: CloudWatch GetMetricData datapoints: the per-attempt bound and the
+//!   `recent`/`older` budget it charges.
 //! - [`overrides`]: `TOLLGATE_QUOTA_OVERRIDES` merged over the defaults.
 //! - [`bucket`], [`window`], [`penalty`], [`retry`], [`reservation`]: the parts of a key.
 //! - [`state`]: `QuotaState`, the admission state machine joining the parts, and the
@@ -31,6 +33,7 @@
 pub mod breaker;
 pub mod breaker_fleet;
 pub mod bucket;
+pub mod datapoints;
 pub mod defaults;
 pub mod fleet;
 pub mod key;
@@ -51,6 +54,7 @@ pub use breaker::{
     Breaker, BreakerScope, BreakerState, BreakerWait, Passage, ProbeId, ProbeLease, BASE_OPEN,
     MAX_OPEN,
 };
+pub use datapoints::{DatapointBudget, DatapointCharge, MetricDataRequest, MetricQuery};
 pub use defaults::default_policy;
 pub use key::{operation_group, AccountScope, KeyError, Partition, QuotaKey, ServiceGroup};
 pub use lease::{Lease, LeaseLedger, RenewalTicket};
