@@ -10,6 +10,8 @@
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::RwLock;
 
 use crate::dir::AdmissionDir;
 use crate::error::{StorageError, StorageErrorKind};
@@ -50,12 +52,32 @@ pub struct OpenedStore {
 }
 
 /// Quota records in the sled database under `state-v1.sled`.
+///
+/// # A full disk, and after
+/// sled keeps the first I/O error its flusher meets (a full disk: ENOSPC) and refuses
+/// every later operation with it, even once space is free again, so a store that failed
+/// once would fail until the process restarts. A write that fails with an I/O error
+/// therefore marks the database broken, and the next write reopens it (dropping the
+/// broken instance first: sled locks its file). What sled had not flushed before the
+/// failure is lost with the broken instance; the key actors hold the authoritative state
+/// and write whole records again (the persister retries what failed), so nothing a later
+/// crash recovery needs stays lost once a write succeeds. Reads go to whichever instance
+/// is open.
 #[derive(Debug)]
 pub struct SledStore {
+    /// `None` only between dropping a broken instance and opening its successor (or
+    /// when that reopening failed: the next write tries again).
+    trees: RwLock<Option<Trees>>,
+    /// A write failed with an I/O error: reopen before the next one.
+    broken: AtomicBool,
+    path: PathBuf,
+}
+
+#[derive(Debug)]
+struct Trees {
     db: sled::Db,
     quota: sled::Tree,
     meta: sled::Tree,
-    path: PathBuf,
 }
 
 impl SledStore {
@@ -91,11 +113,9 @@ impl SledStore {
         // either way the state is unreadable and must not be replaced silently.
         let opened = catch_unwind(AssertUnwindSafe(|| open_trees(&path)))
             .map_err(|_| corrupted(&path, "sled panicked while reading it"))??;
-        let (db, quota, meta) = opened;
         let store = SledStore {
-            db,
-            quota,
-            meta,
+            trees: RwLock::new(Some(opened)),
+            broken: AtomicBool::new(false),
             path,
         };
         let previous_shutdown = store.read_previous_shutdown(had_data)?;
@@ -121,16 +141,16 @@ impl SledStore {
     /// Reads the marker; `had_data` says whether sled's data file was
     /// non-empty before this open.
     fn read_previous_shutdown(&self, had_data: bool) -> Result<PreviousShutdown, StorageError> {
-        let marker = self
-            .meta
-            .get(SHUTDOWN_KEY)
-            .map_err(|e| from_sled(e, &self.path, "read"))?;
+        let (marker, no_records) = self.read(
+            |t| Ok((t.meta.get(SHUTDOWN_KEY)?, t.quota.is_empty())),
+            "read",
+        )?;
         Ok(match marker.as_deref() {
             Some(MARK_CLEAN) => PreviousShutdown::Clean,
             Some(_) => PreviousShutdown::Unclean,
             // Records without a marker: the marker was lost but state
             // survived. Be conservative.
-            None if !self.quota.is_empty() => PreviousShutdown::Unclean,
+            None if !no_records => PreviousShutdown::Unclean,
             // Every open flushes a marker before use, so a non-empty data
             // file that yields nothing at all was discarded by sled's recovery
             // (it treats garbage as a torn write and starts empty). Never hand
@@ -147,10 +167,63 @@ impl SledStore {
     }
 
     fn write_marker(&self, value: &[u8]) -> Result<(), StorageError> {
-        self.meta
-            .insert(SHUTDOWN_KEY, value)
-            .map_err(|e| from_sled(e, &self.path, "write the shutdown marker in"))?;
+        self.write(
+            |t| t.meta.insert(SHUTDOWN_KEY, value).map(drop),
+            "write the shutdown marker in",
+        )?;
         self.flush()
+    }
+
+    /// Runs `op` on the open instance.
+    fn read<T>(
+        &self,
+        op: impl FnOnce(&Trees) -> sled::Result<T>,
+        action: &str,
+    ) -> Result<T, StorageError> {
+        let trees = self.trees.read().unwrap_or_else(|p| p.into_inner());
+        let trees = trees.as_ref().ok_or_else(|| self.not_open())?;
+        op(trees).map_err(|e| from_sled(e, &self.path, action))
+    }
+
+    /// Runs the write `op`, reopening a broken instance first (see the type's docs).
+    fn write<T>(
+        &self,
+        op: impl FnOnce(&Trees) -> sled::Result<T>,
+        action: &str,
+    ) -> Result<T, StorageError> {
+        if self.broken.load(Ordering::Acquire) {
+            self.reopen()?;
+        }
+        let result = self.read(op, action);
+        if let Err(e) = &result {
+            if e.kind() == StorageErrorKind::Io {
+                self.broken.store(true, Ordering::Release);
+            }
+        }
+        result
+    }
+
+    /// Drop the broken instance and open the database again.
+    fn reopen(&self) -> Result<(), StorageError> {
+        let mut trees = self.trees.write().unwrap_or_else(|p| p.into_inner());
+        if !self.broken.load(Ordering::Acquire) {
+            return Ok(()); // another writer reopened it meanwhile
+        }
+        drop(trees.take());
+        *trees = Some(open_trees(&self.path)?);
+        self.broken.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    fn not_open(&self) -> StorageError {
+        StorageError::new(
+            StorageErrorKind::Io,
+            Some(&self.path),
+            format!(
+                "{} could not be reopened after a failed write; check disk space, then retry",
+                self.path.display()
+            ),
+        )
     }
 
     /// Files 0600 and directories 0700, whatever sled's umask gave them.
@@ -188,7 +261,7 @@ fn db_file_has_data(path: &Path) -> Result<bool, StorageError> {
 const SLED_LOCK_RETRIES: u32 = 200;
 const SLED_LOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
-fn open_trees(path: &Path) -> Result<(sled::Db, sled::Tree, sled::Tree), StorageError> {
+fn open_trees(path: &Path) -> Result<Trees, StorageError> {
     let config = sled::Config::new()
         .path(path)
         .cache_capacity(CACHE_CAPACITY_BYTES);
@@ -212,7 +285,7 @@ fn open_trees(path: &Path) -> Result<(sled::Db, sled::Tree, sled::Tree), Storage
     let meta = db
         .open_tree(META_TREE)
         .map_err(|e| from_sled(e, path, "open"))?;
-    Ok((db, quota, meta))
+    Ok(Trees { db, quota, meta })
 }
 
 fn restrict_tree(path: &Path) -> std::io::Result<()> {
@@ -230,18 +303,12 @@ fn restrict_tree(path: &Path) -> std::io::Result<()> {
 
 impl QuotaStore for SledStore {
     fn load(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
-        let value = self
-            .quota
-            .get(key)
-            .map_err(|e| from_sled(e, &self.path, "read"))?;
+        let value = self.read(|t| t.quota.get(key), "read")?;
         Ok(value.map(|v| v.to_vec()))
     }
 
     fn save(&self, key: &str, value: &[u8]) -> Result<(), StorageError> {
-        self.quota
-            .insert(key, value)
-            .map_err(|e| from_sled(e, &self.path, "write"))?;
-        Ok(())
+        self.write(|t| t.quota.insert(key, value).map(drop), "write")
     }
 
     fn save_batch(&self, entries: &[(String, Vec<u8>)]) -> Result<(), StorageError> {
@@ -249,23 +316,17 @@ impl QuotaStore for SledStore {
         for (key, value) in entries {
             batch.insert(key.as_bytes(), value.as_slice());
         }
-        self.quota
-            .apply_batch(batch)
-            .map_err(|e| from_sled(e, &self.path, "write"))
+        self.write(|t| t.quota.apply_batch(batch), "write")
     }
 
     fn remove(&self, key: &str) -> Result<(), StorageError> {
-        self.quota
-            .remove(key)
-            .map_err(|e| from_sled(e, &self.path, "write"))?;
-        Ok(())
+        self.write(|t| t.quota.remove(key).map(drop), "write")
     }
 
     fn entries(&self) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        self.quota
-            .iter()
-            .map(|item| {
-                let (key, value) = item.map_err(|e| from_sled(e, &self.path, "read"))?;
+        let raw = self.read(|t| t.quota.iter().collect::<sled::Result<Vec<_>>>(), "read")?;
+        raw.into_iter()
+            .map(|(key, value)| {
                 let key = String::from_utf8(key.to_vec())
                     .map_err(|_| corrupted(&self.path, "a quota key is not UTF-8"))?;
                 Ok((key, value.to_vec()))
@@ -274,10 +335,7 @@ impl QuotaStore for SledStore {
     }
 
     fn flush(&self) -> Result<(), StorageError> {
-        self.db
-            .flush()
-            .map_err(|e| from_sled(e, &self.path, "flush"))?;
-        Ok(())
+        self.write(|t| t.db.flush().map(drop), "flush")
     }
 
     fn describe(&self) -> String {
@@ -335,7 +393,10 @@ mod tests {
         let (_tmp, dir, lock) = fixture();
         let opened = SledStore::open(&dir, &lock).unwrap();
         opened.store.save("k", b"v").unwrap();
-        opened.store.meta.remove(SHUTDOWN_KEY).unwrap();
+        opened
+            .store
+            .write(|t| t.meta.remove(SHUTDOWN_KEY).map(drop), "write")
+            .unwrap();
         opened.store.flush().unwrap();
         drop(opened);
         let reopened = SledStore::open(&dir, &lock).unwrap();

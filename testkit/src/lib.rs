@@ -14,6 +14,7 @@
 //! - [`emulator`]: the static credentials the emulators accept, for this process or a child.
 //! - [`names`]: table names and resource prefixes unique to one test of one run.
 //! - [`runtime`]: a current-thread runtime (and a `LocalSet`) for plain `#[test]`s.
+//! - [`tmpfs`]: a small tmpfs of a test's own, and filling it (the full-disk tests, root).
 //! - [`cli`]: running `tollgate` or `tollgate-bench` as a user would, and describing the
 //!   outcome.
 
@@ -26,6 +27,7 @@ pub mod http;
 pub mod moto;
 pub mod names;
 pub mod runtime;
+pub mod tmpfs;
 
 pub use dynalite::{dynalite_url, DYNALITE_URL_ENV};
 pub use emulator::{emulator_credentials, emulator_env};
