@@ -17,6 +17,7 @@ use actix::Addr;
 use futures_util::future::BoxFuture;
 use tollgate_quota::{Owner, Policy, ReservationId, Timestamp};
 
+use crate::cleanup::Cleanup;
 use crate::key::CanonicalKey;
 use crate::local::LocalAdmission;
 use crate::ops::{Answer, Operation};
@@ -235,6 +236,22 @@ impl Slot {
         match self {
             Slot::Local { local, actor } => local.tell(op, Some(actor)),
             Slot::Remote { client, .. } => client.tell(op),
+        }
+    }
+
+    /// Tell the release `op`; whether it was handed over at once or queued (see
+    /// [`Cleanup`]).
+    pub(crate) fn tell_release(&self, op: Operation) -> Cleanup {
+        match self {
+            Slot::Local { local, actor } => {
+                local.tell(op, Some(actor));
+                // The release's record joins the persister's queue of failed writes.
+                match local.store_failing() {
+                    true => Cleanup::Queued,
+                    false => Cleanup::Released,
+                }
+            }
+            Slot::Remote { client, .. } => client.tell_release(op),
         }
     }
 

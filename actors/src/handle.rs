@@ -24,6 +24,7 @@ use crate::ops::{Answer, CoordinationStatus, Operation};
 use crate::remote::RemoteClient;
 use crate::AdmissionError;
 
+pub use crate::cleanup::Cleanup;
 pub use crate::wait::{WaitOptions, DEFAULT_RESERVATION_TTL};
 
 /// The door to admission. Cheap to clone; `Send + Sync`.
@@ -296,26 +297,27 @@ impl ReservationGuard {
         });
     }
 
-    /// Release the slot now (also done on drop).
-    pub fn release(mut self) {
-        self.release_now();
+    /// Release the slot now (also done on drop): whether the release was handed over at
+    /// once or queued.
+    pub fn release(mut self) -> Cleanup {
+        self.release_now()
     }
 
-    fn release_now(&mut self) {
+    fn release_now(&mut self) -> Cleanup {
         if self.released {
-            return;
+            return Cleanup::Released;
         }
         self.released = true;
-        self.slot.tell(Operation::Release {
+        self.slot.tell_release(Operation::Release {
             key: self.key.clone(),
             policy: self.policy,
             reservation: self.id(),
-        });
+        })
     }
 }
 
 impl Drop for ReservationGuard {
     fn drop(&mut self) {
-        self.release_now();
+        let _ = self.release_now();
     }
 }

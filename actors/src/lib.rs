@@ -13,7 +13,7 @@
 //!   `ops.rs`, `local.rs` and `handle.rs`).
 //! - `backend`: the `AdmissionBackend` trait the handle calls (implemented by `local`'s
 //!   `LocalAdmission` and `remote`'s `RemoteClient`) and the guard's `Slot`.
-//! - `wait`: [`WaitOptions`] (timeout and optional cancellation scope).
+//! - `cleanup`: [`Cleanup`], how a release went (handed over, or queued to be retried).
 //! - [`breaker_board`]: `BreakerBoard`, the circuit breaker of every scope (service +
 //!   region + account), shared by every process through the coordinator.
 //! - [`registry`]: creates actors on first use (restoring stored state), evicts idle ones,
@@ -46,6 +46,7 @@
 
 mod backend;
 pub mod breaker_board;
+mod cleanup;
 pub mod clock;
 pub mod closable_store;
 pub mod coordinator;
@@ -67,6 +68,7 @@ pub mod schedules;
 mod spec;
 mod wait;
 
+pub use cleanup::Cleanup;
 pub use clock::TokioClock;
 pub use coordinator::Coordinator;
 pub use error::{AdmissionError, CoordinationErrorKind, StoreFailure, StoreFailureKind};

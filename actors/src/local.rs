@@ -93,6 +93,11 @@ impl LocalAdmission {
         self.clock.now()
     }
 
+    /// The store refuses writes (the persister retries them until it takes them again).
+    pub(crate) fn store_failing(&self) -> bool {
+        self.persister.health().failure().is_some()
+    }
+
     /// The same actors, clock and store acting for another `owner` (as the socket server
     /// acts for each client process): for in-process simulations of several processes.
     pub(crate) fn for_owner(&self, owner: Owner) -> Self {

@@ -353,3 +353,49 @@ fn a_key_whose_store_failed_admits_again_once_the_store_takes_writes() {
         handle.shutdown().await.unwrap();
     });
 }
+
+/// Seed 000's `cleanupOutcome: "deferred"`: a release made while the store refuses
+/// writes is queued (the persister retries its record), not reported as done; once the
+/// store takes writes again, releases are handed over at once again.
+#[test]
+fn a_release_while_the_store_refuses_writes_is_queued_and_the_next_after_recovery_is_not() {
+    paused_system().block_on(async {
+        // Writes do not block: stored inline, so the failure is known when the actor
+        // has handled the feedback.
+        let store = Arc::new(RecoveringStore::new(0, false));
+        let handle = start_in_current_system(
+            config(store.clone(), 1),
+            Arc::new(TokioClock::starting_at(START)),
+        );
+        let policy = Policy::new(100.0, 100.0, 10, 20).unwrap();
+        let released = async |outcome| {
+            let slot = handle
+                .reserve(&key(), policy, WaitOptions::default())
+                .await
+                .unwrap();
+            let grant = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+            slot.feedback(outcome, &grant);
+            // Let the actor handle the feedback (a throttle is stored at once).
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            slot.release()
+        };
+        assert_eq!(
+            released(Outcome::Success).await,
+            tollgate_actors::Cleanup::Released
+        );
+        store.refuse_next(u32::MAX);
+        assert_eq!(
+            released(Outcome::Throttled).await,
+            tollgate_actors::Cleanup::Queued,
+            "the throttle's record could not be stored: the release is queued"
+        );
+        store.refuse_next(0);
+        // The persister's retry (50 ms) stores the queued records and clears the failure.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            released(Outcome::Success).await,
+            tollgate_actors::Cleanup::Released
+        );
+        handle.shutdown().await.unwrap();
+    });
+}

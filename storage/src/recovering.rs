@@ -27,6 +27,11 @@ impl RecoveringStore {
         }
     }
 
+    /// Refuse the next `n` writes (a disk filling up later).
+    pub fn refuse_next(&self, n: u32) {
+        self.failures.store(n, Ordering::Release);
+    }
+
     /// Writes still to be refused.
     pub fn failures_left(&self) -> u32 {
         self.failures.load(Ordering::Acquire)

@@ -19,7 +19,13 @@ impl Tmpfs {
         let path = parent.path().join("fs");
         std::fs::create_dir(&path).expect("creating the mount point");
         let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
             .arg(&path)
             .status()
             .expect("running mount (util-linux)");

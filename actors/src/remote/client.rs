@@ -37,6 +37,7 @@ use super::frame::{self, PROTOCOL_VERSION};
 use super::link::Link;
 use super::protocol::{Request, RequestBody, Response, ResponseBody, WireError};
 use super::wire::Wire;
+use crate::cleanup::Cleanup;
 use crate::clock::TokioClock;
 use crate::error::CoordinationErrorKind;
 use crate::ops::{Answer, Operation};
@@ -198,6 +199,16 @@ impl RemoteClient {
     /// a failover, until the coordinator acknowledges it).
     pub(crate) fn tell(&self, op: Operation) {
         let _ = self.shared.link.submit(RequestBody::Op(op), None);
+    }
+
+    /// Tell the release `op`: [`Cleanup::Queued`] when no live connection takes it now (it
+    /// waits in the pending table and is re-sent after the failover).
+    pub(crate) fn tell_release(&self, op: Operation) -> Cleanup {
+        let live = self.shared.link.is_connected();
+        match self.shared.link.submit(RequestBody::Op(op), None) {
+            Ok(()) if live => Cleanup::Released,
+            _ => Cleanup::Queued,
+        }
     }
 
     /// Close the connection after everything already sent (releases included) is written,

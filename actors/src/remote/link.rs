@@ -157,6 +157,13 @@ impl Link {
         Ok(())
     }
 
+    /// Whether a connection that has not failed a write is up.
+    pub(super) fn is_connected(&self) -> bool {
+        self.book()
+            .map(|book| book.conn.as_ref().is_some_and(|c| !c.broken))
+            .unwrap_or(false)
+    }
+
     /// A new connection: queue every pending request, in id order, for the connection
     /// thread to write.
     pub(super) fn connected(&self, writer: StdUnixStream) -> Result<(), AdmissionError> {

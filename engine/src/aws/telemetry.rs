@@ -69,7 +69,9 @@ pub enum RetryOutcome {
 pub enum CleanupOutcome {
     /// The reservation was handed back.
     Released,
-    /// Cleanup could not complete now and was left to the reservation's expiry.
+    /// Cleanup could not complete now and was queued (seed 000): the coordinator's store
+    /// refused writes, no coordinator connection was up, or the SDK still held the
+    /// reservation; retried until it goes through, bounded by the reservation's expiry.
     Deferred,
 }
 

@@ -58,7 +58,7 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use tokio::time::{sleep, sleep_until};
-use tollgate_actors::{AdmissionError, CanonicalKey, ReservationGuard, WaitOptions};
+use tollgate_actors::{AdmissionError, CanonicalKey, Cleanup, ReservationGuard, WaitOptions};
 use tollgate_quota::{Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::random_unit;
@@ -354,14 +354,15 @@ fn not_admitted<T>(
     (Err(error), event)
 }
 
-/// Hand the reservation back. Released when this was the last holder; otherwise the SDK
-/// still holds a clone (a leaked future), and the slot goes when that drops.
+/// Hand the reservation back (seed 000's `cleanupOutcome`). Deferred when the release
+/// could not complete now and was queued: the coordinator's store refuses writes (the
+/// persister retries the release's record until it is writable), no coordinator
+/// connection is up (the client re-sends it after the failover), or the SDK still holds
+/// a clone of the reservation (a leaked future: the slot goes when that drops). The
+/// reservation's expiry bounds each case.
 fn release(guard: Arc<ReservationGuard>) -> CleanupOutcome {
-    match Arc::try_unwrap(guard) {
-        Ok(guard) => {
-            guard.release();
-            CleanupOutcome::Released
-        }
-        Err(_) => CleanupOutcome::Deferred,
+    match Arc::try_unwrap(guard).map(ReservationGuard::release) {
+        Ok(Cleanup::Released) => CleanupOutcome::Released,
+        Ok(Cleanup::Queued) | Err(_) => CleanupOutcome::Deferred,
     }
 }
