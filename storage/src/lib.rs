@@ -20,8 +20,8 @@
 //!   that tells a new coordinator whether its predecessor crashed.
 //! - [`process`]: pid liveness and our own pid and uid.
 //! - [`error`]: [`StorageError`] and its [`StorageErrorKind`].
-//! - `recovering` (feature `testing`, tests only): `RecoveringStore`, a store that
-//!   refuses its first writes, for the storage-recovery tests.
+//! - [`recovering`]: [`RecoveringStore`](recovering::RecoveringStore), a store that
+//!   refuses its first writes (a full disk being cleaned up), for recovery tests.
 //!
 //! Inside the directory:
 //!
@@ -42,7 +42,6 @@ pub mod error;
 pub mod lock;
 mod private_dir;
 pub mod process;
-#[cfg(any(test, feature = "testing"))]
 pub mod recovering;
 mod sled_error;
 pub mod sled_store;

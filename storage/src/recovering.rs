@@ -1,7 +1,9 @@
 //! [`RecoveringStore`]: a store that refuses its first writes and then takes them, as a
-//! full disk does while someone frees space. A test double (feature `testing`, enabled
-//! only by other crates' dev-dependencies): the storage-recovery tests of the actors'
-//! persister and of a whole key (issue 24, item 5) share this one copy.
+//! full disk does while someone frees space. For fault-injection tests: the
+//! storage-recovery tests of the actors' persister and of a whole key (issue 24, item 5)
+//! share this one copy. Not behind a feature: a feature only tests enable would make
+//! `cargo test` rebuild this crate and everything above it that `cargo build` built
+//! (docs/contributing.md, "One build for the demo and the tests").
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
