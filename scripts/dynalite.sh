@@ -38,8 +38,10 @@ find_dynalite() {
     fi
 }
 
-start_dynalite() {
-    trap stop_test_servers EXIT
+# Install node (Debian's packages, as root) and dynalite into .node/ unless
+# TOLLGATE_TEST_DYNALITE_URL names a running one or they are installed. Safe to run in a
+# background subshell (scripts/test does, while cargo builds).
+install_dynalite() {
     if [ -n "${TOLLGATE_TEST_DYNALITE_URL:-}" ]; then
         return 0
     fi
@@ -67,6 +69,16 @@ start_dynalite() {
         echo "$DYNALITE_LOG_PREFIX: .node/node_modules/.bin/dynalite is still missing after npm install $DYNALITE_SPEC" >&2
         exit 1
     fi
+}
+
+start_dynalite() {
+    trap stop_test_servers EXIT
+    if [ -n "${TOLLGATE_TEST_DYNALITE_URL:-}" ]; then
+        return 0
+    fi
+    install_dynalite
+    local dynalite
+    dynalite=$(find_dynalite)
     local port
     port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
     mkdir -p target

@@ -32,27 +32,36 @@ moto_python() {
     fi
 }
 
+# Install moto's server unless TOLLGATE_TEST_MOTO_URL names one or it is installed; sets
+# MOTO. Safe to run in a background subshell (scripts/test does, while cargo builds).
+install_moto() {
+    if [ -n "${TOLLGATE_TEST_MOTO_URL:-}" ]; then
+        return 0
+    fi
+    if ! command -v python3 >/dev/null 2>&1; then
+        echo "$MOTO_LOG_PREFIX: python3 not found; moto's server (pip install \"moto[server]\") is needed for the discovery tests" >&2
+        exit 1
+    fi
+    MOTO=$(find_moto)
+    if [ -z "$MOTO" ]; then
+        echo "$MOTO_LOG_PREFIX: installing $MOTO_SPEC (AWS emulator for the discovery tests)"
+        if ! python3 -m pip install --quiet --disable-pip-version-check "$MOTO_SPEC" 2>/dev/null \
+            || [ -z "$(find_moto)" ]; then
+            python3 -m venv .venv
+            .venv/bin/python -m pip install --quiet --disable-pip-version-check "$MOTO_SPEC"
+        fi
+        MOTO=$(find_moto)
+    fi
+    if [ -z "$MOTO" ]; then
+        echo "$MOTO_LOG_PREFIX: moto_server is still missing after installing moto[server]" >&2
+        exit 1
+    fi
+}
+
 start_moto() {
     trap stop_moto EXIT
     if [ -z "${TOLLGATE_TEST_MOTO_URL:-}" ]; then
-        if ! command -v python3 >/dev/null 2>&1; then
-            echo "$MOTO_LOG_PREFIX: python3 not found; moto's server (pip install \"moto[server]\") is needed for the discovery tests" >&2
-            exit 1
-        fi
-        MOTO=$(find_moto)
-        if [ -z "$MOTO" ]; then
-            echo "$MOTO_LOG_PREFIX: installing $MOTO_SPEC (AWS emulator for the discovery tests)"
-            if ! python3 -m pip install --quiet --disable-pip-version-check "$MOTO_SPEC" 2>/dev/null \
-                || [ -z "$(find_moto)" ]; then
-                python3 -m venv .venv
-                .venv/bin/python -m pip install --quiet --disable-pip-version-check "$MOTO_SPEC"
-            fi
-            MOTO=$(find_moto)
-        fi
-        if [ -z "$MOTO" ]; then
-            echo "$MOTO_LOG_PREFIX: moto_server is still missing after installing moto[server]" >&2
-            exit 1
-        fi
+        install_moto
         MOTO_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
         mkdir -p target
         "$MOTO" -H 127.0.0.1 -p "$MOTO_PORT" >target/moto_server.log 2>&1 &
