@@ -255,9 +255,11 @@ impl Slot {
         }
     }
 
-    /// A remote slot whose reservation was made before the client's latest
-    /// reconnection: the client and a fresh reservation's slot id, taken in the current
-    /// epoch. `None` for a local slot, or one made in the current epoch.
+    /// Renew a remote slot's reservation after a failover: when the client has
+    /// reconnected since this slot's reservation was made (a new epoch), reserve again in
+    /// the current epoch and answer the fresh reservation's id (the slot now belongs to
+    /// that epoch). `None` for a local slot, or a remote one made in the current epoch:
+    /// its reservation still stands.
     pub(crate) async fn retake(
         &self,
         key: &CanonicalKey,

@@ -43,7 +43,7 @@ use serde::Serialize;
 use tollgate_sim::{Scenario, Simulator};
 
 use crate::fleet::outage::OutageFigures;
-use crate::fleet::process::{failure, sdk_process, tollgate_process, ProcessResult};
+use crate::fleet::process::{failure, sdk_process, tollgate_process, ProcessResult, Worker};
 
 /// Longest a tollgate process may run before the bench calls it failed.
 const TOLLGATE_TIMEOUT: &str = "30m";
@@ -349,7 +349,11 @@ fn run_mode(
             Some(_) => sdk_process(dir, i, items_expected)?,
         };
         p.exit_code = status.and_then(|s| s.code());
-        p.failure = failure(status, reported, mode.sdk().is_some());
+        let worker = match mode.sdk() {
+            Some(_) => Worker::PlainSdk,
+            None => Worker::Tollgate,
+        };
+        p.failure = failure(status, reported, worker);
         p.elapsed_s = elapsed.as_secs_f64();
         per_process.push(p);
     }

@@ -26,18 +26,29 @@ pub struct ProcessResult {
     pub failure: Option<String>,
 }
 
+/// What ran in a process of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worker {
+    /// `tollgate discover`: a non-zero exit with a report is a result (a partial discovery).
+    Tollgate,
+    /// A plain AWS SDK worker: any non-zero exit is a failure.
+    PlainSdk,
+}
+
 /// Why a process of a run failed, if it did: ended by a signal (or not waited for), a
 /// plain-SDK worker exiting non-zero, or no report. tollgate's non-zero exits with a
 /// report are results (a partial discovery), not failures.
 pub fn failure(
     status: Option<std::process::ExitStatus>,
     reported: bool,
-    sdk: bool,
+    worker: Worker,
 ) -> Option<String> {
     match status.map(|s| (s, s.code())) {
         None => Some("could not be waited for".to_owned()),
         Some((s, None)) => Some(format!("crashed: {s}")),
-        Some((s, Some(code))) if sdk && code != 0 => Some(format!("exited with {s}")),
+        Some((s, Some(code))) if worker == Worker::PlainSdk && code != 0 => {
+            Some(format!("exited with {s}"))
+        }
         _ if !reported => Some("wrote no report".to_owned()),
         _ => None,
     }
@@ -187,17 +198,19 @@ mod tests {
     fn crashes_and_missing_reports_are_failures_and_partial_discoveries_are_not() {
         let exit = |code: i32| Some(std::process::ExitStatus::from_raw(code << 8));
         let killed = Some(std::process::ExitStatus::from_raw(9));
-        assert_eq!(failure(exit(0), true, true), None);
+        assert_eq!(failure(exit(0), true, Worker::PlainSdk), None);
         // tollgate's partial discovery (non-zero, with a report) is a result
-        assert_eq!(failure(exit(3), true, false), None);
-        assert!(failure(exit(3), true, true)
+        assert_eq!(failure(exit(3), true, Worker::Tollgate), None);
+        assert!(failure(exit(3), true, Worker::PlainSdk)
             .unwrap()
             .contains("exited with"));
-        assert!(failure(killed, true, false).unwrap().starts_with("crashed"));
+        assert!(failure(killed, true, Worker::Tollgate)
+            .unwrap()
+            .starts_with("crashed"));
         assert_eq!(
-            failure(exit(0), false, false).as_deref(),
+            failure(exit(0), false, Worker::Tollgate).as_deref(),
             Some("wrote no report")
         );
-        assert!(failure(None, true, true).is_some());
+        assert!(failure(None, true, Worker::PlainSdk).is_some());
     }
 }
