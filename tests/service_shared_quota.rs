@@ -41,8 +41,11 @@ use tollgate_testkit::unique_prefix;
 const RATE: f64 = 8.0;
 const BURST: f64 = 1.0;
 const KEY: &str = "dynamodb:control-plane-read";
-/// Tables each scan describes (plus whatever else the shared moto holds): enough calls
-/// that each scan alone needs seconds at [`RATE`].
+/// A region no other test uses, so that both scans describe this test's tables and no
+/// others, however many the shared moto holds.
+const REGION: &str = "us-west-2";
+/// Tables each scan describes: enough calls that each scan alone needs seconds at
+/// [`RATE`].
 const TABLES: usize = 32;
 const LIMIT: Duration = Duration::from_secs(120);
 const POLL: Duration = Duration::from_millis(100);
@@ -81,7 +84,7 @@ fn within(grants: &[u64], from: u64, to: u64) -> usize {
 #[test]
 fn discover_alongside_the_service_shares_its_quota_window() {
     let moto = moto();
-    moto.create_tables(&unique_prefix("shared"), TABLES);
+    moto.create_tables_in(REGION, &unique_prefix("shared"), TABLES);
     let tmp = tempfile::tempdir().unwrap();
     let dirs = Dirs::new(tmp.path());
     let serve_log = tmp.path().join("serve.jsonl");
@@ -97,7 +100,7 @@ fn discover_alongside_the_service_shares_its_quota_window() {
     cmd.args([
         "discover",
         "--regions",
-        "us-east-1",
+        REGION,
         "--datasets",
         "dynamodb-tables",
     ])
@@ -132,7 +135,7 @@ fn discover_alongside_the_service_shares_its_quota_window() {
         "POST",
         "/v1/scans",
         Some(&format!(
-            r#"{{"regions":["us-east-1"],"datasets":["dynamodb-tables"],"endpoint_url":"{}","timeout":"100s"}}"#,
+            r#"{{"regions":["{REGION}"],"datasets":["dynamodb-tables"],"endpoint_url":"{}","timeout":"100s"}}"#,
             moto.url
         )),
     );

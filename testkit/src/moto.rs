@@ -200,14 +200,26 @@ impl Moto {
 
     /// Create `n` DynamoDB tables named `{prefix}t{i}`.
     pub fn create_tables(&self, prefix: &str, n: usize) {
+        self.create_tables_in("us-east-1", prefix, n);
+    }
+
+    /// [`Moto::create_tables`] in `region`: a scan of a region no other test uses
+    /// describes these tables and no others, however many the shared server holds.
+    pub fn create_tables_in(&self, region: &str, prefix: &str, n: usize) {
         for i in 0..n {
-            self.create_table(&format!("{prefix}t{i}"));
+            self.create_table_in(region, &format!("{prefix}t{i}"));
         }
     }
 
     /// Create one on-demand DynamoDB table with a string hash key `pk`.
     pub fn create_table(&self, name: &str) {
-        self.json_call(
+        self.create_table_in("us-east-1", name);
+    }
+
+    /// [`Moto::create_table`] in `region`.
+    pub fn create_table_in(&self, region: &str, name: &str) {
+        self.json_call_in(
+            region,
             "dynamodb",
             "DynamoDB_20120810.CreateTable",
             &format!(
