@@ -196,10 +196,13 @@ fn ctrl_c_cancels_writes_the_report_and_exits_130() {
         moto.create_bucket(&format!("{prefix}{i}"));
     }
     let tmp = tempfile::tempdir().unwrap();
+    let telemetry_path = tmp.path().join("attempts.jsonl");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
     cmd.arg("discover")
         .args(["--endpoint-url", &moto.url, "--regions", "us-east-1"])
         .args(["--datasets", "s3-buckets"])
+        .arg("--telemetry")
+        .arg(&telemetry_path)
         .env("TOLLGATE_ADMISSION_DIR", tmp.path().join("admission"))
         .env(
             "TOLLGATE_QUOTA_OVERRIDES",
@@ -226,8 +229,18 @@ fn ctrl_c_cancels_writes_the_report_and_exits_130() {
         );
         seen.push_str(&line);
     }
-    // Let the listing finish and the first paced reads queue up.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // The listing is done and the paced reads queue up once the first read (the burst
+    // of one) has answered: its attempt is in the telemetry (one line per attempt,
+    // written at its end). The next read waits 5 s for the key, so the scan is then
+    // still running. (A fixed 1.5 s sleep stood here.)
+    let mut polls = 0;
+    while !std::fs::read_to_string(&telemetry_path)
+        .is_ok_and(|t| t.contains(r#""operation":"GetBucketLifecycleConfiguration""#))
+    {
+        polls += 1;
+        assert!(polls < 3_000, "no lifecycle read within 60 s: {seen}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let kill = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
