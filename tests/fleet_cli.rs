@@ -14,6 +14,63 @@ use std::process::Output;
 use tollgate_testkit::cli::{self, describe};
 use tollgate_testkit::{dynalite_url, emulator_env, unique_table};
 
+/// The demo's account made small and quick (1 ms per call, quotas that never limit, a
+/// few items per dataset), with a short throttle storm at the start as in the bundled
+/// scenario, so that some keys are throttled. These tests check fleet mode's wiring, not
+/// pacing: the bundled scenario (about 5 s a run, paced by the default policies) still
+/// runs in `first_run.rs`, `simulate_cli.rs` and `throttling_report.rs`.
+const SMALL_DEMO: &str = r#"
+account = "123456789012"
+regions = ["us-east-1"]
+seed = 7
+
+[latency]
+default = { kind = "fixed", ms = 1 }
+
+[quotas]
+default = { rate_per_second = 1000.0, burst = 1000 }
+
+[[faults]]
+kind = "throttle"
+operations = ["s3:GetBucketLifecycleConfiguration", "lambda:ListVersionsByFunction"]
+from_ms = 0
+until_ms = 300
+probability = 0.5
+retry_after_ms = 100
+
+[[inventory.bucket_sets]]
+count = 6
+prefix = "small-"
+region = "us-east-1"
+lifecycle_rules = 1
+
+[[inventory.function_sets]]
+count = 3
+prefix = "small-fn-"
+region = "us-east-1"
+versions = 2
+
+[[inventory.table_sets]]
+count = 2
+prefix = "small-table-"
+region = "us-east-1"
+item_count = 10
+size_bytes = 100
+
+[[inventory.key_sets]]
+count = 2
+region = "us-east-1"
+"#;
+
+/// `tollgate demo --scenario` of [`SMALL_DEMO`] (written into `dir`), then `args`.
+fn small_demo(args: &[&str], env: &[(&str, &str)], dir: &std::path::Path) -> Output {
+    let scenario = dir.join("small-demo.toml");
+    std::fs::write(&scenario, SMALL_DEMO).unwrap();
+    let mut all = vec!["demo", "--scenario", scenario.to_str().unwrap()];
+    all.extend_from_slice(args);
+    tollgate(&all, env, dir)
+}
+
 fn tollgate(args: &[&str], env: &[(&str, &str)], dir: &std::path::Path) -> Output {
     let mut cmd = cli::command(env!("CARGO_BIN_EXE_tollgate"));
     emulator_env(&mut cmd)
@@ -47,7 +104,7 @@ fn init_creates_the_table_and_a_demo_admits_under_its_blocks() {
 
     let mut fleet_env = env.to_vec();
     fleet_env.push(("TOLLGATE_FLEET_TABLE", t.as_str()));
-    let demo = tollgate(&["demo"], &fleet_env, dir.path());
+    let demo = small_demo(&[], &fleet_env, dir.path());
     assert!(demo.status.success(), "{}", describe(&demo));
     let status = tollgate(&["fleet", "status", "--json"], &fleet_env, dir.path());
     assert!(status.status.success(), "{}", describe(&status));
@@ -78,11 +135,7 @@ fn demo_against_an_unreachable_table(
         ("TOLLGATE_FLEET_ON_ERROR", on_error),
     ];
     let report = dir.path().join("report.json");
-    let demo = tollgate(
-        &["demo", "--output", report.to_str().unwrap()],
-        &env,
-        dir.path(),
-    );
+    let demo = small_demo(&["--output", report.to_str().unwrap()], &env, dir.path());
     (dir, demo, report)
 }
 
@@ -189,11 +242,7 @@ fn without_a_fleet_table_nothing_changes() {
         ("TOLLGATE_FLEET_SKEW_MS", "not-a-number"),
     ];
     let report = dir.path().join("report.json");
-    let demo = tollgate(
-        &["demo", "--output", report.to_str().unwrap()],
-        &env,
-        dir.path(),
-    );
+    let demo = small_demo(&["--output", report.to_str().unwrap()], &env, dir.path());
     let all = describe(&demo);
     assert!(demo.status.success(), "{all}");
     assert!(!all.contains("fleet"), "no fleet message: {all}");

@@ -5,15 +5,27 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use tollgate_testkit::moto::{moto, Moto, MOTO_ACCOUNT};
+use tollgate_testkit::moto::{moto, Moto, KMS_ONE_RETRY, MOTO_ACCOUNT};
 use tollgate_testkit::unique_prefix;
 
 fn discover(moto: &Moto, admission: &Path, args: &[&str]) -> Output {
+    discover_in("us-east-1", moto, admission, args, &[])
+}
+
+/// [`discover`] of `region`, with extra environment variables.
+fn discover_in(
+    region: &str,
+    moto: &Moto,
+    admission: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let mut cmd = tollgate_testkit::cli::command(env!("CARGO_BIN_EXE_tollgate"));
     cmd.arg("discover")
-        .args(["--endpoint-url", &moto.url, "--regions", "us-east-1"])
+        .args(["--endpoint-url", &moto.url, "--regions", region])
         .args(args)
-        .env("TOLLGATE_ADMISSION_DIR", admission);
+        .env("TOLLGATE_ADMISSION_DIR", admission)
+        .envs(env.iter().copied());
     tollgate_testkit::cli::output(tollgate_testkit::emulator_env(&mut cmd))
 }
 
@@ -84,8 +96,12 @@ fn a_complete_scan_exits_0_and_writes_report_and_telemetry() {
 fn a_scan_with_values_lost_to_failures_exits_2_with_the_report_on_stdout() {
     let moto = moto();
     let prefix = unique_prefix("cli-kms");
+    // A region no other test uses: the scan lists every key of the region, and each
+    // key's GetKeyLastUsage fails, so other tests' keys would make this one slower.
+    let region = "ca-central-1";
     let key = moto
-        .json_call(
+        .json_call_in(
+            region,
             "kms",
             "TrentService.CreateKey",
             &format!(r#"{{"Description":"{prefix}key"}}"#),
@@ -94,10 +110,20 @@ fn a_scan_with_values_lost_to_failures_exits_2_with_the_report_on_stdout() {
     let key_id = key["KeyMetadata"]["KeyId"].as_str().unwrap().to_string();
 
     let tmp = tempfile::tempdir().unwrap();
-    let out = discover(
+    let telemetry_path = tmp.path().join("attempts.jsonl");
+    // One retry of the 500, not six attempts through real breaker openings (see
+    // KMS_ONE_RETRY for why and for the paused-time tests of those rules).
+    let out = discover_in(
+        region,
         &moto,
         &tmp.path().join("admission"),
-        &["--datasets", "kms-keys"],
+        &[
+            "--datasets",
+            "kms-keys",
+            "--telemetry",
+            telemetry_path.to_str().unwrap(),
+        ],
+        &[("TOLLGATE_QUOTA_OVERRIDES", KMS_ONE_RETRY)],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     // moto answers GetKeyLastUsage with a 500: retried, given up, the dataset partial.
@@ -130,6 +156,16 @@ fn a_scan_with_values_lost_to_failures_exits_2_with_the_report_on_stdout() {
         "the given-up calls show in the throttled gaps: {}",
         report["throttling"]
     );
+    let lines = std::fs::read_to_string(&telemetry_path).unwrap();
+    assert!(
+        lines
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .any(|e| e["operation"] == "GetKeyLastUsage"
+                && e["dispatched"] == true
+                && e["attempt"].as_u64() >= Some(2)),
+        "the 500 was retried, not only given up: {lines}"
+    );
 }
 
 #[test]
@@ -160,10 +196,13 @@ fn ctrl_c_cancels_writes_the_report_and_exits_130() {
         moto.create_bucket(&format!("{prefix}{i}"));
     }
     let tmp = tempfile::tempdir().unwrap();
+    let telemetry_path = tmp.path().join("attempts.jsonl");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
     cmd.arg("discover")
         .args(["--endpoint-url", &moto.url, "--regions", "us-east-1"])
         .args(["--datasets", "s3-buckets"])
+        .arg("--telemetry")
+        .arg(&telemetry_path)
         .env("TOLLGATE_ADMISSION_DIR", tmp.path().join("admission"))
         .env(
             "TOLLGATE_QUOTA_OVERRIDES",
@@ -190,8 +229,18 @@ fn ctrl_c_cancels_writes_the_report_and_exits_130() {
         );
         seen.push_str(&line);
     }
-    // Let the listing finish and the first paced reads queue up.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // The listing is done and the paced reads queue up once the first read (the burst
+    // of one) has answered: its attempt is in the telemetry (one line per attempt,
+    // written at its end). The next read waits 5 s for the key, so the scan is then
+    // still running. (A fixed 1.5 s sleep stood here.)
+    let mut polls = 0;
+    while !std::fs::read_to_string(&telemetry_path)
+        .is_ok_and(|t| t.contains(r#""operation":"GetBucketLifecycleConfiguration""#))
+    {
+        polls += 1;
+        assert!(polls < 3_000, "no lifecycle read within 60 s: {seen}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let kill = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

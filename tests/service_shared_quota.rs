@@ -1,14 +1,14 @@
 //! A `tollgate discover` run alongside the service shares the service's quotas: real
 //! processes, one admission directory, moto.
 //!
-//! `tollgate serve` holds the coordinator role and runs a service scan; a `tollgate
-//! discover` started right after becomes the coordinator's client. Both scan DynamoDB
-//! tables, so both call `dynamodb:control-plane-read`, which `TOLLGATE_QUOTA_OVERRIDES`
-//! (the same in both processes) makes tight: [`RATE`] per second, burst [`BURST`]. Each
-//! process writes its attempt telemetry (`serve --telemetry`, `discover --telemetry`); a
-//! dispatched attempt's grant instant is `startedAtMs + queueDurationMs` (the admission
-//! wait ends just before the request goes out, so the two differ by the send path's
-//! microseconds and the millisecond rounding).
+//! `tollgate serve` holds the coordinator role; a `tollgate discover` started next becomes
+//! the coordinator's client, and once it is granting, the service starts a scan of its
+//! own. Both scan DynamoDB tables, so both call `dynamodb:control-plane-read`, which
+//! `TOLLGATE_QUOTA_OVERRIDES` (the same in both processes) makes tight: [`RATE`] per
+//! second, burst [`BURST`]. Each process writes its attempt telemetry (`serve
+//! --telemetry`, `discover --telemetry`); a dispatched attempt's grant instant is
+//! `startedAtMs + queueDurationMs` (the admission wait ends just before the request goes
+//! out, so the two differ by the send path's microseconds and the millisecond rounding).
 //!
 //! The check: over the union of both processes' grants of that key, every window of
 //! one second holds at most `BURST + RATE` grants. Why this would fail without sharing:
@@ -16,6 +16,17 @@
 //! twice that in every second both are busy, and the test first checks that they were
 //! busy at the same time (each has grants inside the other's span), so it cannot pass
 //! by the two scans merely taking turns.
+//!
+//! Why the service's scan waits for the first grant of `discover`: a process start can
+//! take seconds on a loaded machine, and a scan started before it could be over by then
+//! (no overlap, a failed test); the service's own scan starts in-process, at once.
+//!
+//! Test time: the timing rule itself (one key's window across processes) is checked on
+//! real time by `bench/tests/coordination.rs`
+//! (`four_processes_share_one_key_and_never_exceed_the_window`) and the bucket's bound by
+//! the quota crate's property tests; this test checks the wiring (serve's coordinator,
+//! discover as its client, the overrides in both), so its rate is one that keeps the run
+//! to seconds while two unshared buckets would still exceed the bound ([`RATE`] > [`BURST`]).
 
 mod service_support;
 
@@ -27,12 +38,15 @@ use service_support::{child_env, Dirs, Serve};
 use tollgate_testkit::moto::moto;
 use tollgate_testkit::unique_prefix;
 
-const RATE: f64 = 2.0;
+const RATE: f64 = 8.0;
 const BURST: f64 = 1.0;
 const KEY: &str = "dynamodb:control-plane-read";
-/// Tables each scan describes (plus whatever else the shared moto holds): enough calls
-/// that each scan alone needs several seconds at [`RATE`].
-const TABLES: usize = 16;
+/// A region no other test uses, so that both scans describe this test's tables and no
+/// others, however many the shared moto holds.
+const REGION: &str = "us-west-2";
+/// Tables each scan describes: enough calls that each scan alone needs seconds at
+/// [`RATE`].
+const TABLES: usize = 32;
 const LIMIT: Duration = Duration::from_secs(120);
 const POLL: Duration = Duration::from_millis(100);
 
@@ -44,7 +58,14 @@ fn overrides() -> String {
 fn grants(path: &Path) -> Vec<u64> {
     let text =
         std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    let mut grants: Vec<u64> = text
+    grants_in(&text)
+}
+
+/// Grant instants (Unix ms) of `KEY` in telemetry lines; a line still being written (no
+/// newline yet) is left out.
+fn grants_in(text: &str) -> Vec<u64> {
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    let mut grants: Vec<u64> = complete
         .lines()
         .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("a JSON line"))
         .filter(|e| e["dispatched"] == true)
@@ -63,7 +84,7 @@ fn within(grants: &[u64], from: u64, to: u64) -> usize {
 #[test]
 fn discover_alongside_the_service_shares_its_quota_window() {
     let moto = moto();
-    moto.create_tables(&unique_prefix("shared"), TABLES);
+    moto.create_tables_in(REGION, &unique_prefix("shared"), TABLES);
     let tmp = tempfile::tempdir().unwrap();
     let dirs = Dirs::new(tmp.path());
     let serve_log = tmp.path().join("serve.jsonl");
@@ -75,22 +96,11 @@ fn discover_alongside_the_service_shares_its_quota_window() {
         &[("TOLLGATE_QUOTA_OVERRIDES", &overrides)],
     );
 
-    let (code, answer) = serve.json(
-        "POST",
-        "/v1/scans",
-        Some(&format!(
-            r#"{{"regions":["us-east-1"],"datasets":["dynamodb-tables"],"endpoint_url":"{}","timeout":"100s"}}"#,
-            moto.url
-        )),
-    );
-    assert_eq!(code, 202, "{answer}");
-    let scan_id = answer["scan_id"].as_str().unwrap().to_string();
-
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tollgate"));
     cmd.args([
         "discover",
         "--regions",
-        "us-east-1",
+        REGION,
         "--datasets",
         "dynamodb-tables",
     ])
@@ -107,6 +117,30 @@ fn discover_alongside_the_service_shares_its_quota_window() {
         .stderr(std::fs::File::create(&stderr_path).unwrap())
         .spawn()
         .expect("spawning tollgate discover");
+    // Wait (bounded) until discover is granting, then start the service's scan.
+    let mut polls = 0;
+    while !std::fs::read_to_string(&discover_log).is_ok_and(|t| !grants_in(&t).is_empty()) {
+        polls += 1;
+        if polls > LIMIT.as_millis() / POLL.as_millis() || discover.try_wait().unwrap().is_some() {
+            let _ = discover.kill();
+            let _ = discover.wait();
+            panic!(
+                "tollgate discover granted no {KEY} within {LIMIT:?}: {}",
+                std::fs::read_to_string(&stderr_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(POLL);
+    }
+    let (code, answer) = serve.json(
+        "POST",
+        "/v1/scans",
+        Some(&format!(
+            r#"{{"regions":["{REGION}"],"datasets":["dynamodb-tables"],"endpoint_url":"{}","timeout":"100s"}}"#,
+            moto.url
+        )),
+    );
+    assert_eq!(code, 202, "{answer}");
+    let scan_id = answer["scan_id"].as_str().unwrap().to_string();
     let mut status = None;
     for _ in 0..(LIMIT.as_millis() / POLL.as_millis()) {
         status = discover.try_wait().unwrap();

@@ -26,7 +26,7 @@ use tollgate_engine::{
 };
 use tollgate_quota::PolicyTable;
 use tollgate_storage::DirEnv;
-use tollgate_testkit::moto::{moto, Moto, MOTO_ACCOUNT};
+use tollgate_testkit::moto::{moto, Moto, KMS_ONE_RETRY, MOTO_ACCOUNT};
 use tollgate_testkit::unique_prefix;
 
 const REGION: &str = "us-east-1";
@@ -292,7 +292,11 @@ async fn discovers_every_dataset_item_by_item() {
     let fixture = create_fixture(&moto, &prefix).await;
 
     let tmp = tempfile::tempdir().unwrap();
-    let engine = Engine::open(engine_config(&tmp.path().join("admission"), None)).unwrap();
+    let engine = Engine::open(engine_config(
+        &tmp.path().join("admission"),
+        Some(KMS_ONE_RETRY),
+    ))
+    .unwrap();
     let telemetry = MemoryTelemetry::new();
     let discovery = engine.discovery(Some(Arc::new(telemetry.clone())));
     let report = discovery
@@ -442,6 +446,13 @@ async fn discovers_every_dataset_item_by_item() {
             "no dispatched attempt of {op}"
         );
     }
+    // moto's 500 was retried (the one retry the capacity allows), not only given up.
+    assert!(
+        events
+            .iter()
+            .any(|e| e.operation == "GetKeyLastUsage" && e.dispatched && e.attempt >= 2),
+        "no retried GetKeyLastUsage attempt"
+    );
     // The report is JSON with the documented envelope.
     let json = serde_json::to_value(&report).unwrap();
     for field in [

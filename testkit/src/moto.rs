@@ -24,6 +24,23 @@ pub const MOTO_URL_ENV: &str = "TOLLGATE_TEST_MOTO_URL";
 /// moto's default account.
 pub const MOTO_ACCOUNT: &str = "123456789012";
 
+/// `TOLLGATE_QUOTA_OVERRIDES` for a scan of moto's `kms-keys`: a retry capacity of one
+/// for `kms:GetKeyLastUsage`.
+///
+/// Why: moto answers every GetKeyLastUsage with a 500. With the default capacity each
+/// key's read is retried up to six attempts, each failure lengthens the key's cooldown
+/// (0.5, 1, 2, 4, 8 s) and five in a row open the KMS breaker, after which every attempt
+/// waits a real opening of 5 s, one probe at a time: with the three keys the suite's tests
+/// leave in the shared moto, a scan spent about a minute waiting (and a second test's scan
+/// longer, as keys accumulate). Those timing rules are proven on paused time
+/// (`engine/tests/aws_gate.rs`: `a_call_meeting_a_breaker_open_past_its_deadline_fails_unsent_naming_the_scope`,
+/// `a_call_whose_deadline_allows_waits_for_the_probe_and_completes_after_the_outage`;
+/// the breaker's real opening across processes in `actors/tests/processes.rs`). With a
+/// capacity of one, one retry of the 500 is still sent to moto and the others are refused
+/// by the spent allowance, so the read is still retried, given up and reported, and with
+/// fewer than five keys in moto the breaker never opens.
+pub const KMS_ONE_RETRY: &str = r#"{"kms:GetKeyLastUsage":{"retryCapacity":1}}"#;
+
 /// A running moto server.
 pub struct Moto {
     /// `http://127.0.0.1:PORT`.
@@ -123,23 +140,34 @@ impl Moto {
         rest.trim_end_matches('/')
     }
 
-    /// One request to `service` with a placeholder SigV4 header: moto reads the service
-    /// from the credential scope and checks no signature.
+    /// One request to `service` in us-east-1 with a placeholder SigV4 header: moto reads
+    /// the service from the credential scope and checks no signature.
     pub fn call(&self, service: &str, call: Call<'_>) -> Answer {
+        self.call_in("us-east-1", service, call)
+    }
+
+    /// [`Moto::call`] in `region` (moto reads the region from the credential scope too):
+    /// a test whose scan lists a whole region can keep that region to itself.
+    pub fn call_in(&self, region: &str, service: &str, call: Call<'_>) -> Answer {
         let auth = format!(
-            "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/{service}/aws4_request, \
+            "AWS4-HMAC-SHA256 Credential=testing/20260101/{region}/{service}/aws4_request, \
              SignedHeaders=host, Signature=00"
         );
         http::must(self.addr(), call.header("authorization", auth))
     }
 
-    /// One JSON-protocol request (`X-Amz-Target`); the answer must be 200.
+    /// One JSON-protocol request (`X-Amz-Target`) in us-east-1; the answer must be 200.
     pub fn json_call(&self, service: &str, target: &str, body: &str) -> Answer {
+        self.json_call_in("us-east-1", service, target, body)
+    }
+
+    /// [`Moto::json_call`] in `region`.
+    pub fn json_call_in(&self, region: &str, service: &str, target: &str, body: &str) -> Answer {
         let call = Call::new("POST", "/")
             .header("x-amz-target", target)
             .header("content-type", "application/x-amz-json-1.1")
             .body(body);
-        let answer = self.call(service, call);
+        let answer = self.call_in(region, service, call);
         assert_eq!(answer.status, 200, "{target}: {}", answer.text());
         answer
     }
@@ -172,14 +200,26 @@ impl Moto {
 
     /// Create `n` DynamoDB tables named `{prefix}t{i}`.
     pub fn create_tables(&self, prefix: &str, n: usize) {
+        self.create_tables_in("us-east-1", prefix, n);
+    }
+
+    /// [`Moto::create_tables`] in `region`: a scan of a region no other test uses
+    /// describes these tables and no others, however many the shared server holds.
+    pub fn create_tables_in(&self, region: &str, prefix: &str, n: usize) {
         for i in 0..n {
-            self.create_table(&format!("{prefix}t{i}"));
+            self.create_table_in(region, &format!("{prefix}t{i}"));
         }
     }
 
     /// Create one on-demand DynamoDB table with a string hash key `pk`.
     pub fn create_table(&self, name: &str) {
-        self.json_call(
+        self.create_table_in("us-east-1", name);
+    }
+
+    /// [`Moto::create_table`] in `region`.
+    pub fn create_table_in(&self, region: &str, name: &str) {
+        self.json_call_in(
+            region,
             "dynamodb",
             "DynamoDB_20120810.CreateTable",
             &format!(
