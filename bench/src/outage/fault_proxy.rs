@@ -31,6 +31,9 @@ pub const DESCRIBE_TABLE: &str = "DynamoDB_20120810.DescribeTable";
 pub struct Window {
     pub start: Duration,
     pub duration: Duration,
+    /// How long the proxy holds a request before answering it 500: a service that fails
+    /// slowly, as an overloaded one does (zero: at once).
+    pub error_latency: Duration,
 }
 
 impl Window {
@@ -193,6 +196,7 @@ async fn serve(
         failed
     };
     if failed {
+        tokio::time::sleep(window.error_latency).await;
         let _ = client.write_all(INTERNAL_ERROR.as_bytes()).await;
         let _ = client.shutdown().await;
         return;
@@ -272,6 +276,7 @@ mod tests {
     const WINDOW: Window = Window {
         start: Duration::from_secs(2),
         duration: Duration::from_secs(90),
+        error_latency: Duration::ZERO,
     };
 
     #[test]

@@ -46,8 +46,15 @@ pub struct OutageArgs {
     #[arg(long, default_value_t = 90.0, value_name = "SECONDS")]
     pub outage: f64,
     /// When the outage starts, after the first DescribeTable reaches the proxy (seconds).
-    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    /// The default leaves the three scans of the default tables a few seconds of work
+    /// after the outage (the bench prints how much: "left at the start").
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub outage_start: f64,
+    /// How long the proxy holds each DescribeTable before answering it 500 during the
+    /// outage (milliseconds; 0: at once). A service that fails slowly leaves more calls
+    /// in flight when the first failure comes back.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    pub error_latency_ms: u64,
     /// Tables in moto (enough that the scans still run when the outage starts).
     #[arg(long, default_value_t = 400)]
     pub tables: usize,
@@ -85,6 +92,7 @@ pub fn run(args: &OutageArgs) -> anyhow::Result<ExitCode> {
     let window = Window {
         start: Duration::from_secs_f64(args.outage_start.max(0.0)),
         duration: Duration::from_secs_f64(args.outage),
+        error_latency: Duration::from_millis(args.error_latency_ms),
     };
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
     let root = args
@@ -95,8 +103,9 @@ pub fn run(args: &OutageArgs) -> anyhow::Result<ExitCode> {
     let moto = moto::Moto::start()?;
     moto.create_tables(REGION, PREFIX, args.tables)?;
     eprintln!(
-        "moto at {} with {} tables; outage of {:.1} s from {:.1} s after the first DescribeTable",
-        moto.url, args.tables, args.outage, args.outage_start
+        "moto at {} with {} tables; outage of {:.1} s from {:.1} s after the first DescribeTable, \
+         500s answered after {} ms",
+        moto.url, args.tables, args.outage, args.outage_start, args.error_latency_ms
     );
     let mut modes = vec![Breakers::On];
     if args.control {
@@ -160,6 +169,13 @@ fn print_run(r: &RunResult) {
         r.complete_reports,
         r.into_outage_per_process.len()
     );
+    println!(
+        "              left at the start {} calls ({:.1} s at the policy rate); recovery found {}",
+        r.left_at_start,
+        r.left_at_start_ideal_s,
+        r.recovery_found_after_s
+            .map_or("never".to_owned(), |s| format!("{s:.1} s after the end"))
+    );
     println!("              arrivals (s into the outage): {}", r.timeline);
     if !r.failed_by_attempt.is_empty() {
         let by: Vec<String> = r
@@ -179,11 +195,12 @@ fn print_run(r: &RunResult) {
 
 fn print_summary(results: &[RunResult], modes: &[Breakers]) {
     println!(
-        "{:<13} {:>5} {:>28} {:>34} {:>12} {:>9}",
+        "{:<13} {:>5} {:>28} {:>34} {:>30} {:>12} {:>9}",
         "breakers",
         "runs",
         "into the outage min/med/max",
         "completion after end min/med/max",
+        "recovery found min/med/max",
         "items lost",
         "complete"
     );
@@ -191,12 +208,17 @@ fn print_summary(results: &[RunResult], modes: &[Breakers]) {
         let rows: Vec<&RunResult> = results.iter().filter(|r| r.breakers == mode).collect();
         let attempts = spread(rows.iter().map(|r| r.into_outage as f64).collect());
         let completion = spread(rows.iter().map(|r| r.completion_after_end_s).collect());
+        let found = spread(
+            rows.iter()
+                .map(|r| r.recovery_found_after_s.unwrap_or(f64::NAN))
+                .collect(),
+        );
         let lost: u64 = rows.iter().map(|r| r.items_lost).max().unwrap_or(0);
         let complete = rows
             .iter()
             .all(|r| r.complete_reports == r.into_outage_per_process.len());
         println!(
-            "{:<13} {:>5} {:>28} {:>34} {:>12} {:>9}",
+            "{:<13} {:>5} {:>28} {:>34} {:>30} {:>12} {:>9}",
             mode_name(mode),
             rows.len(),
             format!("{:.0} / {:.0} / {:.0}", attempts.0, attempts.1, attempts.2),
@@ -204,6 +226,7 @@ fn print_summary(results: &[RunResult], modes: &[Breakers]) {
                 "{:.1} s / {:.1} s / {:.1} s",
                 completion.0, completion.1, completion.2
             ),
+            format!("{:.1} s / {:.1} s / {:.1} s", found.0, found.1, found.2),
             format!("max {lost}"),
             if complete { "all" } else { "NOT all" }
         );

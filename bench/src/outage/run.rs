@@ -18,6 +18,9 @@ use super::Breakers;
 
 /// The scan deadline of each process: far beyond any outage the bench runs.
 const SCAN_TIMEOUT: &str = "30m";
+/// DescribeTable's default policy rate (`dynamodb:control-plane-read`,
+/// quota/src/defaults.rs): what the calls left at the outage's start need at least.
+const DESCRIBE_RATE: f64 = 100.0;
 /// How often the bench looks for the first DescribeTable to arm the window.
 const ARM_POLL: Duration = Duration::from_millis(5);
 
@@ -46,6 +49,12 @@ pub struct RunResult {
     pub describe_tables: u64,
     /// Every request by target.
     pub by_target: BTreeMap<String, u64>,
+    /// DescribeTable calls not yet answered when the outage started (tables × processes
+    /// less the ones moto answered before), and what they need at the policy rate.
+    pub left_at_start: u64,
+    pub left_at_start_ideal_s: f64,
+    /// The first DescribeTable after the window's end (the recovery found), from the end.
+    pub recovery_found_after_s: Option<f64>,
     /// The last process's exit minus the end of the window.
     pub completion_after_end_s: f64,
     /// Some process exited before the window ended: the run did not measure an outage.
@@ -127,6 +136,7 @@ pub fn run_once(setup: &Setup<'_>) -> anyhow::Result<RunResult> {
     }
 
     let window = setup.window;
+    let total = (setup.tables * setup.processes) as u64;
     let arrivals = proxy.arrivals();
     let inside: Vec<_> = arrivals.iter().filter(|a| window.contains(a.at)).collect();
     let mut per_process = vec![0u64; setup.processes];
@@ -137,6 +147,16 @@ pub fn run_once(setup: &Setup<'_>) -> anyhow::Result<RunResult> {
         .iter()
         .filter(|a| a.at < window.start + Duration::from_secs(1))
         .count() as u64;
+    let answered_before = arrivals
+        .iter()
+        .filter(|a| !a.failed && a.at < window.start)
+        .count() as u64;
+    // Arming polls: the very first DescribeTable may come before it and is not recorded.
+    let left_at_start = total.saturating_sub(answered_before + 1);
+    let recovery_found_after_s = arrivals
+        .iter()
+        .find(|a| a.at >= window.end())
+        .map(|a| (a.at - window.end()).as_secs_f64());
     let timeline = inside
         .iter()
         .map(|a| format!("{:.1}@{}", (a.at - window.start).as_secs_f64(), a.process))
@@ -164,8 +184,10 @@ pub fn run_once(setup: &Setup<'_>) -> anyhow::Result<RunResult> {
         by_target: proxy.by_target(),
         completion_after_end_s,
         ended_before_outage,
-        items_lost: (setup.tables * setup.processes) as u64
-            - listed.min((setup.tables * setup.processes) as u64),
+        left_at_start,
+        left_at_start_ideal_s: left_at_start as f64 / DESCRIBE_RATE,
+        recovery_found_after_s,
+        items_lost: total - listed.min(total),
         complete_reports,
         failed_by_attempt,
         timeline,
