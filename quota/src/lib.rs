@@ -49,7 +49,7 @@ pub mod window;
 
 pub use breaker::{
     Breaker, BreakerScope, BreakerState, BreakerWait, Passage, ProbeId, ProbeLease, BASE_OPEN,
-    MAX_OPEN,
+    MAX_OPEN, MIN_REOPEN,
 };
 pub use defaults::default_policy;
 pub use key::{operation_group, AccountScope, KeyError, Partition, QuotaKey, ServiceGroup};
