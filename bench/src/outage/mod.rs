@@ -138,6 +138,18 @@ pub fn run(args: &OutageArgs) -> anyhow::Result<ExitCode> {
     if let Some(keep) = &args.keep {
         eprintln!("kept every run under {}", keep.display());
     }
+    // A run whose scans ended before the outage did, or never met it, measured no outage.
+    let untrusted = results
+        .iter()
+        .filter(|r| r.ended_before_outage || r.into_outage == 0)
+        .count();
+    if untrusted > 0 {
+        eprintln!(
+            "FAILED: {untrusted} run(s) did not measure an outage (a scan ended before the \
+             outage did, or sent nothing into it): raise --tables or lower --outage-start"
+        );
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
