@@ -31,6 +31,19 @@ pub use crate::wait::{WaitOptions, DEFAULT_RESERVATION_TTL};
 #[derive(Clone)]
 pub struct AdmissionHandle {
     backend: Arc<dyn AdmissionBackend>,
+    breakers: BreakerUse,
+}
+
+/// Whether this handle's callers consult the circuit breakers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BreakerUse {
+    /// Every call asks its scope's breaker and reports to it (tollgate as shipped).
+    #[default]
+    On,
+    /// Breakers are neither asked nor told: every passage is [`Passage::Go`], reports
+    /// go nowhere. A diagnostic control (`TOLLGATE_BREAKERS=off`): what an outage costs
+    /// without them (docs/benchmarks.md, "A DynamoDB outage through moto").
+    Off,
 }
 
 impl std::fmt::Debug for AdmissionHandle {
@@ -51,13 +64,22 @@ impl AdmissionHandle {
     pub(crate) fn local(local: Arc<LocalAdmission>) -> Self {
         AdmissionHandle {
             backend: Arc::new(local),
+            breakers: BreakerUse::On,
         }
     }
 
     pub(crate) fn remote(client: RemoteClient) -> Self {
         AdmissionHandle {
             backend: Arc::new(client),
+            breakers: BreakerUse::On,
         }
+    }
+
+    /// This handle with its callers consulting the breakers or not ([`BreakerUse::Off`]:
+    /// the control of the outage bench).
+    pub fn with_breakers(mut self, breakers: BreakerUse) -> Self {
+        self.breakers = breakers;
+        self
     }
 
     pub(crate) fn as_local(&self) -> Option<&Arc<LocalAdmission>> {
@@ -127,6 +149,9 @@ impl AdmissionHandle {
         key: &QuotaKey,
         timeout: Duration,
     ) -> Result<Passage, AdmissionError> {
+        if self.breakers == BreakerUse::Off {
+            return Ok(Passage::Go);
+        }
         let key = CanonicalKey::new(key);
         match self
             .backend
@@ -142,6 +167,9 @@ impl AdmissionHandle {
     /// (`probe`: the lease, if the call was the probe). `None`: the call was never sent,
     /// which gives a probe lease up so the next waiter probes at once.
     pub fn breaker_report(&self, key: &QuotaKey, outcome: Option<Outcome>, probe: Option<ProbeId>) {
+        if self.breakers == BreakerUse::Off {
+            return;
+        }
         self.backend.tell(Operation::BreakerReport {
             key: CanonicalKey::new(key),
             outcome,

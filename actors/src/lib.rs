@@ -73,7 +73,7 @@ pub use clock::TokioClock;
 pub use coordinator::Coordinator;
 pub use error::{AdmissionError, CoordinationErrorKind, StoreFailure, StoreFailureKind};
 pub use fleet::{FleetSetup, FleetSpec, FleetStore};
-pub use handle::{AdmissionHandle, ReservationGuard, WaitOptions};
+pub use handle::{AdmissionHandle, BreakerUse, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
 pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};

@@ -167,9 +167,11 @@ fn each_failed_probe_reopens_for_a_tenth_of_the_failures_age_up_to_six_hundred_s
             opened = clock.now();
             handle.breaker_report(&key(), Some(Outcome::Transient), Some(lease.id));
         }
-        // 5 s until the failure is 50 s old, then a tenth of its age, up to 600 s
-        assert_eq!(openings[..11], [5_000; 11], "{openings:?}");
-        assert_eq!(openings[11], 5_500, "{openings:?}");
+        // the first opening 5 s, re-openings 10 s until the failure is 100 s old
+        // (issue 24: MIN_REOPEN), then a tenth of its age, up to 600 s
+        assert_eq!(openings[0], 5_000, "{openings:?}");
+        assert_eq!(openings[1..11], [10_000; 10], "{openings:?}");
+        assert_eq!(openings[11], 10_500, "{openings:?}");
         assert!(openings.windows(2).all(|w| w[0] <= w[1]), "{openings:?}");
         assert_eq!(*openings.last().unwrap(), 600_000, "{openings:?}");
     });

@@ -14,6 +14,7 @@ use tollgate_actors::{
 };
 use tollgate_quota::{
     BreakerScope, BreakerState, Clock, Outcome, Owner, Passage, QuotaKey, Timestamp, BASE_OPEN,
+    MIN_REOPEN,
 };
 
 const START: Timestamp = Timestamp::from_millis(1_700_000_000_000);
@@ -298,7 +299,8 @@ fn a_failed_probe_is_adopted_by_a_host_that_only_sees_it_on_its_recheck() {
         settle().await;
         let item = f.store.item(&scope()).unwrap().item;
         assert_eq!(item.openings, 2);
-        let reopened_until = opened + BASE_OPEN + secs(2) + BASE_OPEN;
+        // the failed probe re-opens for the shortest re-opening (issue 24: MIN_REOPEN)
+        let reopened_until = opened + BASE_OPEN + secs(2) + MIN_REOPEN;
         assert_eq!(item.open_until, reopened_until);
         tokio::time::sleep(secs(1)).await;
         settle().await;
@@ -507,8 +509,16 @@ fn hosts_that_meet_an_outage_after_another_host_opened_it_send_one_failure_each(
     assert_eq!(onset, 6 + 2 * 4, "{shared:?}");
     let onset_per_host = local.sent_while_down - local.probes;
     assert_eq!(onset_per_host, 3 * 6, "{local:?}");
+    // Issue 24: with re-openings of at least 10 s the probes, which sharing divides by
+    // the hosts, are fewer for both (9 shared, 27 per host), so the total is no longer
+    // halved (23 vs 45: the onsets above are most of it); what sharing saves is asserted
+    // on each part: the onsets exactly, the probes one per opening for the fleet.
     assert!(
-        shared.sent_while_down * 2 < local.sent_while_down,
+        shared.probes * 2 < local.probes,
+        "one probe per opening for the fleet, not one per host: {shared:?} vs {local:?}"
+    );
+    assert!(
+        shared.sent_while_down < local.sent_while_down,
         "{shared:?} vs {local:?}"
     );
     assert!(shared.last_host_back_after <= secs(10), "{shared:?}");

@@ -17,6 +17,7 @@
 //! - `fleet/`: `bench fleet`, and its plain-SDK worker (hidden `fleet-worker`).
 //! - `service`: `bench service`, the service's soak test (RSS over N scans).
 //! - `hosts/`: `bench hosts`, fleet mode across simulated hosts on one table.
+//! - `outage/`: `bench outage`, a DynamoDB outage through a fault proxy in front of moto.
 //! - `harness/`: what families share: executables, the worker process (hidden `worker`,
 //!   `probe-socket`), the dedicated coordinator, the echo floor, windows, the table.
 #![forbid(unsafe_code)]
@@ -25,6 +26,7 @@ mod admission;
 mod fleet;
 mod harness;
 mod hosts;
+mod outage;
 mod service;
 mod takeover;
 
@@ -65,6 +67,11 @@ enum Command {
     /// one key through one DynamoDB table (fleet mode); the token-bucket bound over every
     /// interval of the merged grant logs, DynamoDB requests per admission.
     Hosts(hosts::HostsArgs),
+    /// A proxy in front of moto answers 500 to DescribeTable for a while as P real
+    /// `tollgate discover` processes share one admission directory: attempts into the
+    /// outage (server-side), completion after its end, items lost; `--control`: breakers
+    /// off.
+    Outage(outage::OutageArgs),
     /// One process of `admission --processes` and `takeover` (internal).
     #[command(name = exe::WORKER, hide = true)]
     Worker(worker::WorkerArgs),
@@ -95,6 +102,7 @@ fn main() -> ExitCode {
         Command::Fleet(args) => fleet::run(&args),
         Command::Service(args) => service::run(&args),
         Command::Hosts(args) => hosts::run(&args),
+        Command::Outage(args) => outage::run(&args),
         Command::Worker(args) => worker::run(&args),
         Command::FleetWorker(args) => fleet::sdk::run(args),
         Command::ProbeSocket { socket } => worker::probe_socket(&socket),

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tollgate_actors::{CoordinatorSpec, FleetSpec};
+use tollgate_actors::{BreakerUse, CoordinatorSpec, FleetSpec};
 
 use tollgate_quota::overrides::{OverrideError, PolicyTable, OVERRIDES_ENV};
 use tollgate_storage::{DirEnv, ADMISSION_DIR_ENV};
@@ -37,6 +37,9 @@ pub enum ConfigError {
     /// `TOLLGATE_QUOTA_OVERRIDES` (or another override source) is invalid.
     #[error(transparent)]
     Overrides(#[from] OverrideError),
+    /// `TOLLGATE_BREAKERS` is neither `on` nor `off`.
+    #[error("{BREAKERS_ENV}={value}: say `on` (the default) or `off` (breakers neither asked nor told: a diagnostic control)")]
+    Breakers { value: String },
     /// The policy file could not be read or is not TOML or JSON.
     #[error("{POLICY_FILE_ENV}: {path}: {problem}")]
     PolicyFile { path: String, problem: String },
@@ -89,6 +92,25 @@ pub fn policy_text_table(
         value.to_string()
     };
     Ok(PolicyTable::defaults().apply_overrides(&json, name)?)
+}
+
+/// Turns the circuit breakers off for this process's calls (`off`; `on` or unset: the
+/// default). A diagnostic control: the outage bench's breakers-off runs.
+pub const BREAKERS_ENV: &str = "TOLLGATE_BREAKERS";
+
+/// Read [`BREAKERS_ENV`] from the process environment.
+pub fn breakers_from_env() -> Result<BreakerUse, ConfigError> {
+    breakers_from(std::env::var(BREAKERS_ENV).ok().as_deref())
+}
+
+fn breakers_from(value: Option<&str>) -> Result<BreakerUse, ConfigError> {
+    match value.map(str::trim) {
+        None | Some("") | Some("on") => Ok(BreakerUse::On),
+        Some("off") => Ok(BreakerUse::Off),
+        Some(other) => Err(ConfigError::Breakers {
+            value: other.to_owned(),
+        }),
+    }
 }
 
 impl EngineConfig {
@@ -149,6 +171,16 @@ mod tests {
 
     fn key(text: &str) -> QuotaKey {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn breakers_are_on_unless_the_variable_says_off() {
+        assert_eq!(breakers_from(None).unwrap(), BreakerUse::On);
+        assert_eq!(breakers_from(Some("")).unwrap(), BreakerUse::On);
+        assert_eq!(breakers_from(Some("on")).unwrap(), BreakerUse::On);
+        assert_eq!(breakers_from(Some(" off ")).unwrap(), BreakerUse::Off);
+        let refused = breakers_from(Some("no")).unwrap_err().to_string();
+        assert!(refused.contains("TOLLGATE_BREAKERS=no"), "{refused}");
     }
 
     #[test]

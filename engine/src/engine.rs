@@ -11,7 +11,7 @@
 //! hands the coordinator role over gracefully (graceful records, clean-shutdown mark,
 //! sled closed, lock released) or closes the client's connection.
 
-use tollgate_actors::{connect, Admission, AdmissionError, AdmissionHandle};
+use tollgate_actors::{connect, Admission, AdmissionError, AdmissionHandle, BreakerUse};
 use tollgate_quota::overrides::PolicyTable;
 use tollgate_storage::{AdmissionDir, StorageError};
 
@@ -36,6 +36,7 @@ pub struct Engine {
     policies: PolicyTable,
     fleet_notes: DegradedNotes,
     admission: Admission,
+    breakers: BreakerUse,
 }
 
 impl Engine {
@@ -48,12 +49,20 @@ impl Engine {
             policies: config.policies,
             fleet_notes,
             admission,
+            breakers: BreakerUse::On,
         })
+    }
+
+    /// Have this engine's calls consult the circuit breakers or not ([`BreakerUse::Off`]:
+    /// a diagnostic control, `TOLLGATE_BREAKERS=off`).
+    pub fn with_breakers(mut self, breakers: BreakerUse) -> Engine {
+        self.breakers = breakers;
+        self
     }
 
     /// The admission handle (`Send + Clone`, usable from any tokio runtime).
     pub fn admission(&self) -> AdmissionHandle {
-        self.admission.handle()
+        self.admission.handle().with_breakers(self.breakers)
     }
 
     /// The effective policies.

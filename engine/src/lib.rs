@@ -23,7 +23,7 @@ mod clock;
 pub mod config;
 pub mod engine;
 
-pub use config::{ConfigError, EngineConfig};
+pub use config::{breakers_from_env, ConfigError, EngineConfig, BREAKERS_ENV};
 pub use engine::{Engine, EngineError};
 
 // Discovery: datasets, collectors, supervisor, report.

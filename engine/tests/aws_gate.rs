@@ -933,6 +933,38 @@ fn a_call_whose_deadline_allows_waits_for_the_probe_and_completes_after_the_outa
     });
 }
 
+/// Issue 24: calls that passed the scope's closed breaker and then queued behind the
+/// failing key's cooldown were sent one per cooldown (8 s) through the open breaker, so
+/// the breaker held back nothing. Asked again after their long wait, they find it open
+/// and wait for the probe: after the opening, the only attempts are the probes, one per
+/// re-opening (at least 10 s apart).
+#[test]
+fn calls_queued_when_the_breaker_opens_are_not_sent_through_it() {
+    paused_system().block_on(async {
+        let script = std::iter::repeat_n(unavailable(), 8);
+        // A slow key: the ten calls queue for their grants instead of going at once.
+        let table = policies(r#"{"sts:GetCallerIdentity":{"ratePerSecond":20,"burst":1}}"#);
+        let h = harness(FakeAws::new(script, Reply::Identity), table, None);
+        let start = monotonic_now();
+        let ctx = context_for(Duration::from_secs(600));
+        let calls = futures_util::future::join_all((0..10).map(|_| h.call(&ctx))).await;
+        assert!(calls.iter().all(Result::is_ok), "{calls:?}");
+        let at = h.dispatch_offsets(start);
+        // Eight failures, then each call's success. The fifth failure opens the breaker;
+        // after it only probes go: the first when the 5 s opening ends, the next two one
+        // re-opening (at least 10 s) apart. Without asking the breaker again after the
+        // wait, a queued call went every 8 s (the key's cooldown).
+        assert_eq!(at.len(), 8 + 10, "{at:?}");
+        assert!(at[5] - at[4] >= tollgate_quota::BASE_OPEN, "{at:?}");
+        for pair in at[5..9].windows(2) {
+            assert!(
+                pair[1] - pair[0] >= tollgate_quota::MIN_REOPEN,
+                "only probes go through the open breaker, one per re-opening: {at:?}"
+            );
+        }
+    });
+}
+
 #[test]
 fn a_throttle_with_retry_after_pauses_every_caller_of_the_key() {
     paused_system().block_on(async {

@@ -12,7 +12,7 @@
 //! - **closed**: calls flow; [`FAILURE_THRESHOLD`] consecutive transient answers open it;
 //! - **open** until an instant: nothing is sent; the first opening lasts [`BASE_OPEN`],
 //!   each re-opening after a failed probe lasts a tenth ([`OPEN_SHARE`]) of how long the
-//!   scope has been failing, at least [`BASE_OPEN`] and at most [`MAX_OPEN`];
+//!   scope has been failing, at least [`MIN_REOPEN`] and at most [`MAX_OPEN`];
 //! - **half-open**: exactly one caller gets a [`ProbeLease`] and is sent; everyone else
 //!   waits for its outcome. Success closes the breaker and restores [`BASE_OPEN`]; a
 //!   transient answer re-opens it. A probe that never reports back (cancelled, crashed)
@@ -40,10 +40,22 @@
 //! own target for a 90-second outage is to finish within 10 s of the recovery (plus the
 //! work left). With 60 s doubling, the probe at 60 s fails and the next comes at 180 s,
 //! 90 s after the recovery (the outage bench measured it). With openings of a tenth of
-//! the failure's age, a recovery is found within max(5 s, a tenth of the outage): within
-//! 9 s of the end of a 90-second outage, having sent about 17 probes for the whole scope;
-//! an outage of an hour costs about 55 probes and is found within 6 minutes; the openings
+//! the failure's age, a recovery is found within max(10 s, a tenth of the outage): within
+//! 10 s of the end of a 90-second outage, having sent about 9 probes for the whole scope;
+//! an outage of an hour costs about 50 probes and is found within 6 minutes; the openings
 //! still reach 600 s, after 100 minutes of failure.
+//!
+//! Why re-openings last at least [`MIN_REOPEN`] (10 s) while the first lasts [`BASE_OPEN`]
+//! (5 s), issue 24: a failing key's own cooldown ([`crate::penalty::MAX_COOLDOWN`], 8 s
+//! after four failures) already spaces its attempts, so re-openings of 5 s held nothing
+//! back: `bench outage` (a 90-second DescribeTable outage through moto, three processes)
+//! measured the same 15 attempts with breakers on and off. A probe is one attempt into a
+//! failing service, and the half-open probe is the only attempt an open scope sends, so
+//! its spacing is the outage's price: 10 s halves the probes of a young failure and still
+//! finds a recovery within 10 s, which leaves a scan whose remaining work takes a few
+//! seconds done within 15 s of the end (docs/benchmarks.md, "A DynamoDB outage through
+//! moto"). The first opening stays short: a failure that ends within seconds (a blip
+//! that still met five failures in a row) costs 5 s, not 10.
 //!
 //! Time is passed in; nothing here reads a clock.
 
@@ -61,10 +73,15 @@ pub const FAILURE_THRESHOLD: u32 = 5;
 /// The shortest opening: the first, and every re-opening while the scope has been
 /// failing for less than `OPEN_SHARE · BASE_OPEN` (50 s).
 pub const BASE_OPEN: Duration = Duration::from_secs(5);
+/// The shortest re-opening after a failed probe: longer than the failing key's own
+/// cooldown (8 s at most), so that the breaker, not the cooldown, spaces the probes, and
+/// short enough that a recovery is found within 10 s while the failure is young (for
+/// less than `OPEN_SHARE · MIN_REOPEN`, 100 s).
+pub const MIN_REOPEN: Duration = Duration::from_secs(10);
 /// The longest opening.
 pub const MAX_OPEN: Duration = Duration::from_secs(600);
 /// A re-opening lasts `1 / OPEN_SHARE` of how long the scope has been failing (since
-/// the breaker first opened), within [`BASE_OPEN`, `MAX_OPEN`].
+/// the breaker first opened), within [`MIN_REOPEN`, `MAX_OPEN`].
 pub const OPEN_SHARE: u32 = 10;
 /// How long a probe holds the half-open scope before the next caller may probe instead:
 /// longer than any single attempt tollgate sends, short enough that a lost probe costs
@@ -72,10 +89,13 @@ pub const OPEN_SHARE: u32 = 10;
 pub const PROBE_LEASE: Duration = Duration::from_secs(60);
 
 /// How long an opening that starts at `now` lasts when the scope has been failing since
-/// `failing_since`: a tenth of the failure's age, within [`BASE_OPEN`, `MAX_OPEN`].
+/// `failing_since`: [`BASE_OPEN`] for the first (`None`: the failure starts now), then a
+/// tenth of the failure's age within [`MIN_REOPEN`, `MAX_OPEN`].
 pub fn opening_for(failing_since: Option<Timestamp>, now: Timestamp) -> Duration {
-    let age = failing_since.map_or(Duration::ZERO, |since| now.saturating_since(since));
-    (age / OPEN_SHARE).clamp(BASE_OPEN, MAX_OPEN)
+    match failing_since {
+        None => BASE_OPEN,
+        Some(since) => (now.saturating_since(since) / OPEN_SHARE).clamp(MIN_REOPEN, MAX_OPEN),
+    }
 }
 
 /// The scope of one breaker: `partition/account/region/service` of a quota key.
@@ -201,8 +221,8 @@ impl Breaker {
         self.open_for
     }
 
-    /// How long an opening that starts at `now` lasts: a tenth of the failure's age,
-    /// within [`BASE_OPEN`, `MAX_OPEN`].
+    /// How long an opening that starts at `now` lasts: [`BASE_OPEN`] while closed, then
+    /// a tenth of the failure's age within [`MIN_REOPEN`, `MAX_OPEN`].
     pub fn opening_at(&self, now: Timestamp) -> Duration {
         opening_for(self.failing_since, now)
     }

@@ -52,7 +52,7 @@ pub mod window;
 
 pub use breaker::{
     Breaker, BreakerScope, BreakerState, BreakerWait, Passage, ProbeId, ProbeLease, BASE_OPEN,
-    MAX_OPEN,
+    MAX_OPEN, MIN_REOPEN,
 };
 pub use datapoints::{DatapointBudget, DatapointCharge, MetricDataRequest, MetricQuery};
 pub use defaults::default_policy;

@@ -150,9 +150,10 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         }
         other => other.into(),
     })?;
+    let breakers = tollgate_engine::breakers_from_env()?;
     rt.block_on(async move {
         preflight(&request).await?;
-        let engine = Engine::open(config)?;
+        let engine = Engine::open(config)?.with_breakers(breakers);
         let report_to = match &args.output {
             Some(path) => ReportTo::File(path),
             None => ReportTo::Stdout,

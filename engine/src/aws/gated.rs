@@ -24,6 +24,14 @@
 //! else waits for a reservation, before preparation), so the reordering is bounded.
 //! Cancellation while waiting means nothing dispatches; while in flight, the inner
 //! request future is dropped, which aborts it.
+//!
+//! A grant that took [`BREAKER_RECHECK_AFTER`] or longer asks the scope's circuit
+//! breaker again before the request goes out (issue 24): the breaker was passed before
+//! the wait, and it may have opened since. Found open (or its probe out), the request
+//! waits there with its grant, for as long as its signature stays fresh, and goes when
+//! the breaker closes or makes it the probe; still open after that, it is not sent
+//! ([`BreakerOpenedWhileQueued`]) and the retry owner passes the breaker again and
+//! prepares it afresh.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,8 +46,8 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::clock::{monotonic_now, until};
-use tollgate_actors::{AdmissionError, ReservationGuard, WaitOptions};
-use tollgate_quota::Grant;
+use tollgate_actors::{AdmissionError, AdmissionHandle, ReservationGuard, WaitOptions};
+use tollgate_quota::{Grant, Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::{retry_after, ServerDelay};
 
@@ -68,7 +76,31 @@ pub(crate) struct AttemptPlan {
     pub cancel: CancellationToken,
     pub deadline: Instant,
     pub max_wait: Duration,
+    /// Ask the scope's breaker again after a grant that took [`BREAKER_RECHECK_AFTER`]
+    /// or longer (`None`: the attempt holds the probe lease, nothing to ask).
+    pub breaker: Option<BreakerRecheck>,
 }
+
+/// Where an attempt asks its scope's breaker again before sending.
+#[derive(Debug, Clone)]
+pub(crate) struct BreakerRecheck {
+    pub admission: AdmissionHandle,
+    pub key: QuotaKey,
+}
+
+/// A grant that took this long may find the breaker opened since the attempt passed it
+/// (issue 24): calls that passed a closed breaker and then queued behind the failing
+/// key's cooldown (8 s at most) were sent one per cooldown through an open breaker, so
+/// in a 90-second outage the breaker held back nothing (`bench outage`). Shorter waits
+/// are the rate limiter's ordinary pacing; not asking then spares a round trip to the
+/// coordinator per attempt. An attempt that asks holds its grant at the breaker (for the
+/// probe's answer, or to be the probe) while its signature stays fresh.
+pub(crate) const BREAKER_RECHECK_AFTER: Duration = Duration::from_secs(1);
+
+/// The connector's answer when the scope's breaker opened while the attempt queued.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the scope's circuit breaker opened while the request waited for admission")]
+pub struct BreakerOpenedWhileQueued;
 
 /// What happened in one preparation, as far as the connector saw it.
 #[derive(Debug, Default)]
@@ -85,6 +117,9 @@ pub(crate) struct AttemptRecord {
     pub status: Option<u16>,
     /// The server's `Retry-After` / `x-amz-retry-after`.
     pub retry_after: ServerDelay,
+    /// The probe lease the breaker gave this preparation when it asked again after its
+    /// grant (the attempt is then the scope's probe).
+    pub probe: Option<ProbeId>,
 }
 
 /// Why the connector stopped a request short of an answer.
@@ -96,6 +131,10 @@ pub(crate) enum ConnectorStop {
     NeedsRefresh,
     /// Final admission failed (refused, deadline, cancelled, storage...).
     Admission(AdmissionError),
+    /// Granted after a long wait, the scope's breaker was found open and stayed open for
+    /// as long as the signature stays fresh: not sent; the attempt passes the breaker
+    /// again and is prepared afresh.
+    BreakerOpened,
 }
 
 #[derive(Debug)]
@@ -198,6 +237,7 @@ async fn gate_and_send(
         timeout: plan.max_wait.min(remaining),
         scope: Some(plan.scope),
     };
+    let asked = monotonic_now();
     let admitted = tokio::select! {
         biased;
         _ = plan.cancel.cancelled() => return Err(cancelled()),
@@ -215,6 +255,38 @@ async fn gate_and_send(
         }
     };
     attempt.update(|r| r.grant = Some(grant));
+    if let Some(check) = plan.breaker.as_ref() {
+        let waited = monotonic_now().saturating_duration_since(asked);
+        if waited >= BREAKER_RECHECK_AFTER {
+            // Hold the grant at the breaker for as long as the signature stays fresh:
+            // giving it up would cost a grant per queued call, and the probe, queued
+            // behind them for a grant of its own, would wait for all of them.
+            let hold = plan
+                .max_wait
+                .saturating_sub(waited)
+                .min(until(plan.deadline));
+            let passed = tokio::select! {
+                biased;
+                _ = plan.cancel.cancelled() => return Err(cancelled()),
+                passed = check.admission.breaker_pass(&check.key, hold) => passed,
+            };
+            match passed {
+                Ok(Passage::Probe(lease)) => attempt.update(|r| r.probe = Some(lease.id)),
+                Ok(_) => {}
+                Err(AdmissionError::BreakerOpen { .. }) => {
+                    attempt.update(|r| r.stop = Some(ConnectorStop::BreakerOpened));
+                    return Err(ConnectorError::other(
+                        Box::new(BreakerOpenedWhileQueued),
+                        None,
+                    ));
+                }
+                Err(e) => {
+                    attempt.update(|r| r.stop = Some(ConnectorStop::Admission(e.clone())));
+                    return Err(ConnectorError::other(Box::new(e), None));
+                }
+            }
+        }
+    }
     if plan.cancel.is_cancelled() {
         // Granted but never sent: the retry owner returns the retry unit, if one was
         // spent, when it reads the record (grant without dispatch).

@@ -24,6 +24,8 @@ use crate::aws::telemetry::RetryOutcome;
 pub(crate) enum Ending {
     /// The signed request waited too long for admission; it needs a fresh signature.
     NeedsRefresh,
+    /// Granted after a long wait, the scope's breaker was found open: not sent.
+    BreakerOpened,
     /// The call was cancelled before an answer came.
     Cancelled,
     /// The call's deadline passed before an answer came.
@@ -87,6 +89,9 @@ pub(crate) struct Standing {
 pub(crate) enum Decision {
     /// Prepare the same attempt again: no attempt counted, no retry spent.
     Reprepare,
+    /// Pass the breaker again (it opened while the attempt queued; the attempt waits for
+    /// the probe's answer there): no attempt counted, no retry spent.
+    PassAgain,
     /// Retry after this backoff.
     RetryAfter(Duration),
     /// Give up: telemetry says `retry`, the call fails with `kind`.
@@ -107,6 +112,7 @@ pub(crate) fn decide(
     let give_up = |retry, kind| Decision::GiveUp { retry, kind };
     match ending {
         Ending::NeedsRefresh => Decision::Reprepare,
+        Ending::BreakerOpened => Decision::PassAgain,
         Ending::Cancelled => give_up(RetryOutcome::Cancelled, CallErrorKind::Cancelled),
         Ending::DeadlinePassed => give_up(RetryOutcome::Deadline, CallErrorKind::DeadlineExceeded),
         Ending::Admission(stop) => {
@@ -218,6 +224,12 @@ mod tests {
                 NeedsRefresh,
                 standing(6, None, Duration::ZERO),
                 Decision::Reprepare,
+            ),
+            (
+                "a breaker found open after the grant is passed again, whatever the count",
+                BreakerOpened,
+                standing(6, None, Duration::ZERO),
+                Decision::PassAgain,
             ),
             (
                 "cancellation gives up",

@@ -116,7 +116,7 @@ impl Events<'_> {
 /// The telemetry outcome of an attempt that did not succeed.
 pub(super) fn attempt_outcome(ending: Ending) -> AttemptOutcome {
     match ending {
-        Ending::NeedsRefresh => AttemptOutcome::Reprepare,
+        Ending::NeedsRefresh | Ending::BreakerOpened => AttemptOutcome::Reprepare,
         Ending::Cancelled => AttemptOutcome::Cancelled,
         Ending::DeadlinePassed => AttemptOutcome::DeadlineExceeded,
         Ending::Admission(stop) => admission_outcome(stop),

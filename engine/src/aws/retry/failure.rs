@@ -15,6 +15,7 @@ use super::tally::Sent;
 /// What happened to a preparation of an attempt that did not succeed.
 pub(super) enum AttemptEnd {
     NeedsRefresh,
+    BreakerOpened,
     Cancelled,
     DeadlinePassed,
     AdmissionFailed(AdmissionError),
@@ -26,6 +27,7 @@ impl AttemptEnd {
     pub fn ending(&self) -> Ending {
         match self {
             AttemptEnd::NeedsRefresh => Ending::NeedsRefresh,
+            AttemptEnd::BreakerOpened => Ending::BreakerOpened,
             AttemptEnd::Cancelled => Ending::Cancelled,
             AttemptEnd::DeadlinePassed => Ending::DeadlinePassed,
             AttemptEnd::AdmissionFailed(e) => Ending::Admission(e.into()),

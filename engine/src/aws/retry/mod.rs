@@ -26,7 +26,10 @@
 //!   opening to end or the one probe's answer when its deadline allows, and otherwise ends
 //!   unsent as [`CallErrorKind::BreakerOpen`]; every answer from the service is reported
 //!   to the breaker (the probe's with its lease), and a probe that was never answered
-//!   gives its lease up;
+//!   gives its lease up; an attempt whose grant took a second or more asks the breaker
+//!   again before it is sent (issue 24: it passed the breaker before queueing, and the
+//!   breaker may have opened since), holds its grant there while its signature stays
+//!   fresh, and otherwise passes the breaker again ([`crate::aws::gated`]);
 //! - a throttle or 503 carrying `Retry-After` / `x-amz-retry-after` pauses the whole key
 //!   for every process (`ReservationGuard::pause`); the call's own retry follows
 //!   [`crate::aws::backoff`]'s per-header rule.
@@ -64,7 +67,9 @@ use tollgate_quota::{Passage, ProbeId, QuotaKey};
 use crate::aws::backoff::random_unit;
 use crate::aws::context::{CallContext, GateInner};
 use crate::aws::error::{CallError, CallErrorKind};
-use crate::aws::gated::{AttemptPlan, AttemptRecord, ConnectorStop, GatedHttpClient};
+use crate::aws::gated::{
+    AttemptPlan, AttemptRecord, BreakerRecheck, ConnectorStop, GatedHttpClient,
+};
 use crate::aws::sdk_error::{describe, FailureFacts};
 use crate::aws::telemetry::{
     AttemptEvent, AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome,
@@ -123,7 +128,14 @@ where
             Next::Prepare => {
                 tally.prepare();
                 stamp = Stamp::read(gate);
-                let (answer, record) = send_once(gate, ctx, &guard, &tally, &mut send).await;
+                let breaker = probe.is_none().then(|| BreakerRecheck {
+                    admission: gate.admission.clone(),
+                    key: key.clone(),
+                });
+                let (answer, record) =
+                    send_once(gate, ctx, &guard, &tally, breaker, &mut send).await;
+                // Asked again after a long wait, the breaker may have made it the probe.
+                probe = probe.or(record.probe);
                 let (sent, prep, now) = (Sent::of(&record), Prep::of(&tally, stamp), clock::now());
                 let ended = PrepEnd::of(&answer);
                 send_reports(gate, &guard, &key, &record, &mut probe, ended);
@@ -224,6 +236,7 @@ async fn send_once<T, E, F, Fut>(
     ctx: &CallContext,
     guard: &Arc<ReservationGuard>,
     tally: &Tally,
+    breaker: Option<BreakerRecheck>,
     send: &mut F,
 ) -> (Result<T, AttemptEnd>, AttemptRecord)
 where
@@ -241,6 +254,7 @@ where
             cancel: ctx.cancel.clone(),
             deadline: ctx.deadline,
             max_wait: gate.signed_request_max_wait,
+            breaker,
         },
     );
     let recorder = http.recorder();
@@ -258,6 +272,7 @@ where
         Some(Some(Ok(value))) => Ok(value),
         Some(Some(Err(err))) => Err(match record.stop.take() {
             Some(ConnectorStop::NeedsRefresh) => AttemptEnd::NeedsRefresh,
+            Some(ConnectorStop::BreakerOpened) => AttemptEnd::BreakerOpened,
             Some(ConnectorStop::Cancelled) => AttemptEnd::Cancelled,
             Some(ConnectorStop::Admission(e)) => AttemptEnd::AdmissionFailed(e),
             None => AttemptEnd::Failed(describe(&err, record.dispatched_at.is_some())),

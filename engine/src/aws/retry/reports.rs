@@ -94,12 +94,15 @@ pub(crate) fn reports(
                 pause: server.key_pause().filter(|_| pausing),
             }
         }
-        (PrepEnd::Unsuccessful(Ending::Cancelled | Ending::DeadlinePassed), Sent::Unsent) => {
-            Reports {
-                key: KeyReport::RefundRetry,
-                ..Reports::NOTHING
-            }
-        }
+        (
+            PrepEnd::Unsuccessful(
+                Ending::Cancelled | Ending::DeadlinePassed | Ending::BreakerOpened,
+            ),
+            Sent::Unsent,
+        ) => Reports {
+            key: KeyReport::RefundRetry,
+            ..Reports::NOTHING
+        },
         _ => Reports::NOTHING,
     }
 }
@@ -241,6 +244,14 @@ mod tests {
             (
                 "a deadline before dispatch refunds the retry unit",
                 Unsuccessful(Ending::DeadlinePassed),
+                Unsent,
+                None,
+                none,
+                refund,
+            ),
+            (
+                "a grant held at a breaker that stayed open refunds the retry unit",
+                Unsuccessful(Ending::BreakerOpened),
                 Unsent,
                 None,
                 none,

@@ -113,6 +113,7 @@ impl Decision {
     pub(crate) fn next(&self) -> Result<Next, CallErrorKind> {
         match self {
             Decision::Reprepare => Ok(Next::Prepare),
+            Decision::PassAgain => Ok(Next::PassBreaker),
             Decision::RetryAfter(delay) => Ok(Next::Backoff(*delay)),
             Decision::GiveUp { kind, .. } => Err(*kind),
         }
@@ -121,7 +122,7 @@ impl Decision {
     /// The telemetry verdict of the preparation this decision follows.
     pub(crate) fn retry_outcome(&self) -> RetryOutcome {
         match self {
-            Decision::Reprepare => RetryOutcome::Reprepare,
+            Decision::Reprepare | Decision::PassAgain => RetryOutcome::Reprepare,
             Decision::RetryAfter(_) => RetryOutcome::Retry,
             Decision::GiveUp { retry, .. } => *retry,
         }
