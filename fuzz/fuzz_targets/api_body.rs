@@ -107,10 +107,16 @@ fn check_accepted(submission: &Submission) {
     assert_eq!(again.force, submission.force);
     assert_eq!(again.target, None);
     let drift = again.request.timeout.abs_diff(request.timeout);
-    assert!(drift <= Duration::from_micros(1), "timeout drifted by {drift:?}");
+    assert!(
+        drift <= Duration::from_micros(1),
+        "timeout drifted by {drift:?}"
+    );
     let mut again = again.request;
     again.timeout = request.timeout;
-    assert_eq!(&again, request, "the request written back parses differently");
+    assert_eq!(
+        &again, request,
+        "the request written back parses differently"
+    );
 }
 
 fn check_refused(data: &[u8], error: &tollgate_service::http::error::ApiError) {
@@ -129,7 +135,10 @@ fn check_refused(data: &[u8], error: &tollgate_service::http::error::ApiError) {
         .find(|name| message.starts_with(&format!("{name}: ")))
         .unwrap_or_else(|| panic!("a refusal that names no field of the body: {message}"));
     let why = &message[named.len() + 2..];
-    assert!(!why.trim().is_empty(), "a refusal without a reason: {message}");
+    assert!(
+        !why.trim().is_empty(),
+        "a refusal without a reason: {message}"
+    );
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -93,7 +93,10 @@ fuzz_target!(|data: &[u8]| {
                     c.split(';')
                         .any(|pair| pair.trim() == format!("{COOKIE}={TOKEN}"))
                 });
-            assert!(by_header || by_cookie, "admitted {authorization:?} {cookie:?}");
+            assert!(
+                by_header || by_cookie,
+                "admitted {authorization:?} {cookie:?}"
+            );
         }
         Err(e) => {
             assert_eq!(e.status_code(), StatusCode::UNAUTHORIZED, "{e}");
