@@ -40,10 +40,18 @@ fn check_accepted(text: &str, config: &ServiceConfig) {
             "target {name:?} changes when validated again"
         );
     }
-    assert!(config.guard.cooldown <= MAX_TIMEOUT, "{:?}", config.guard.cooldown);
+    assert!(
+        config.guard.cooldown <= MAX_TIMEOUT,
+        "{:?}",
+        config.guard.cooldown
+    );
     assert!(!config.retention.max_age.is_zero());
     for schedule in &config.schedules {
-        assert!(config.targets.contains_key(&schedule.target), "{}", schedule.id);
+        assert!(
+            config.targets.contains_key(&schedule.target),
+            "{}",
+            schedule.id
+        );
         for cursor in CURSORS {
             let cursor = Timestamp::from_micros(cursor);
             let now = Timestamp::from_micros(cursor.as_micros().saturating_add(3_600_000_000));
@@ -67,6 +75,10 @@ fn check_refused(text: &str, error: &tollgate_service::ConfigError) {
     );
     if let Some(key) = &error.key {
         assert!(!key.trim().is_empty(), "an empty key: {shown}");
+        assert!(
+            !key.chars().any(char::is_control),
+            "a key no one can write: {shown}"
+        );
     }
 }
 
