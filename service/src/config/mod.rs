@@ -190,12 +190,25 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
         retention.reports_per_target,
         DEFAULT_REPORTS_PER_TARGET,
     )?;
+    let days_span = retention.days.as_ref().map(|d| d.span());
     let days = positive(
         at,
         "service.retention.days",
         retention.days,
         DEFAULT_RETENTION_DAYS as usize,
     )?;
+    // Checked: `days * 86_400` overflowed u64 for days past 2.1e14 (a panic in a debug
+    // build, a wrapped, far shorter retention in a release one).
+    let max_age = (days as u64)
+        .checked_mul(86_400)
+        .map(Duration::from_secs)
+        .ok_or_else(|| {
+            at.at(
+                days_span,
+                "service.retention.days",
+                format!("too large: at most {} days", u64::MAX / 86_400),
+            )
+        })?;
     let mut targets = BTreeMap::new();
     for (i, target) in raw.target.into_iter().enumerate() {
         let name = target.name.get_ref().trim().to_string();
@@ -292,7 +305,7 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
         },
         retention: Retention {
             reports_per_target: NonZeroUsize::new(keep).expect("checked positive"),
-            max_age: Duration::from_secs(days as u64 * 86_400),
+            max_age,
         },
         catch_up: service.catch_up.unwrap_or(true),
         targets,

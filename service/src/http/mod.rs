@@ -14,9 +14,9 @@
 //! | `GET /` | the live page |
 
 pub mod auth;
-mod body;
+pub mod body;
 pub mod error;
-mod page;
+pub mod page;
 mod routes;
 
 use std::collections::BTreeMap;
