@@ -495,7 +495,7 @@ async fn hello(stream: &mut UnixStream, owner: Owner) -> Result<(), Hello> {
 mod tests {
     use super::*;
     use crate::key::CanonicalKey;
-    use crate::remote::wire::LivenessTimes;
+    use crate::remote::liveness::LivenessTimes;
     use tollgate_quota::Policy;
 
     /// A reservation that legitimately waits longer than the give-up delay is kept alive

@@ -18,8 +18,8 @@ use serde::Serialize;
 use tokio::sync::{oneshot, Notify};
 
 use super::frame;
+use super::liveness::LivenessTimes;
 use super::protocol::{RequestBody, ResponseBody};
-use super::wire::LivenessTimes;
 use crate::AdmissionError;
 
 /// Where a request's answer goes, with the connection epoch that answered it.

@@ -16,6 +16,7 @@
 //!   table and the socket's write side, so callers write their requests themselves.
 //! - `wire`: one connection as the client's thread sees it: reading (here or delegated),
 //!   flushing, the coordinator's liveness.
+//! - `liveness`: when a silent coordinator is pinged and given up (`LivenessTimes`).
 //! - `reads`: a connection's read side, read by a task on a runtime that asked to read
 //!   (so an answer wakes its caller without a hop through the connection thread), or by
 //!   the connection thread.
@@ -25,6 +26,7 @@ mod clients;
 pub mod frame;
 mod keys;
 mod link;
+mod liveness;
 pub mod protocol;
 mod reads;
 pub mod server;

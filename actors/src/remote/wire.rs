@@ -9,8 +9,8 @@
 //!   coordinator consumes a request (the kernel signals write space to every waiter),
 //!   which would wake this thread once more per request. Write readiness is registered, on
 //!   a duplicate, only while a full socket holds the outbox back.
-//! - **Liveness.** While requests wait and nothing arrives for [`PING_AFTER`], the thread
-//!   sends a `Ping`; a ping unanswered for [`UNRESPONSIVE_AFTER`] gives the connection up
+//! - **Liveness.** While requests wait and nothing arrives for [`PING_AFTER`](super::liveness::PING_AFTER), the thread
+//!   sends a `Ping`; a ping unanswered for [`UNRESPONSIVE_AFTER`](super::liveness::UNRESPONSIVE_AFTER) gives the connection up
 //!   (as if lost). A coordinator stopped with SIGSTOP, or whose connection task is stuck,
 //!   keeps its socket open and its lock held, so nothing else would notice. (Its quota
 //!   actors being stuck is not detected this way: pings are answered by the connection
@@ -31,35 +31,10 @@ use tokio::time::{Instant, Interval};
 use crate::clock::monotonic_now;
 
 use super::link::Link;
+use super::liveness::LivenessTimes;
 use super::protocol::RequestBody;
 use super::reads::{spawn_reader, Reads, STALLED_TICKS, WATCH_INTERVAL};
 use super::socket::register;
-
-/// Silence (while requests wait) after which a client pings the coordinator.
-const PING_AFTER: Duration = Duration::from_secs(1);
-/// How long an unanswered ping may wait before the coordinator is given up on.
-const UNRESPONSIVE_AFTER: Duration = Duration::from_secs(5);
-/// The tick's period when no delegated reader needs watching.
-const LIVENESS_INTERVAL: Duration = Duration::from_millis(500);
-
-/// The liveness timings of one client (see the module docs, "Liveness"). Always
-/// [`LivenessTimes::DEFAULT`] in a running process; the tests shorten them to check the
-/// same rule in a fraction of a second on the real clock the connection thread runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct LivenessTimes {
-    pub(super) ping_after: Duration,
-    pub(super) unresponsive_after: Duration,
-    /// The tick's period when no delegated reader needs watching.
-    pub(super) interval: Duration,
-}
-
-impl LivenessTimes {
-    pub(super) const DEFAULT: LivenessTimes = LivenessTimes {
-        ping_after: PING_AFTER,
-        unresponsive_after: UNRESPONSIVE_AFTER,
-        interval: LIVENESS_INTERVAL,
-    };
-}
 
 /// A delegated reader and the thread's watch over it.
 struct Delegated {
@@ -273,7 +248,7 @@ impl Wire {
     }
 
     /// Ping a coordinator that has been silent while requests wait; `Err` (the connection
-    /// is given up) when a ping has gone unanswered for [`UNRESPONSIVE_AFTER`] (the
+    /// is given up) when a ping has gone unanswered for [`UNRESPONSIVE_AFTER`](super::liveness::UNRESPONSIVE_AFTER) (the
     /// client's [`LivenessTimes`]).
     fn check_liveness(&mut self, link: &Link) -> Result<(), ()> {
         let now = monotonic_now();
