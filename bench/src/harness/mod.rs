@@ -10,10 +10,12 @@
 //! - `echo`: the bare Unix-socket echo, the floor of `admission --processes`.
 //! - `window`: the most grants any window held, from grant instants.
 //! - `stats`: percentiles and the printed table.
+//! - `watched`: an emulator under a watchdog shell, stopped when this process exits.
 
 pub mod coordinator;
 pub mod echo;
 pub mod exe;
 pub mod stats;
+pub mod watched;
 pub mod window;
 pub mod worker;

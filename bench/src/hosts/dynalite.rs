@@ -7,12 +7,13 @@
 
 #![allow(clippy::disallowed_methods)] // waiting for the server reads real time
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
+
+use std::time::Duration;
 
 use anyhow::Context;
+
+use crate::harness::watched::Watched;
 
 /// Where scripts/dynalite.sh installs it, relative to the repository root.
 const INSTALLED: &str = ".node/node_modules/.bin/dynalite";
@@ -24,53 +25,20 @@ const WATCHDOG: &str =
 
 /// A running dynalite; stopped on drop.
 pub struct Dynalite {
+    /// Kept for its drop, which stops the server.
+    _server: Watched,
     pub url: String,
-    watchdog: Child,
-    stdin: Option<ChildStdin>,
 }
 
 impl Dynalite {
     /// Start one on a free loopback port and wait (up to 30 s) until it answers.
     pub fn start() -> anyhow::Result<Dynalite> {
-        let binary = find()?;
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .context("finding a free loopback port for dynalite")?
-            .port();
-        let mut watchdog = Command::new("sh")
-            .arg("-c")
-            .arg(WATCHDOG)
-            .arg(&binary)
-            .arg(port.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {} under sh", binary.display()))?;
-        let stdin = watchdog.stdin.take();
-        let dynalite = Dynalite {
-            url: format!("http://127.0.0.1:{port}"),
-            watchdog,
-            stdin,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !answers(port) {
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "dynalite ({}) did not answer at {} within 30 s",
-                binary.display(),
-                dynalite.url
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(dynalite)
-    }
-}
-
-impl Drop for Dynalite {
-    fn drop(&mut self) {
-        drop(self.stdin.take()); // end-of-file: the watchdog stops dynalite
-        let _ = self.watchdog.wait();
+        let server = Watched::start("dynalite", WATCHDOG, &find()?, answers)?;
+        let url = server.url.clone();
+        Ok(Dynalite {
+            _server: server,
+            url,
+        })
     }
 }
 

@@ -8,12 +8,13 @@
 
 #![allow(clippy::disallowed_methods)] // waiting for the server reads real time
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
+
+use std::time::Duration;
 
 use anyhow::Context;
+
+use crate::harness::watched::Watched;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
@@ -32,46 +33,20 @@ const CREATE_BATCH: usize = 16;
 
 /// A running moto server; stopped on drop.
 pub struct Moto {
+    /// Kept for its drop, which stops the server.
+    _server: Watched,
     pub url: String,
-    watchdog: Child,
-    stdin: Option<ChildStdin>,
 }
 
 impl Moto {
     /// Start one on a free loopback port and wait (up to 30 s) until it answers.
     pub fn start() -> anyhow::Result<Moto> {
-        let binary = find()?;
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .context("finding a free loopback port for moto")?
-            .port();
-        let mut watchdog = Command::new("sh")
-            .arg("-c")
-            .arg(WATCHDOG)
-            .arg(&binary)
-            .arg(port.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {} under sh", binary.display()))?;
-        let stdin = watchdog.stdin.take();
-        let moto = Moto {
-            url: format!("http://127.0.0.1:{port}"),
-            watchdog,
-            stdin,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !answers(port) {
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "moto_server ({}) did not answer at {} within 30 s",
-                binary.display(),
-                moto.url
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(moto)
+        let server = Watched::start("moto_server", WATCHDOG, &find()?, answers)?;
+        let url = server.url.clone();
+        Ok(Moto {
+            _server: server,
+            url,
+        })
     }
 
     /// Create `n` on-demand tables `{prefix}{i:05}` in `region`.
@@ -121,13 +96,6 @@ impl Moto {
             }
             anyhow::Ok(())
         })
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        drop(self.stdin.take()); // end-of-file: the watchdog stops moto
-        let _ = self.watchdog.wait();
     }
 }
 
