@@ -15,6 +15,9 @@
 //! | `hosts`             | M    | host id → N: the host's last write (µs, its own clock)     |
 //! | `ttl`               | N    | epoch seconds, latest of `tat_us` and the hosts' writes + 1 day: DynamoDB's TTL drops idle keys |
 //!
+//! A key some host declared a schedule or an allowance for also carries its calendar
+//! (issue 23): the attributes in `calendar_layout.rs`, absent on every other item.
+//!
 //! Blocks are not on the item: a grant's tokens are due after the previous `tat_us`, so the
 //! item needs no record of who holds what (see `tollgate_quota::fleet`).
 //!
@@ -56,7 +59,7 @@ pub fn encode(key: &str, item: &FleetItem, version: u64) -> Attrs {
         .iter()
         .map(|(host, seen)| (host.clone(), n(seen.as_micros())))
         .collect();
-    HashMap::from([
+    let mut attrs = HashMap::from([
         (KEY.into(), AttributeValue::S(key.into())),
         (VERSION.into(), n(version)),
         ("tat_us".into(), n(item.tat.as_micros())),
@@ -75,7 +78,11 @@ pub fn encode(key: &str, item: &FleetItem, version: u64) -> Attrs {
             TTL.into(),
             n(item.last_touched().as_micros() / 1_000_000 + IDLE_TTL_SECS),
         ),
-    ])
+    ]);
+    if let Some(calendar) = &item.calendar {
+        crate::calendar_layout::encode(calendar, &mut attrs);
+    }
+    attrs
 }
 
 /// The key and versioned item of `attrs`, or what is wrong with them.
@@ -133,6 +140,7 @@ pub fn decode(attrs: &Attrs) -> Result<(String, Versioned), String> {
         retry_units: int("retry_units")? as u32,
         retry_capacity: int("retry_capacity")? as u32,
         hosts,
+        calendar: crate::calendar_layout::decode(&key, attrs)?,
     };
     let version = int(VERSION)?;
     Ok((key, Versioned { item, version }))

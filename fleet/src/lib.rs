@@ -8,7 +8,8 @@
 //! # Layout
 //! - [`settings`]: `TOLLGATE_FLEET_*` (and the service's `[fleet]` values) validated
 //!   into [`FleetSettings`].
-//! - [`layout`]: the item's attributes (the one place they are written down in code).
+//! - [`layout`]: the item's attributes (the one place they are written down in code);
+//!   [`calendar_layout`]: the calendar's (issue 23), on scheduled keys only.
 //! - [`dynamo`]: [`DynamoFleetStore`], GetItem / conditional PutItem, request counting.
 //! - [`breakers`]: the breaker items (`breaker#<scope>`) on the same table.
 //! - [`classify`]: SDK errors → unreachable / throttled / access denied / no table.
@@ -17,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod breakers;
+pub mod calendar_layout;
 pub mod classify;
 pub mod dynamo;
 pub mod layout;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use actix::fut::wrap_future;
 use actix::{ActorFutureExt, AsyncContext, Context};
-use tollgate_quota::fleet::{BlockGrant, FleetMode, HostLedger, KeyUse, Transition};
+use tollgate_quota::fleet::{BlockGrant, Declared, FleetMode, HostLedger, KeyUse, Transition};
 use tollgate_quota::Timestamp;
 
 use super::QuotaActor;
@@ -58,6 +58,11 @@ impl FleetKey {
             last: None,
             spell: None,
         }
+    }
+
+    /// Send this host's calendar for the key with every block request.
+    pub(super) fn declare(&mut self, declared: Declared) {
+        self.ledger.declare(declared);
     }
 
     /// The reason stop mode gives, when the key is stopped.
@@ -132,8 +137,20 @@ impl QuotaActor {
                 let previous = f.cached.as_ref().map(|v| v.version);
                 f.trust_cache = !conflicted && previous.is_none_or(|p| item.version == p + 1);
                 f.cached = Some(item);
+                if let Some(hosts) = f.ledger.disagreement(&grant) {
+                    tracing::warn!(
+                        key = %key,
+                        hosts = %hosts.join(", "),
+                        rate = grant.rate,
+                        burst = grant.burst,
+                        "fleet calendar: these hosts declare a different schedule, allowance \
+                         or policy for this key than this host; the strictest of them is in \
+                         force for every host (see `tollgate fleet status`)"
+                    );
+                }
+                let transition = f.ledger.granted(&grant);
                 f.last = Some(grant);
-                f.ledger.granted(&grant)
+                transition
             }
             Err(e) if e.kind == FleetErrorKind::Contention => {
                 f.cached = None;

@@ -45,6 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, SpawnHandle};
+use tollgate_quota::fleet::{Declaration, Declared};
 use tollgate_quota::{
     Clock, Exit, LeaseLedger, QuotaState, ReservationId, Step, Timestamp, WaitQueue,
 };
@@ -155,6 +156,14 @@ impl QuotaActor {
     pub fn with_calendar(mut self, stored: Option<&[u8]>) -> Self {
         if let Some((base, read_time)) = self.deps.schedules.for_key(&self.key) {
             let (anchor, now) = (self.deps.schedules.anchor(), self.deps.clock.now());
+            if let Some(f) = self.fleet.as_mut() {
+                // Fleet mode: the calendar goes on the key's item too (issue 23), where
+                // the strictest of the hosts' declarations is in force for every host.
+                f.declare(Declared {
+                    declaration: Declaration::new(base, Some(read_time.clone())),
+                    anchor,
+                });
+            }
             self.calendar = Calendar::load(anchor, base, read_time, stored, now);
         }
         self

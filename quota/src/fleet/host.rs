@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fleet::calendar::AllowanceSeen;
+use crate::fleet::declaration::Declared;
 use crate::fleet::hand::Hand;
 use crate::fleet::share::LocalShare;
 use crate::fleet::sizing::{DemandMeter, SizeHints};
@@ -193,6 +195,14 @@ pub struct HostLedger {
     /// The fleet factor and the hosts seen, as of the last grant.
     factor: f64,
     hosts_seen: usize,
+    /// This host's calendar for the key, sent with every request.
+    declared: Option<Declared>,
+    /// The rate and burst in force on the item and its allowance, as of the last grant
+    /// (degraded mode's local share divides them).
+    fleet_policy: Option<(f64, f64)>,
+    allowance: Option<AllowanceSeen>,
+    /// The hosts last warned about for declaring a different calendar.
+    warned: Vec<HostId>,
 }
 
 impl HostLedger {
@@ -214,7 +224,17 @@ impl HostLedger {
             last_error: None,
             factor: 1.0,
             hosts_seen: 1,
+            declared: None,
+            fleet_policy: None,
+            allowance: None,
+            warned: Vec::new(),
         }
+    }
+
+    /// Declare this host's calendar for the key (its base policy and schedule or
+    /// allowance) with every request.
+    pub fn declare(&mut self, declared: Declared) {
+        self.declared = Some(declared);
     }
 
     /// May an admission of `cost` (a retry if `retry`) go now?
@@ -343,7 +363,7 @@ impl HostLedger {
             last_spent: !self.sizing.lapsed,
             rate: policy.rate_per_second() * self.factor,
             hosts: self.hosts_seen,
-            refresh: self.config.refresh,
+            refresh: self.config.refresh_for(self.hosts_seen),
         };
         let wanted = self.sizing.demand.block_size(&hints, now);
         self.sizing.last_size = wanted;
@@ -359,7 +379,8 @@ impl HostLedger {
             throttled: reports.throttled,
             retry_want: target.saturating_sub(self.retry_held),
             retry_refund: reports.refunds,
-            horizon: self.config.horizon(),
+            horizon: self.config.horizon_for(self.hosts_seen),
+            declared: self.declared.clone(),
         };
         self.in_flight = Some(reports);
         request
@@ -372,6 +393,10 @@ impl HostLedger {
         self.next_try_at = grant.next_at;
         self.factor = grant.factor;
         self.hosts_seen = grant.hosts_seen;
+        self.fleet_policy = Some((grant.rate, grant.burst));
+        if grant.allowance.is_some() || grant.run.count > 0 {
+            self.allowance = grant.allowance.clone();
+        }
         let was = self.mode();
         let mut hand = match std::mem::replace(&mut self.mode, Mode::FRESH) {
             Mode::Fleet { hand, .. } => hand,
@@ -411,14 +436,18 @@ impl HostLedger {
             *rejoin_at = now + rejoin_backoff(*failures);
             return None;
         }
+        let (rate, burst) = match self.fleet_policy {
+            Some((rate, burst)) => (
+                rate.min(policy.rate_per_second()),
+                burst.min(policy.burst()),
+            ),
+            None => (policy.rate_per_second(), policy.burst()),
+        };
         let fallback = match self.config.on_error {
-            OnError::LocalShare => Fallback::LocalShare(LocalShare::new(
-                policy.rate_per_second(),
-                self.factor,
-                policy.burst(),
-                self.hosts_seen,
-                now,
-            )),
+            OnError::LocalShare => Fallback::LocalShare(
+                LocalShare::new(rate, self.factor, burst, self.hosts_seen, now)
+                    .with_allowance(self.allowance.clone()),
+            ),
             OnError::Stop => Fallback::Stop,
         };
         self.mode = Mode::Degraded {
@@ -430,6 +459,17 @@ impl HostLedger {
             mode: self.mode(),
             error,
         })
+    }
+
+    /// The hosts to warn about after a grant: those seen that declare a calendar other
+    /// than this host's, when they differ from the last warning's (`None`: nothing new
+    /// to say). One warning per change, not per block.
+    pub fn disagreement(&mut self, grant: &BlockGrant) -> Option<Vec<HostId>> {
+        if grant.disagreeing == self.warned {
+            return None;
+        }
+        self.warned = grant.disagreeing.clone();
+        (!self.warned.is_empty()).then(|| self.warned.clone())
     }
 
     /// The mode now.
@@ -528,6 +568,10 @@ mod tests {
             factor: 1.0,
             hosts_seen: 4,
             tat: ms(first_ms + 50 * count.saturating_sub(1)),
+            rate: 20.0,
+            burst: 5.0,
+            allowance: None,
+            disagreeing: Vec::new(),
         }
     }
 

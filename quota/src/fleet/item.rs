@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fleet::calendar::ItemCalendar;
 use crate::fleet::penalty::FleetPenalty;
 use crate::time::Timestamp;
 
@@ -32,6 +33,12 @@ pub struct FleetItem {
     pub retry_capacity: u32,
     /// Hosts' last writes (each by the writer's own clock).
     pub hosts: BTreeMap<HostId, Timestamp>,
+    /// The key's calendar (issue 23): `None` while no host declared a schedule or an
+    /// allowance, so an unscheduled key's item carries nothing more. With one, `rate` and
+    /// `burst` are the parameters in force (strictest among the hosts seen), not the last
+    /// writer's.
+    #[serde(skip)]
+    pub calendar: Option<ItemCalendar>,
 }
 
 impl FleetItem {
@@ -45,6 +52,7 @@ impl FleetItem {
             retry_units: retry_capacity,
             retry_capacity,
             hosts: BTreeMap::new(),
+            calendar: None,
         }
     }
 

@@ -36,6 +36,9 @@
 //!
 //! # Layout
 //! - [`item`]: the item (`FleetItem`).
+//! - [`declaration`]: a host's declared calendar (base policy, schedule or allowance).
+//! - [`calendar`]: the calendar on the item: the strictest declaration of the hosts seen,
+//!   the valid-until stamp, the fleet's allowance counter, blocks placed on segments.
 //! - [`window`]: a grant's run of future-dated tokens and the window each may be spent in.
 //! - [`take`]: `take_block`, its request and grant.
 //! - [`penalty`]: the fleet factor: halved at most once per cooldown, learned ceiling.
@@ -45,6 +48,8 @@
 //! - `hand`: the tokens in hand and the window each may be spent in.
 //! - [`share`]: degraded mode's local share when the table does not answer.
 
+pub mod calendar;
+pub mod declaration;
 mod hand;
 pub mod host;
 pub mod item;
@@ -56,6 +61,8 @@ pub mod window;
 
 use std::time::Duration;
 
+pub use calendar::{effective_at, AllowanceSeen, Effective, ItemCalendar};
+pub use declaration::{Declaration, Declared, MalformedDeclaration};
 pub use host::{FleetGate, FleetMode, FleetView, HostLedger, KeyUse, Transition};
 pub use item::{FleetItem, HostId};
 pub use penalty::{FleetPenalty, FLEET_COOLDOWN, MIN_FACTOR};
@@ -129,7 +136,26 @@ impl Default for FleetConfig {
     }
 }
 
+/// Up to this many hosts seen, a host's blocks last one refresh; with more, the refresh
+/// grows in proportion (see [`FleetConfig::refresh_for`]).
+pub const HOSTS_PER_REFRESH: usize = 4;
+
 impl FleetConfig {
+    /// The refresh interval of a host among `hosts` seen: [`FleetConfig::refresh`] up to
+    /// [`HOSTS_PER_REFRESH`] hosts, then `refresh·hosts/HOSTS_PER_REFRESH`, so a key's
+    /// busy hosts write about `HOSTS_PER_REFRESH` times per refresh in all, however many
+    /// they are (issue 23: requests per key flat in the hosts). Blocks grow with it (each
+    /// lasts one refresh of the host's demand); the bound does not depend on block sizes.
+    pub fn refresh_for(&self, hosts: usize) -> Duration {
+        let scale = (hosts as f64 / HOSTS_PER_REFRESH as f64).max(1.0);
+        self.refresh.mul_f64(scale)
+    }
+
+    /// [`FleetConfig::horizon`] for a host among `hosts` seen: two of its refreshes.
+    pub fn horizon_for(&self, hosts: usize) -> Duration {
+        (self.refresh_for(hosts) * 2).max(HORIZON_MIN)
+    }
+
     /// How far ahead a host may reserve: a grant whose first token's window opens later
     /// than this after `now` is refused. Two refresh intervals: a busy fleet's
     /// reservations run about one refresh ahead (each host holds about one block of

@@ -7,9 +7,13 @@
 
 use std::time::Duration;
 
+use crate::fleet::calendar::{self, AllowanceSeen, ItemCalendar, PlaceArgs};
+use crate::fleet::declaration::{Declaration, Declared};
 use crate::fleet::item::{FleetItem, HostId};
 use crate::fleet::window::{SpendWindow, TokenRun};
 use crate::fleet::{HOSTS_FORGET_AFTER, HOSTS_SEEN_WINDOW};
+use crate::policy::Policy;
+use crate::schedule::WallClock;
 use crate::time::{secs_ceil, Timestamp};
 
 /// One host's request for a block.
@@ -32,10 +36,13 @@ pub struct BlockRequest {
     /// Refuse the grant if its first token's window would open later than this after the
     /// writer's `now` ([`super::FleetConfig::horizon`]).
     pub horizon: Duration,
+    /// The writer's calendar for the key (`None`: no schedule or allowance, only the
+    /// policy above). Recorded on the item when it or the item has a calendar.
+    pub declared: Option<Declared>,
 }
 
 /// What a write granted, and what the writer should know of the item.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BlockGrant {
     /// The tokens granted (`count` 0: refused, see `next_at`).
     pub run: TokenRun,
@@ -53,6 +60,14 @@ pub struct BlockGrant {
     pub hosts_seen: usize,
     /// The item's `tat` after the write.
     pub tat: Timestamp,
+    /// The rate and burst the tokens were taken at (the calendar's strictest, or the
+    /// writer's policy).
+    pub rate: f64,
+    pub burst: f64,
+    /// The fleet allowance after the grant, when one is in force.
+    pub allowance: Option<AllowanceSeen>,
+    /// Hosts seen whose declared calendar differs from the writer's.
+    pub disagreeing: Vec<HostId>,
 }
 
 /// Apply `request` at the writer's `now` to `item` (`None`: the key has no item yet).
@@ -77,8 +92,63 @@ pub fn take_block(
         .min(item.retry_capacity);
     let retry_units = request.retry_want.min(item.retry_units);
     item.retry_units -= retry_units;
+    item.hosts.insert(request.host.clone(), now);
+    let forget = now.saturating_sub(HOSTS_FORGET_AFTER);
+    item.hosts.retain(|_, seen| *seen >= forget);
     // 4. The tokens: due after `tat` (which never moves back) and after the answer's way
-    //    back, spaced by the penalized rate.
+    //    back, spaced by the penalized rate; on the calendar's segments if it has one.
+    let (run, next_at, allowance, disagreeing) = match record_declaration(&mut item, request) {
+        Some(anchor) => {
+            let mut cal = item.calendar.take().expect("just recorded");
+            let placed = calendar::place(
+                &mut cal,
+                &PlaceArgs {
+                    tat: item.tat,
+                    factor: item.penalty.factor,
+                    hosts: &item.hosts,
+                    wanted: request.wanted,
+                    horizon: request.horizon,
+                    anchor,
+                    now,
+                },
+            );
+            let disagreeing = calendar::disagreeing(&cal, &item.hosts, &request.host, now);
+            item.calendar = Some(cal);
+            if placed.run.count > 0 {
+                item.tat = placed.run.last_due();
+            }
+            item.rate = placed.policy.rate_per_second();
+            item.burst = placed.policy.burst();
+            (placed.run, placed.next_at, placed.allowance, disagreeing)
+        }
+        None => {
+            let (run, next_at) = plain_run(&mut item, request, now);
+            (run, next_at, None, Vec::new())
+        }
+    };
+    let grant = BlockGrant {
+        run,
+        written_at: now,
+        retry_units,
+        retry_empty: item.retry_units == 0 && retry_units < request.retry_want,
+        next_at,
+        factor: item.penalty.factor,
+        hosts_seen: item.hosts_seen(now, HOSTS_SEEN_WINDOW),
+        tat: item.tat,
+        rate: item.rate,
+        burst: item.burst,
+        allowance,
+        disagreeing,
+    };
+    (item, grant)
+}
+
+/// The tokens of a key without a calendar: at the writer's policy from `tat` on.
+fn plain_run(
+    item: &mut FleetItem,
+    request: &BlockRequest,
+    now: Timestamp,
+) -> (TokenRun, Option<Timestamp>) {
     let window = SpendWindow::for_policy(item.rate, item.burst);
     let spacing = secs_ceil(1.0 / (item.rate * item.penalty.factor));
     let first_due = item.tat.max(now + window.lead()) + spacing;
@@ -96,20 +166,37 @@ pub fn take_block(
         item.tat = run.last_due();
         None
     };
-    item.hosts.insert(request.host.clone(), now);
-    let forget = now.saturating_sub(HOSTS_FORGET_AFTER);
-    item.hosts.retain(|_, seen| *seen >= forget);
-    let grant = BlockGrant {
-        run,
-        written_at: now,
-        retry_units,
-        retry_empty: item.retry_units == 0 && retry_units < request.retry_want,
-        next_at,
-        factor: item.penalty.factor,
-        hosts_seen: item.hosts_seen(now, HOSTS_SEEN_WINDOW),
-        tat: item.tat,
+    (run, next_at)
+}
+
+/// Record the writer's declaration when it or the item has a calendar (an unscheduled
+/// key's item stays as it was); drop those of forgotten hosts. Returns the anchor to
+/// resolve the calendar with, or `None` for a key without one.
+fn record_declaration(item: &mut FleetItem, request: &BlockRequest) -> Option<WallClock> {
+    let has_calendar = request
+        .declared
+        .as_ref()
+        .is_some_and(|d| d.declaration.has_calendar());
+    if !has_calendar && item.calendar.is_none() {
+        return None;
+    }
+    let (declaration, anchor) = match &request.declared {
+        Some(d) => (d.declaration.clone(), d.anchor),
+        None => {
+            let policy = Policy::new(request.rate, request.burst, 1, request.retry_capacity)
+                .unwrap_or_else(|_| Policy::with_rate(1.0, 1.0).expect("a valid policy"));
+            (Declaration::plain(policy), WallClock::UNIX_EPOCH)
+        }
     };
-    (item, grant)
+    let cal = item.calendar.get_or_insert_with(|| ItemCalendar {
+        declarations: Default::default(),
+        valid_until: Timestamp::ZERO,
+        allowance: None,
+    });
+    cal.declarations.insert(request.host.clone(), declaration);
+    let hosts = &item.hosts;
+    cal.declarations.retain(|h, _| hosts.contains_key(h));
+    Some(anchor)
 }
 
 #[cfg(test)]
@@ -132,6 +219,7 @@ mod tests {
             retry_want: 0,
             retry_refund: 0,
             horizon: Duration::from_secs(2),
+            declared: None,
         }
     }
 

@@ -120,6 +120,27 @@ impl AllowanceCounter {
         }
     }
 
+    /// A counter as stored elsewhere (a fleet item's attributes): the total consumed, the
+    /// period it is in and the total at that period's start (at most the total).
+    pub fn from_parts(consumed_total: u64, period: AllowancePeriod, baseline: u64) -> Self {
+        AllowanceCounter {
+            consumed_total,
+            period,
+            consumed_at_period_start: baseline.min(consumed_total),
+        }
+    }
+
+    /// The total as it stood when the current period began.
+    pub fn baseline(&self) -> u64 {
+        self.consumed_at_period_start
+    }
+
+    /// Charge `cost` without a check: a fleet block the caller sized to
+    /// [`AllowanceCounter::remaining`] (the counter only grows).
+    pub fn charge(&mut self, cost: u64) {
+        self.consumed_total = self.consumed_total.saturating_add(cost);
+    }
+
     /// Total cost consumed since creation (never decreases).
     pub fn consumed_total(&self) -> u64 {
         self.consumed_total
