@@ -105,7 +105,12 @@ pub fn decode(key: &str, attrs: &Attrs) -> Result<Option<ItemCalendar>, String> 
         declarations.insert(host, d.clone());
     }
     let wall = |ms: u64| WallClock::from_unix_millis(ms as i64).unwrap_or(WallClock::MAX);
-    let allowance = match (int(TOTAL)?, int(BASELINE)?, int(PERIOD_START)?, int(NEXT_RESET)?) {
+    let allowance = match (
+        int(TOTAL)?,
+        int(BASELINE)?,
+        int(PERIOD_START)?,
+        int(NEXT_RESET)?,
+    ) {
         (Some(total), Some(baseline), Some(start), Some(next)) => {
             let period = AllowancePeriod {
                 start: wall(start),
@@ -114,7 +119,11 @@ pub fn decode(key: &str, attrs: &Attrs) -> Result<Option<ItemCalendar>, String> 
             Some(AllowanceCounter::from_parts(total, period, baseline))
         }
         (None, None, None, None) => None,
-        _ => return Err(format!("{key}: the allowance counter's attributes are incomplete")),
+        _ => {
+            return Err(format!(
+                "{key}: the allowance counter's attributes are incomplete"
+            ))
+        }
     };
     Ok(Some(ItemCalendar {
         declarations,

@@ -292,9 +292,7 @@ pub fn disagreeing(
     calendar
         .declarations
         .iter()
-        .filter(|(h, d)| {
-            *h != host && *d != mine && hosts.get(*h).is_some_and(|at| *at >= since)
-        })
+        .filter(|(h, d)| *h != host && *d != mine && hosts.get(*h).is_some_and(|at| *at >= since))
         .map(|(h, _)| h.clone())
         .collect()
 }

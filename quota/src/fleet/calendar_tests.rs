@@ -84,19 +84,28 @@ fn run(
 }
 
 #[test]
-fn an_allowance_admits_at_most_its_amount_per_period_across_hosts_each_token_inside_its_period(
-) {
+fn an_allowance_admits_at_most_its_amount_per_period_across_hosts_each_token_inside_its_period() {
     let d = declared(ALLOWANCE);
     let hosts = [("a", &d), ("b", &d), ("c", &d)];
     let from = at("2026-01-05T10:00:30Z");
-    let (item, grants) = run(&hosts, 7, from, Duration::from_secs(200), Duration::from_millis(150));
+    let (item, grants) = run(
+        &hosts,
+        7,
+        from,
+        Duration::from_secs(200),
+        Duration::from_millis(150),
+    );
     let mut per_minute = std::collections::BTreeMap::<u64, u64>::new();
     for g in grants.iter().filter(|g| g.run.count > 0) {
         for j in 0..g.run.count {
             // Spent anywhere in its window, a token stays in the minute it was charged to.
             let (opens, closes) = (g.run.opens(j), g.run.closes(j));
             let minute = opens.as_micros() / 60_000_000;
-            assert_eq!(minute, closes.as_micros() / 60_000_000, "token {j} of {g:?}");
+            assert_eq!(
+                minute,
+                closes.as_micros() / 60_000_000,
+                "token {j} of {g:?}"
+            );
             *per_minute.entry(minute).or_default() += 1;
         }
     }
@@ -128,7 +137,11 @@ fn the_next_period_starts_at_the_reset_instant() {
     assert!(ask < reset && ask >= from, "asks before the reset: {ask:?}");
     let (_, g) = take_block(Some(&item), &request("b", 5, &d), ask);
     assert_eq!(g.run.count, 5);
-    assert_eq!(g.run.opens(0), reset, "the first token of the period opens at the reset");
+    assert_eq!(
+        g.run.opens(0),
+        reset,
+        "the first token of the period opens at the reset"
+    );
     assert_eq!(g.allowance.as_ref().unwrap().remaining, 45);
 }
 
@@ -142,7 +155,13 @@ fn a_block_never_straddles_a_lowered_rate_at_a_berlin_boundary() {
     // 17:00 in Berlin is 16:00Z in winter.
     let boundary = at("2026-01-05T16:00:00Z");
     let from = boundary.saturating_sub(Duration::from_secs(5));
-    let (_, grants) = run(&hosts, 12, from, Duration::from_secs(15), Duration::from_millis(200));
+    let (_, grants) = run(
+        &hosts,
+        12,
+        from,
+        Duration::from_secs(15),
+        Duration::from_millis(200),
+    );
     let mut after = Vec::new();
     for g in grants.iter().filter(|g| g.run.count > 0) {
         for j in 0..g.run.count {
@@ -150,7 +169,10 @@ fn a_block_never_straddles_a_lowered_rate_at_a_berlin_boundary() {
                 assert!(g.run.closes(j) < boundary, "an old token closes before it");
                 assert_eq!(g.run.spacing, Duration::from_millis(50));
             } else {
-                assert!(g.run.opens(j) >= boundary, "a new token opens at it or later");
+                assert!(
+                    g.run.opens(j) >= boundary,
+                    "a new token opens at it or later"
+                );
                 after.push(g.run.due(j));
             }
         }
@@ -158,7 +180,10 @@ fn a_block_never_straddles_a_lowered_rate_at_a_berlin_boundary() {
     after.sort();
     assert!(after.len() >= 15, "{}", after.len());
     for w in after.windows(2) {
-        assert!(w[1].saturating_since(w[0]) >= Duration::from_millis(500), "2/s from 17:00");
+        assert!(
+            w[1].saturating_since(w[0]) >= Duration::from_millis(500),
+            "2/s from 17:00"
+        );
     }
 }
 
@@ -172,7 +197,11 @@ fn the_strictest_host_sets_the_rate_and_the_others_see_who_differs() {
     let now = at("2026-01-05T10:00:00Z");
     let (item, _) = take_block(None, &request("strict", 1, &strict), now);
     let (item, g) = take_block(Some(&item), &request("loose", 4, &loose), now);
-    assert_eq!((g.rate, g.burst), (4.0, 2.0), "the loose host is held to the schedule");
+    assert_eq!(
+        (g.rate, g.burst),
+        (4.0, 2.0),
+        "the loose host is held to the schedule"
+    );
     assert_eq!(g.run.spacing, Duration::from_millis(250));
     assert_eq!(g.disagreeing, vec!["strict".to_string()]);
     // Once the strict host is no longer seen, the loose one's policy is in force.

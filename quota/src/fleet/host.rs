@@ -112,6 +112,10 @@ pub struct FleetView {
     /// The local share's rate (local-share mode).
     pub local_share_rate: Option<f64>,
     pub last_error: Option<String>,
+    /// Hosts seen that declare another calendar for the key than this host (warned
+    /// about once; the strictest is in force).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declarations_differ: Vec<HostId>,
 }
 
 /// How the key admits, with what each mode needs.
@@ -508,6 +512,7 @@ impl HostLedger {
             hosts_seen: self.hosts_seen,
             local_share_rate,
             last_error: self.last_error.clone(),
+            declarations_differ: self.warned.clone(),
         }
     }
 

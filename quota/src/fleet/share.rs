@@ -134,8 +134,8 @@ mod tests {
     #[test]
     fn the_share_divides_the_allowances_remaining_then_each_period_by_the_hosts_seen() {
         // 50 a minute over 4 hosts; the last grant left 21 of the period ending at 60 s.
-        let allowance = Allowance::new(50, CronSchedule::parse("* * * * *", "UTC").unwrap())
-            .unwrap();
+        let allowance =
+            Allowance::new(50, CronSchedule::parse("* * * * *", "UTC").unwrap()).unwrap();
         let period = allowance.period_at(WallClock::UNIX_EPOCH);
         let seen = AllowanceSeen {
             allowance,
@@ -145,7 +145,11 @@ mod tests {
         };
         let at = Timestamp::from_millis;
         let mut s = LocalShare::new(1_000.0, 1.0, 1_000.0, 4, at(0)).with_allowance(Some(seen));
-        assert_eq!(s.allowance_left(at(10_000)), Some(5), "21 / 4, rounded down");
+        assert_eq!(
+            s.allowance_left(at(10_000)),
+            Some(5),
+            "21 / 4, rounded down"
+        );
         let mut admitted = 0;
         let mut t = at(10_000);
         while t < at(59_000) {
@@ -154,12 +158,22 @@ mod tests {
                     s.take(1.0, t);
                     admitted += 1;
                 }
-                Some(when) => assert!(when >= at(60_000) || when <= t + std::time::Duration::from_secs(1)),
+                Some(when) => {
+                    assert!(when >= at(60_000) || when <= t + std::time::Duration::from_secs(1))
+                }
             }
             t = t + std::time::Duration::from_millis(100);
         }
         assert_eq!(admitted, 5, "the share of what remained");
-        assert_eq!(s.ready_at(1.0, at(59_000)), Some(at(60_000)), "waits for the reset");
-        assert_eq!(s.allowance_left(at(60_000)), Some(12), "then 50 / 4 a period");
+        assert_eq!(
+            s.ready_at(1.0, at(59_000)),
+            Some(at(60_000)),
+            "waits for the reset"
+        );
+        assert_eq!(
+            s.allowance_left(at(60_000)),
+            Some(12),
+            "then 50 / 4 a period"
+        );
     }
 }
