@@ -275,3 +275,75 @@ fn a_host_declaring_a_looser_schedule_is_held_to_the_strictest_and_warned() {
         );
     });
 }
+
+#[test]
+fn a_degraded_host_divides_the_allowances_remaining_by_the_hosts_seen_then_each_period() {
+    paused_system().block_on(async {
+        let start = at("2026-01-05T10:00:20Z");
+        let store = Arc::new(MemoryFleetStore::new());
+        let clock = Arc::new(TokioClock::starting_at(start));
+        let hosts: Vec<_> = (1..=4)
+            .map(|i| host(&store, &clock, i, ALLOWANCE, OnError::LocalShare))
+            .collect();
+        // Host 1 writes last, so its last read saw all four hosts.
+        for (h, policy) in hosts.iter().rev() {
+            let slot = h
+                .reserve(&key(), *policy, WaitOptions::default())
+                .await
+                .unwrap();
+            slot.admit(1, false, WaitOptions::default()).await.unwrap();
+        }
+        let counter = store
+            .item(&key().to_string())
+            .unwrap()
+            .item
+            .calendar
+            .unwrap();
+        let used = counter.allowance.unwrap().used();
+        let held = fleet_view(&hosts[0].0).await.block_left;
+        store.fail_with(Some(tollgate_actors::fleet::FleetErrorKind::Unreachable));
+        let end = at("2026-01-05T10:02:00Z");
+        let (h, policy) = &hosts[0];
+        let admitted = collect(spawn_callers(h, *policy, &clock, end, 2)).await;
+        let view = fleet_view(h).await;
+        assert_eq!(view.mode, tollgate_quota::fleet::FleetMode::LocalShare);
+        let reset = at("2026-01-05T10:01:00Z");
+        let this_period = admitted.iter().filter(|t| **t < reset).count() as u64;
+        let next_period = admitted.iter().filter(|t| **t >= reset).count() as u64;
+        eprintln!(
+            "{used} used on the item, {held} in hand; degraded: {this_period} this period, \
+             {next_period} the next"
+        );
+        let share = (50 - used) / 4;
+        assert_eq!(
+            this_period,
+            held + share,
+            "the tokens in hand, then (50 − {used}) / 4 hosts"
+        );
+        assert_eq!(
+            next_period,
+            50 / 4,
+            "then the amount over the hosts each period"
+        );
+    });
+}
+
+#[test]
+fn stop_mode_refuses_an_allowance_key_while_the_table_fails() {
+    paused_system().block_on(async {
+        let start = at("2026-01-05T10:00:20Z");
+        let store = Arc::new(MemoryFleetStore::new());
+        let clock = Arc::new(TokioClock::starting_at(start));
+        let (h, policy) = host(&store, &clock, 1, ALLOWANCE, OnError::Stop);
+        store.fail_with(Some(tollgate_actors::fleet::FleetErrorKind::Unreachable));
+        let slot = h
+            .reserve(&key(), policy, WaitOptions::default())
+            .await
+            .unwrap();
+        let refused = slot.admit(1, false, WaitOptions::default()).await;
+        assert!(
+            matches!(refused, Err(tollgate_actors::AdmissionError::Fleet { .. })),
+            "{refused:?}"
+        );
+    });
+}

@@ -23,7 +23,9 @@ enum FleetCommand {
         #[arg(long)]
         table: Option<String>,
     },
-    /// Show each key's item: how far ahead it is reserved, factor, hosts seen recently.
+    /// Show each key's item: how far ahead it is reserved, factor, hosts seen recently,
+    /// and for a key with a schedule or allowance every host's declaration and the
+    /// calendar in force (the strictest among the hosts seen).
     Status {
         /// Table name (default: TOLLGATE_FLEET_TABLE).
         #[arg(long)]

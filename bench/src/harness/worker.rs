@@ -128,7 +128,15 @@ fn admission(
 ) -> anyhow::Result<WorkerReport> {
     // As in `tollgate`: with TOLLGATE_FLEET_TABLE set, a coordinator this process becomes
     // (after its host's coordinator died) admits under fleet blocks.
-    let spec = CoordinatorSpec::none().with_fleet(tollgate_fleet::spec_from_env()?);
+    // With TOLLGATE_POLICY_FILE (`bench hosts --policy-file`), such a coordinator also
+    // enforces the file's schedules and allowances, and declares them on the fleet item.
+    let spec = match std::env::var_os(tollgate_engine::config::POLICY_FILE_ENV) {
+        Some(path) if !path.is_empty() => CoordinatorSpec::enforcing(std::sync::Arc::new(
+            tollgate_engine::config::policy_file_table(Path::new(&path))?,
+        )),
+        _ => CoordinatorSpec::none(),
+    }
+    .with_fleet(tollgate_fleet::spec_from_env()?);
     let dir = AdmissionDir::at(dir)?;
     let joined = connect(&dir, spec)?;
     let coordinator = joined.is_coordinator();

@@ -21,12 +21,15 @@
 //! - `dynalite`: the emulator this bench starts for itself.
 //! - `dynamo_proxy`: the counting proxy in front of the table's endpoint.
 //! - `bucket_bound`: the fleet-wide token-bucket bound, checked from the grant logs.
+//! - `policy_files`: `--policy-file` / `--policy-file-for`: schedules and allowances per
+//!   host, the strictest policy and the allowance the logs are checked against.
 
 #![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
 
 mod bucket_bound;
 mod dynalite;
 mod dynamo_proxy;
+mod policy_files;
 mod table;
 
 use std::collections::BTreeMap;
@@ -44,6 +47,7 @@ use crate::harness::stats::Row;
 use crate::harness::worker::{bench_policy, GrantLine, WorkerReport};
 use crate::harness::worker::{collect_reports, span_s};
 use crate::hosts::bucket_bound::BoundCheck;
+use crate::hosts::policy_files::{grants_per_period, HostPolicies, PeriodCount};
 use crate::hosts::table::{apply, FleetTable};
 
 /// Time given to the workers to start and connect before they all begin.
@@ -87,6 +91,15 @@ pub struct HostsArgs {
     /// check is expected to fail).
     #[arg(long)]
     pub no_fleet: bool,
+    /// A policy file (TOLLGATE_POLICY_FILE's TOML or JSON, schedules and allowances
+    /// included) for every host; the shared key is `bench:Shared` in it, and its
+    /// `ratePerSecond`/`burst` there win over --rate/--burst.
+    #[arg(long, value_name = "FILE")]
+    pub policy_file: Option<PathBuf>,
+    /// A policy file for host HOST (from 0) instead of --policy-file; repeatable, so
+    /// hosts that disagree can be benchmarked.
+    #[arg(long, value_name = "HOST=FILE", value_parser = policy_files::parse_policy_for)]
+    pub policy_file_for: Vec<(usize, PathBuf)>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -119,6 +132,14 @@ struct Report {
     dynamodb_requests_per_admission: Option<f64>,
     dynamodb_requests_per_s: Option<f64>,
     dynamodb_requests_by_target: BTreeMap<String, u64>,
+    /// The allowance in force (the smallest any host's policy file declares), and the
+    /// merged grant logs counted per period of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowance_amount: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    grants_per_period: Vec<PeriodCount>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_grants_per_period: Option<u64>,
     admission_p50_us: f64,
     admission_p99_us: f64,
     admission_max_us: f64,
@@ -133,7 +154,13 @@ pub fn run(args: &HostsArgs) -> anyhow::Result<ExitCode> {
         args.rate > 0.0,
         "--rate must be a positive rate: the bench checks a finite bucket"
     );
-    bench_policy(args.rate, args.burst)?;
+    let fallback = bench_policy(args.rate, args.burst)?;
+    let policies = HostPolicies::new(
+        args.hosts,
+        args.policy_file.as_ref(),
+        &args.policy_file_for,
+        fallback,
+    )?;
     let skew_ms = skew_ms()?;
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
     let logs = match &args.log {
@@ -156,29 +183,42 @@ pub fn run(args: &HostsArgs) -> anyhow::Result<ExitCode> {
     let tollgate = crate::harness::exe::tollgate()?;
     let bench = crate::harness::exe::bench()?;
     let mut coordinators = Vec::with_capacity(args.hosts);
+    let host_env = |h: usize| {
+        let mut env = env.clone();
+        if let Some(file) = policies.file(h) {
+            let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+            env.push((
+                "TOLLGATE_POLICY_FILE".into(),
+                Some(file.display().to_string()),
+            ));
+        }
+        env
+    };
     for h in 0..args.hosts {
         let dir = tmp.path().join(format!("host-{h}")).join("admission");
         std::fs::create_dir_all(dir.parent().expect("a host directory"))?;
         coordinators.push(Some(
-            DedicatedCoordinator::start_with_env(&tollgate, &dir, &env)
+            DedicatedCoordinator::start_with_env(&tollgate, &dir, &host_env(h))
                 .with_context(|| format!("starting host {h}'s coordinator"))?,
         ));
     }
     let admissions_total = args.hosts * args.processes * args.requests;
-    let ideal_s = ((admissions_total as f64 - args.burst) / args.rate).max(0.0);
+    let strictest = policies.strictest();
+    let ideal_s = policy_files::ideal_s(admissions_total, strictest, policies.allowance());
     let start_at = unix_now().as_micros() + START_DELAY.as_micros() as u64;
     let mut children = Vec::new();
     for h in 0..args.hosts {
         let dir = tmp.path().join(format!("host-{h}")).join("admission");
+        let policy = policies.policy(h);
         for i in 0..args.processes {
             let mut cmd = Command::new(&bench);
-            apply(&mut cmd, &env);
+            apply(&mut cmd, &host_env(h));
             cmd.arg(crate::harness::exe::WORKER)
                 .arg("--dir")
                 .arg(&dir)
                 .args(["--requests", &args.requests.to_string()])
-                .args(["--rate", &args.rate.to_string()])
-                .args(["--burst", &args.burst.to_string()])
+                .args(["--rate", &policy.rate_per_second().to_string()])
+                .args(["--burst", &policy.burst().to_string()])
                 .args(["--start-at-us", &start_at.to_string()])
                 .args(["--host", &h.to_string()])
                 .arg("--log")
@@ -222,9 +262,15 @@ pub fn run(args: &HostsArgs) -> anyhow::Result<ExitCode> {
     }
     let grants = read_logs(&logs)?;
     let instants: Vec<u64> = grants.iter().map(|g| g.granted_at_us).collect();
-    let check = bucket_bound::check(&instants, args.rate, args.burst, skew_ms as f64 / 1e3);
+    // The fleet promises the strictest of the hosts' policies.
+    let check = bucket_bound::check(
+        &instants,
+        strictest.rate_per_second(),
+        strictest.burst(),
+        skew_ms as f64 / 1e3,
+    );
     let requests = table.as_ref().map(|t| t.requests());
-    let report = build_report(
+    let mut report = build_report(
         args,
         &reports,
         &grants,
@@ -235,6 +281,13 @@ pub fn run(args: &HostsArgs) -> anyhow::Result<ExitCode> {
         table.as_ref(),
         requests,
     );
+    report.rate_per_second = strictest.rate_per_second();
+    report.burst = strictest.burst();
+    if let Some(allowance) = policies.allowance() {
+        report.grants_per_period = grants_per_period(allowance, &grants);
+        report.allowance_amount = Some(allowance.amount());
+        report.max_grants_per_period = report.grants_per_period.iter().map(|p| p.grants).max();
+    }
     drop(table);
     let failures = failures(&report, admissions_total);
     if args.json {
@@ -314,6 +367,9 @@ fn build_report(
             }
         }),
         dynamodb_requests_by_target: requests.unwrap_or_default(),
+        allowance_amount: None,
+        grants_per_period: Vec::new(),
+        max_grants_per_period: None,
         admission_p50_us: row.p50_us,
         admission_p99_us: row.p99_us,
         admission_max_us: row.max_us,
@@ -338,6 +394,13 @@ fn failures(report: &Report, expected: usize) -> Vec<String> {
             report.window_limit,
             if report.fleet { "" } else { " (expected: --no-fleet gives every host the whole budget)" }
         ));
+    }
+    if let (Some(amount), Some(max)) = (report.allowance_amount, report.max_grants_per_period) {
+        if max > amount {
+            out.push(format!(
+                "{max} grants in one allowance period, above its amount {amount}"
+            ));
+        }
     }
     if report.admissions != expected {
         out.push(format!(
@@ -384,6 +447,16 @@ fn print_text(r: &Report) {
             r.dynamodb_requests_per_admission.unwrap_or(0.0),
             r.dynamodb_requests_per_s.unwrap_or(0.0),
             r.dynamodb_requests_by_target
+        );
+    }
+    if let Some(amount) = r.allowance_amount {
+        let counts: Vec<u64> = r.grants_per_period.iter().map(|p| p.grants).collect();
+        println!(
+            "allowance {amount} per period: grants per period {counts:?} (max {}){}",
+            r.max_grants_per_period.unwrap_or(0),
+            r.grants_per_period
+                .first()
+                .map_or(String::new(), |p| format!(", the first from {}", p.start))
         );
     }
     println!(

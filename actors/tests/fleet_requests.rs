@@ -1,0 +1,118 @@
+//! Requests per key flat in the busy hosts (issue 23, item 6), in paused time over the
+//! in-memory table: 8 or 16 hosts busy on one key at 200/s burst 20 stay within 10 table
+//! requests per simulated second for the key, and the bucket bound holds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tollgate_actors::fleet::MemoryFleetStore;
+use tollgate_actors::{
+    paused_system, start_in_current_system, AdmissionHandle, FleetSetup, RuntimeConfig, TokioClock,
+    WaitOptions,
+};
+use tollgate_quota::fleet::{FleetConfig, OnError};
+use tollgate_quota::{Clock, Outcome, Owner, Policy, QuotaKey, Timestamp};
+
+const START: Timestamp = Timestamp::from_millis(1_700_000_000_000);
+
+fn key() -> QuotaKey {
+    "aws/123456789012/eu-west-1/kms:GetKeyLastUsage"
+        .parse()
+        .unwrap()
+}
+
+fn host(store: &Arc<MemoryFleetStore>, clock: &Arc<TokioClock>, id: u32) -> AdmissionHandle {
+    let config = RuntimeConfig {
+        fleet: Some(FleetSetup {
+            store: store.clone(),
+            config: FleetConfig {
+                on_error: OnError::Stop,
+                ..FleetConfig::default()
+            },
+            host: format!("host-{id}"),
+        }),
+        ..RuntimeConfig::simulated(Owner {
+            pid: id,
+            generation: 1,
+        })
+    };
+    start_in_current_system(config, clock.clone())
+}
+
+/// `hosts` hosts, one caller each, busy on one key at 200/s burst 20 for 30 s: checks the
+/// bucket bound over every interval and that the hosts still use the rate; returns the
+/// table requests per simulated second from 10 s to 25 s.
+fn busy_hosts(hosts: u32) -> f64 {
+    let (rate, burst) = (200.0, 20.0);
+    paused_system().block_on(async {
+        let store = Arc::new(MemoryFleetStore::new());
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let policy = Policy::new(rate, burst, 10, 4).unwrap();
+        let end = START + Duration::from_secs(30);
+        let mut tasks = Vec::new();
+        for i in 1..=hosts {
+            let (h, clock) = (host(&store, &clock, i), clock.clone());
+            tasks.push(actix::spawn(async move {
+                let mut at = Vec::new();
+                while clock.now() < end {
+                    let slot = h
+                        .reserve(&key(), policy, WaitOptions::default())
+                        .await
+                        .unwrap();
+                    let grant = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+                    slot.feedback(Outcome::Success, &grant);
+                    at.push(grant.admitted_at);
+                }
+                at
+            }));
+        }
+        // Count the table's requests per simulated second once every host is busy.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let (from, at_from) = (clock.now(), store.requests());
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        let per_second =
+            (store.requests() - at_from) as f64 / clock.now().saturating_since(from).as_secs_f64();
+        let mut admitted: Vec<Timestamp> = Vec::new();
+        for t in tasks {
+            admitted.extend(t.await.unwrap());
+        }
+        admitted.sort();
+        let steady = admitted
+            .iter()
+            .filter(|t| {
+                **t >= START + Duration::from_secs(10) && **t < START + Duration::from_secs(25)
+            })
+            .count() as f64
+            / 15.0;
+        eprintln!(
+            "{hosts} hosts at {rate}/s burst {burst}: {per_second:.2} table requests/s for the key, \
+             {steady:.1} admissions/s, {} admissions in all",
+            admitted.len()
+        );
+        assert!(per_second <= 10.0, "{per_second} table requests/s");
+        assert!(
+            steady >= 0.9 * rate,
+            "the hosts still use the rate: {steady}/s"
+        );
+        for i in 0..admitted.len() {
+            for j in i..admitted.len() {
+                let l = admitted[j].saturating_since(admitted[i]).as_secs_f64();
+                let n = (j - i + 1) as f64;
+                assert!(n <= burst + rate * l + 1e-6, "{n} admissions in {l} s");
+            }
+        }
+        per_second
+    })
+}
+
+#[test]
+fn sixteen_busy_hosts_stay_within_ten_table_requests_a_second_for_the_key_and_the_bound() {
+    let per_second = busy_hosts(16);
+    assert!(per_second <= 10.0, "{per_second} table requests/s");
+}
+
+#[test]
+fn eight_busy_hosts_stay_within_ten_table_requests_a_second_for_the_key_and_the_bound() {
+    let per_second = busy_hosts(8);
+    assert!(per_second <= 10.0, "{per_second} table requests/s");
+}
