@@ -23,6 +23,8 @@ use crate::harness::worker::{GrantLine, BENCH_KEY};
 pub struct HostPolicies {
     files: Vec<Option<PathBuf>>,
     policies: Vec<Policy>,
+    /// Each host's policy as its schedule has it at the run's start.
+    in_force: Vec<Policy>,
     allowances: Vec<Allowance>,
 }
 
@@ -57,8 +59,8 @@ impl HostPolicies {
                 .map(|(_, f)| f)
                 .or(every)
                 .cloned();
-            let (policy, allowance) = match &file {
-                None => (fallback, None),
+            let (policy, in_force, allowance) = match &file {
+                None => (fallback, fallback, None),
                 Some(path) => {
                     let table = tollgate_engine::config::policy_file_table(path)
                         .with_context(|| format!("host {h}'s policy file"))?;
@@ -71,11 +73,22 @@ impl HostPolicies {
                         Some(ReadTime::Allowance(a)) => Some(a.clone()),
                         _ => None,
                     };
-                    (policy, allowance)
+                    let now = WallClock::from_timestamp(
+                        tollgate_actors::clock::unix_now(),
+                        WallClock::UNIX_EPOCH,
+                    );
+                    let in_force = match table.read_time_for_key(&key) {
+                        Some(ReadTime::Schedule(s)) => {
+                            tollgate_quota::schedule::resolve(&policy, s, now, now).policy
+                        }
+                        _ => policy,
+                    };
+                    (policy, in_force, allowance)
                 }
             };
             out.files.push(file);
             out.policies.push(policy);
+            out.in_force.push(in_force);
             out.allowances.extend(allowance);
         }
         for (h, _) in for_host {
@@ -97,9 +110,11 @@ impl HostPolicies {
         self.policies[h]
     }
 
-    /// The strictest of the hosts' policies: what the fleet promises at most.
+    /// The strictest of the hosts' policies in force at the run's start (schedules
+    /// resolved then): what the fleet promises at most. A run across a schedule's
+    /// boundary is checked at the parameters of its start.
     pub fn strictest(&self) -> Policy {
-        self.policies
+        self.in_force
             .iter()
             .copied()
             .reduce(|a, b| a.strictest(&b))
