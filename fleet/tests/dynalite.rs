@@ -208,3 +208,63 @@ fn fleet_status_shows_the_reservation_and_hosts() {
         assert_eq!(k.reserved_ahead_ms, 700);
     });
 }
+
+#[test]
+fn a_calendar_on_the_item_round_trips_through_dynamodb_and_fleet_status_shows_it() {
+    use tollgate_quota::fleet::{Declaration, Declared};
+    use tollgate_quota::{PolicyTable, WallClock};
+    block_on_local(async {
+        let store = new_table("calendar").await;
+        let shared: Arc<dyn FleetStore> = Arc::new(store.clone());
+        let clock = ManualClock::at(T0);
+        let key = "aws/1/us-east-1/kms:ListKeys".to_string();
+        let declare = |json: &str| {
+            let name = "kms:ListKeys".parse().unwrap();
+            let t = PolicyTable::with_overrides(json, "test").unwrap();
+            Declared {
+                declaration: Declaration::new(
+                    t.policy_for_name(&name),
+                    t.read_time_for_name(&name).cloned(),
+                ),
+                anchor: WallClock::UNIX_EPOCH,
+            }
+        };
+        let allowance = declare(
+            r#"{"kms:ListKeys": {"ratePerSecond": 10, "burst": 10,
+                "allowance": {"amount": 7, "resets": "0 0 * * *", "timezone": "Europe/Berlin"}}}"#,
+        );
+        let slower = declare(r#"{"kms:ListKeys": {"ratePerSecond": 5, "burst": 5}}"#);
+        let take = |host: &str, wanted: u64, d: &Declared| {
+            let mut r = block(host, wanted);
+            r.declared = Some(d.clone());
+            exchange(shared.clone(), key.clone(), r, clock.clone(), None)
+        };
+        let (g, _, _) = take("a", 5, &allowance).await.unwrap();
+        assert_eq!(g.run.count, 5);
+        let (g, written, _) = take("b", 5, &slower).await.unwrap();
+        assert_eq!(
+            g.run.count, 2,
+            "the allowance's 7 is the fleet's, not each host's"
+        );
+        assert_eq!(g.rate, 5.0, "the stricter host's rate is in force");
+        let read = shared.get(&key).await.unwrap().expect("the item");
+        assert_eq!(read, written, "the calendar round-trips through the table");
+        let counter = read.item.calendar.as_ref().unwrap().allowance.unwrap();
+        assert_eq!(counter.consumed_total(), 7);
+        let (g, _, _) = take("a", 1, &allowance).await.unwrap();
+        assert_eq!(g.run.count, 0, "the period is spent");
+        let status = tollgate_fleet::status::fleet_status(&store, Timestamp::from_micros(T0))
+            .await
+            .unwrap();
+        let calendar = status.keys[0].calendar.as_ref().expect("a calendar");
+        assert_eq!(calendar.disagreeing_hosts, ["a", "b"]);
+        assert_eq!(calendar.effective.rate, 5.0);
+        let a = calendar.effective.allowance.as_ref().unwrap();
+        assert_eq!((a.amount, a.used, a.remaining), (7, 7, 0));
+        let text = tollgate_fleet::status::render(&status);
+        assert!(
+            text.contains("a declares") && text.contains("b declares"),
+            "{text}"
+        );
+    });
+}
