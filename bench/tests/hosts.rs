@@ -102,3 +102,45 @@ fn hosts_sharing_one_table_keep_the_bucket_bound() {
         "no DynamoDB request reached the table: {json:#}"
     );
 }
+
+#[test]
+fn a_policy_file_sets_the_keys_policy_on_every_host_and_the_bound_is_checked_at_it() {
+    let url = dynalite_url();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("slow.toml");
+    // The file's 10/s burst 2 wins over --rate 20 --burst 5, and a schedule matching
+    // every minute lowers it to 5/s burst 2 on every host: 30 grants take about 5.6 s.
+    std::fs::write(
+        &file,
+        "[\"bench:Shared\"]\nratePerSecond = 10\nburst = 2\n\
+         schedule = [{ cron = \"* * * * *\", timezone = \"UTC\", ratePerSecond = 5 }]\n",
+    )
+    .unwrap();
+    let logs = tmp.path().join("logs");
+    let (out, json) = bench_hosts(
+        &[
+            "--requests",
+            "15",
+            "--endpoint-url",
+            &url,
+            "--policy-file",
+            file.to_str().unwrap(),
+        ],
+        &logs,
+    );
+    assert!(
+        out.status.success(),
+        "status {}, stderr:\n{}\n{json:#}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json["rate_per_second"], 5.0, "{json:#}");
+    assert_eq!(json["burst"], 2.0, "{json:#}");
+    assert_eq!(json["bucket_bound_ok"], true, "{json:#}");
+    assert_eq!(json["admissions"], 30, "{json:#}");
+    let elapsed = json["elapsed_s"].as_f64().unwrap();
+    assert!(
+        elapsed >= (30.0 - 2.0 - 5.0) / 5.0,
+        "at most 5/s (and the 1 s skew term): {json:#}"
+    );
+}
