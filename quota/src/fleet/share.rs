@@ -6,9 +6,11 @@
 //!
 //! A key with a fleet allowance divides it the same way (issue 23): the rest of the
 //! current period, as the last grant left it, over the hosts seen (rounded down), and
-//! after each reset the amount over the hosts. With every host degraded no period admits
-//! more than the allowance; a host that cannot reach the table waits for the reset like
-//! any caller once its part is spent.
+//! after each reset the amount over the hosts. With every host degraded a later period
+//! admits at most the amount; the period of the failure at most the amount plus what
+//! other hosts charged after each host's last grant (each divides the remaining it last
+//! saw). A host that cannot reach the table waits for the reset like any caller once its
+//! part is spent.
 
 use crate::bucket::TokenBucket;
 use crate::fleet::calendar::AllowanceSeen;
