@@ -368,6 +368,7 @@ impl HostLedger {
             rate: policy.rate_per_second() * self.factor,
             hosts: self.hosts_seen,
             refresh: self.config.refresh_for(self.hosts_seen),
+            cap: self.config.block_cap_for(self.hosts_seen),
         };
         let wanted = self.sizing.demand.block_size(&hints, now);
         self.sizing.last_size = wanted;

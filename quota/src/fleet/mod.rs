@@ -155,6 +155,17 @@ impl FleetConfig {
         self.refresh.mul_f64(ratio.powf(1.5))
     }
 
+    /// The most of the fleet rate one block may hold, for a host among `hosts` seen: its
+    /// refresh up to [`HOSTS_PER_REFRESH`] hosts (as before issue 23), beyond that the
+    /// larger of [`FleetConfig::refresh`] and twice its share of a refresh. Without the
+    /// cap a host that just spent a block fast asks for a refresh of the *fleet* rate
+    /// (8 s at 16 hosts) and pushes every other host's next block past the horizon.
+    pub fn block_cap_for(&self, hosts: usize) -> Duration {
+        let refresh = self.refresh_for(hosts);
+        let share = refresh.mul_f64(2.0 / hosts.max(1) as f64);
+        refresh.min(share.max(self.refresh))
+    }
+
     /// [`FleetConfig::horizon`] for a host among `hosts` seen: two of its refreshes.
     pub fn horizon_for(&self, hosts: usize) -> Duration {
         (self.refresh_for(hosts) * 2).max(HORIZON_MIN)

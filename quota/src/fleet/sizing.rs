@@ -42,6 +42,10 @@ pub struct SizeHints {
     pub hosts: usize,
     /// The refresh interval the block should last.
     pub refresh: Duration,
+    /// At most this much of the fleet rate in one block (the refresh up to 4 hosts
+    /// seen; beyond, about twice the host's share, so one host's block does not push the
+    /// others' past the horizon).
+    pub cap: Duration,
 }
 
 impl DemandMeter {
@@ -62,7 +66,8 @@ impl DemandMeter {
     /// refresh of the fleet rate (or the head's cost if larger).
     pub fn block_size(&self, hints: &SizeHints, now: Timestamp) -> u64 {
         let refresh = hints.refresh.as_secs_f64();
-        let max = ((hints.rate * refresh).ceil() as u64).max(1);
+        let cap = hints.cap.min(hints.refresh).as_secs_f64();
+        let max = ((hints.rate * cap).ceil() as u64).max(1);
         let share = ((hints.rate * refresh / hints.hosts.max(1) as f64).ceil() as u64).max(1);
         let recent = (self.rate_at(now) * refresh).ceil() as u64;
         let grown = if hints.last_spent {
@@ -92,6 +97,7 @@ mod tests {
             rate,
             hosts,
             refresh: Duration::from_secs(1),
+            cap: Duration::from_secs(1),
         }
     }
 
