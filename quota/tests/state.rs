@@ -195,3 +195,38 @@ fn graceful_record_resumes_exactly() {
         }
     );
 }
+
+#[test]
+fn an_unsent_grant_refunded_gives_its_tokens_and_retry_unit_back_but_never_past_burst() {
+    // Window limit 10 in a second, so the bucket (burst 5) is what binds.
+    let mut s = QuotaState::new(Policy::new(10.0, 5.0, 10, 3).unwrap(), ms(0));
+    let r = reserve(&mut s, ms(0));
+    let five = AdmitRequest {
+        reservation: r,
+        cost: 5,
+        retry: true,
+    };
+    let Admission::Granted(g) = s.admit(&five, ms(0)) else {
+        panic!("a full bucket admits its burst")
+    };
+    assert!(g.retry_spent);
+    assert_eq!(s.retry_units(), 2);
+    assert!(matches!(
+        s.admit(&five, ms(0)),
+        Admission::NotUntil {
+            reason: WaitReason::Tokens,
+            ..
+        }
+    ));
+    s.refund_unsent(5, g.retry_spent, ms(0));
+    assert_eq!(s.retry_units(), 3);
+    assert!(matches!(s.admit(&five, ms(0)), Admission::Granted(_)));
+    // 200 ms later 2 tokens are back; a refund of 5 tops the bucket up to 5, not 7.
+    s.refund_unsent(5, false, ms(200));
+    assert_eq!(s.snapshot(ms(200)).tokens, 5.0);
+    assert!(matches!(s.admit(&five, ms(200)), Admission::Granted(_)));
+    assert!(matches!(
+        s.admit(&five, ms(200)),
+        Admission::NotUntil { .. }
+    ));
+}
