@@ -19,12 +19,12 @@
 //! 3. granted: both were charged at the same admission instant (no time passes on the
 //!    coordinator's clock between two in-process messages; on the real clock, the length
 //!    of one actor round trip). Not granted: the lead's grant is refunded
-//!    ([`Refund`](crate::messages::Refund): tokens back, capped at the burst; retry unit
-//!    back), and the other key becomes the lead, so the next round waits in *its* FIFO.
+//!    ([`Refund`](crate::messages::Refund): tokens back, capped at the burst; its start
+//!    out of the rolling window; retry unit back), and the other key becomes the lead,
+//!    so the next round waits in *its* FIFO.
 //!
 //! A refund only returns what was never sent, so neither key ever admits more than its
-//! policy allows; the window keeps the refunded start and the lease its charge, which
-//! errs toward admitting less. Each failed round means the other key was granted to
+//! policy allows; the lease keeps its charge, which errs toward admitting less. Each failed round means the other key was granted to
 //! someone else, so the system makes progress; a lone caller passes in the first round.
 //! The budget's slot (it is a key like any other, with a concurrency) is held only for
 //! the pairing and released when it ends, also when the caller goes away mid-way.
@@ -181,7 +181,7 @@ impl LocalAdmission {
         match self.actor(key, policy, false).await {
             Ok(actor) => actor.do_send(Refund {
                 cost: request.cost,
-                retry_spent: grant.retry_spent,
+                grant,
             }),
             // The actor is gone: its grant stays charged, which only admits less.
             Err(e) => {

@@ -6,13 +6,14 @@
 //! than held, so neither key's charges drift apart from when bytes go out.
 
 use actix::Message;
+use tollgate_quota::Grant;
 
-/// Put a never-sent grant's tokens (and retry unit, if it spent one) back.
+/// Put a never-sent grant's tokens, window start and retry unit (if it spent one) back.
 #[derive(Debug, Clone, Copy, Message)]
 #[rtype(result = "()")]
 pub struct Refund {
     /// The grant's cost.
     pub cost: u32,
-    /// Whether the grant spent a retry unit.
-    pub retry_spent: bool,
+    /// The grant (when it was admitted, whether it spent a retry unit).
+    pub grant: Grant,
 }

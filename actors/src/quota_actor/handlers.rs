@@ -68,7 +68,7 @@ impl Handler<Refund> for QuotaActor {
     type Result = ();
     fn handle(&mut self, msg: Refund, ctx: &mut Context<Self>) {
         let now = self.deps.clock.now();
-        self.state.refund_unsent(msg.cost, msg.retry_spent, now);
+        self.state.refund_unsent(msg.cost, &msg.grant, now);
         self.poll(ctx);
     }
 }
