@@ -280,3 +280,119 @@ fn two_processes_pages_are_paced_by_the_datapoint_budget_and_the_request_bound_h
         assert_eq!(older.state.policy.rate_per_second(), DATAPOINT_RATE);
     });
 }
+
+/// One process's gate over a fresh coordinator, and what its transport sent.
+fn one_process(clock: Arc<TokioClock>) -> (AdmissionHandle, AwsGate, Sent) {
+    let handle = start_in_current_system(RuntimeConfig::simulated(owner(100)), clock);
+    let sent: Sent = Arc::default();
+    let gate = gate(
+        handle.clone(),
+        transport(sent.clone(), 0),
+        &MemoryTelemetry::new(),
+    );
+    (handle, gate, sent)
+}
+
+/// `series` one-minute series over the two hours before START: `recent-datapoints`.
+fn recent_page(series: usize) -> MetricDataRequest {
+    let now_ms = WallClock::from_timestamp(START, WallClock::UNIX_EPOCH).unix_millis();
+    MetricDataRequest {
+        start_time_ms: Some(now_ms - 2 * 3_600_000),
+        end_time_ms: Some(now_ms),
+        max_datapoints: None,
+        queries: vec![MetricQuery::metric_stat(60); series],
+    }
+}
+
+#[test]
+fn a_page_waiting_for_datapoints_that_is_cancelled_never_goes_and_leaves_no_slot_held() {
+    paused_system().block_on(async {
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let (handle, gate, sent) = one_process(clock.clone());
+        let client = sts_client(clock);
+        let page7000 = daily_page(500);
+        // The first page takes 7,000 of the 10,000 burst; the second needs 4,000 more.
+        page(&gate, &client, &page7000).await.unwrap();
+        let mut ctx = context();
+        let cancel = ctx.cancel.clone();
+        ctx.deadline = monotonic_now() + Duration::from_secs(60);
+        let waiting = {
+            let client = client.clone();
+            let request = page7000.clone();
+            let gate = gate.clone();
+            tokio::spawn(async move {
+                gate.call_metric_data(&ctx, REGION, &request, move |http| {
+                    client
+                        .get_caller_identity()
+                        .customize()
+                        .config_override(aws_sdk_sts::Config::builder().http_client(http))
+                        .send()
+                })
+                .await
+                .map(|_| ())
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        cancel.cancel();
+        let error = waiting.await.unwrap().unwrap_err();
+        assert_eq!(error.kind(), tollgate_engine::aws::CallErrorKind::Cancelled);
+        assert_eq!(
+            sent.lock().unwrap().len(),
+            1,
+            "the cancelled page never went"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        for key in handle.status().await.unwrap() {
+            assert_eq!(key.state.reservations, 0, "{}", key.key);
+            assert_eq!(key.waiting_for_admission, 0, "{}", key.key);
+        }
+    });
+}
+
+#[test]
+fn a_page_whose_bound_exceeds_the_budgets_burst_is_refused_unsent() {
+    paused_system().block_on(async {
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let (_handle, gate, sent) = one_process(clock.clone());
+        let client = sts_client(clock);
+        // An expression reserves the whole page cap, 100,800 > the burst of 10,000.
+        let mut request = daily_page(1);
+        request.queries.push(MetricQuery::Expression);
+        let error = page(&gate, &client, &request).await.unwrap_err();
+        assert_eq!(error.kind(), tollgate_engine::aws::CallErrorKind::Admission);
+        assert!(error.to_string().contains("exceeds the burst"), "{error}");
+        assert!(sent.lock().unwrap().is_empty());
+    });
+}
+
+#[test]
+fn recent_pages_are_not_held_back_by_an_exhausted_older_budget() {
+    paused_system().block_on(async {
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let (_handle, gate, sent) = one_process(clock.clone());
+        let client = sts_client(clock);
+        let start = monotonic_now();
+        // Older: 7,000 at 0, then the next 7,000 not before 400 ms. Recent (180,000/s):
+        // 120 × 3 at once, paced only by the request key (5/s burst 1).
+        let (older, recent) = (daily_page(500), recent_page(3));
+        let (a, b, c) = tokio::join!(
+            page(&gate, &client, &older),
+            page(&gate, &client, &older),
+            page(&gate, &client, &recent),
+        );
+        (a.unwrap(), b.unwrap(), c.unwrap());
+        let at: Vec<Duration> = sent.lock().unwrap().iter().map(|s| s.0 - start).collect();
+        assert_eq!(at.len(), 3);
+        assert_eq!(at[0], Duration::ZERO, "{at:?}");
+        assert_eq!(
+            at[1],
+            Duration::from_millis(200),
+            "the recent page, at the request key's pace: {at:?}"
+        );
+        assert_eq!(
+            at[2],
+            Duration::from_millis(400),
+            "the second older page, at the datapoints' pace: {at:?}"
+        );
+    });
+}
