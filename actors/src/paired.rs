@@ -24,7 +24,11 @@
 //!    so the next round waits in *its* FIFO.
 //!
 //! A refund only returns what was never sent, so neither key ever admits more than its
-//! policy allows; the lease keeps its charge, which errs toward admitting less. Each failed round means the other key was granted to
+//! policy allows; the lease keeps its charge, and in fleet mode the table tokens the
+//! grant spent from the host's hand stay spent (which token to give back is not known
+//! exactly, and the wrong one could be spent twice), both of which err toward admitting
+//! less: contended pairing in fleet mode wastes table capacity (actors/tests/fleet.rs
+//! measures 29.9 s for what the budget key alone does in 12.6 s), never over-admits. Each failed round means the other key was granted to
 //! someone else, so the system makes progress; a lone caller passes in the first round.
 //! The budget's slot (it is a key like any other, with a concurrency) is held only for
 //! the pairing and released when it ends, also when the caller goes away mid-way.
