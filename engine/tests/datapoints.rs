@@ -380,7 +380,9 @@ fn recent_pages_are_not_held_back_by_an_exhausted_older_budget() {
             page(&gate, &client, &older),
             page(&gate, &client, &recent),
         );
-        (a.unwrap(), b.unwrap(), c.unwrap());
+        for result in [a, b, c] {
+            result.unwrap();
+        }
         let at: Vec<Duration> = sent.lock().unwrap().iter().map(|s| s.0 - start).collect();
         assert_eq!(at.len(), 3);
         assert_eq!(at[0], Duration::ZERO, "{at:?}");
