@@ -841,7 +841,8 @@ mod tests {
             g
         };
         // (case, the grant's disagreeing hosts, the warning)
-        let table: &[(&str, &[&str], Option<&[&str]>)] = &[
+        type Case<'a> = (&'a str, &'a [&'a str], Option<&'a [&'a str]>);
+        let table: &[Case] = &[
             ("all agree: nothing to say", &[], None),
             ("host b differs: warn naming it", &["b"], Some(&["b"])),
             ("the same again: no second warning", &["b"], None),
