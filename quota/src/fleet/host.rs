@@ -833,6 +833,55 @@ mod tests {
     }
 
     #[test]
+    fn hosts_that_declare_another_calendar_are_warned_about_once_per_change() {
+        let mut l = ledger(OnError::Stop);
+        let with = |hosts: &[&str]| {
+            let mut g = grant(1, 200);
+            g.disagreeing = hosts.iter().map(|h| h.to_string()).collect();
+            g
+        };
+        // (case, the grant's disagreeing hosts, the warning)
+        type Case<'a> = (&'a str, &'a [&'a str], Option<&'a [&'a str]>);
+        let table: &[Case] = &[
+            ("all agree: nothing to say", &[], None),
+            ("host b differs: warn naming it", &["b"], Some(&["b"])),
+            ("the same again: no second warning", &["b"], None),
+            (
+                "c joins b: warn naming both",
+                &["b", "c"],
+                Some(&["b", "c"]),
+            ),
+            ("they agree again: nothing, and view clears", &[], None),
+            ("b differs again: warned anew", &["b"], Some(&["b"])),
+        ];
+        for (case, hosts, warning) in table {
+            let got = l.disagreement(&with(hosts));
+            let want = warning.map(|w| w.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+            assert_eq!(got, want, "{case}");
+            assert_eq!(l.view().declarations_differ.len(), hosts.len(), "{case}");
+        }
+    }
+
+    #[test]
+    fn the_refresh_grows_with_the_hosts_seen_beyond_four_and_blocks_stay_near_a_share() {
+        let c = FleetConfig::default();
+        // (hosts seen, refresh ms, horizon ms, block cap ms of the fleet rate)
+        let table = [
+            (1, 1_000, 2_000, 1_000),
+            (4, 1_000, 2_000, 1_000),
+            (8, 2_828, 5_656, 1_000),
+            (16, 8_000, 16_000, 1_000),
+            (64, 64_000, 128_000, 2_000),
+        ];
+        for (hosts, refresh, horizon, cap) in table {
+            let ms = |d: Duration| d.as_millis() as u64;
+            assert_eq!(ms(c.refresh_for(hosts)), refresh, "{hosts} hosts");
+            assert_eq!(ms(c.horizon_for(hosts)), horizon, "{hosts} hosts");
+            assert_eq!(ms(c.block_cap_for(hosts)), cap, "{hosts} hosts");
+        }
+    }
+
+    #[test]
     fn the_rejoin_backoff_doubles_up_to_its_cap() {
         let table = [
             (1, 250),
