@@ -271,7 +271,7 @@ fn a_datapoint_budgets_schedule_paces_paired_get_metric_data_admissions() {
         let calendar = status
             .iter()
             .find(|k| k.key == budget.to_string())
-            .and_then(|k| k.calendar.clone())
+            .and_then(|k| k.calendar)
             .expect("the budget reports its calendar");
         assert_eq!(calendar.entry, Some(0));
     });
