@@ -20,7 +20,7 @@ use crate::engine::Engine;
 use crate::output::DiscoveryReport;
 use crate::request::{DiscoveryRequest, RequestError};
 use crate::supervisor::{
-    AwaitReport, CancelScan, StartScan, Supervisor, SupervisorDeps, UnknownScan,
+    AwaitReport, CancelScan, ForgetScan, StartScan, Supervisor, SupervisorDeps, UnknownScan,
 };
 use crate::throttling::ScanTelemetry;
 
@@ -113,12 +113,19 @@ impl Discovery {
         })
     }
 
-    /// Run one scan to the end.
+    /// Run one scan to the end. The supervisor forgets the scan once its report is
+    /// here (nobody else holds its id), so a long-lived runtime running scan after scan
+    /// holds none of their reports.
     pub async fn discover(
         &self,
         request: DiscoveryRequest,
     ) -> Result<DiscoveryReport, DiscoveryError> {
-        self.start_scan(request).await?.report().await
+        let scan = self.start_scan(request).await?;
+        let report = scan.report().await;
+        if report.is_ok() {
+            self.supervisor.send(ForgetScan(scan.id())).await?;
+        }
+        report
     }
 
     /// Stop the actor thread (scans still running are dropped).

@@ -57,6 +57,21 @@ pub struct UnknownScan(pub ScanId);
 #[rtype(result = "bool")]
 pub struct ForgetScan(pub ScanId);
 
+/// How many scans the supervisor holds, and how many of those still hold their setup
+/// (SDK configuration, credentials, gate): what a long-lived runtime keeps per scan.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "ScanCount")]
+pub struct CountScans;
+
+/// The answer to [`CountScans`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanCount {
+    /// Scans running, or finished and not yet forgotten.
+    pub scans: usize,
+    /// Of those, the ones holding their setup (only running ones should).
+    pub holding_setup: usize,
+}
+
 /// A collector finished its dataset.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]

@@ -20,6 +20,14 @@
 //! breaker since the last look ([`crate::throttling`]): how far their keys' rates were cut
 //! and whether their breakers opened is not in any attempt event.
 //!
+//! Memory: a scan's entry lives until `ForgetScan` (the service sends it once the report
+//! is stored; [`Discovery::discover`](crate::discovery::Discovery::discover) once it has
+//! the report), but what grows with the accounts and regions it touched does not: the
+//! collectors (and the SDK clients they built per region) stop with their datasets, and
+//! the scan's setup (SDK configuration and credentials, gate) is dropped as the report is
+//! assembled. What stays until forgotten is the request, the progress counters (one per
+//! dataset) and the report.
+//!
 //! Cancellation (`CancelScan`) fires the scan's token (in-flight requests abort, queued
 //! attempts never dispatch), removes the scan's queued admission waiters with
 //! `AdmissionHandle::cancel_scope`, and still delivers what was collected, unfinished
@@ -42,8 +50,8 @@ use tollgate_actors::clock::monotonic_now;
 use tollgate_quota::Timestamp;
 
 pub use messages::{
-    AwaitReport, CancelScan, DatasetFinished, ForgetScan, GetProgress, ScanStarted, StartScan,
-    UnknownScan,
+    AwaitReport, CancelScan, CountScans, DatasetFinished, ForgetScan, GetProgress, ScanCount,
+    ScanStarted, StartScan, UnknownScan,
 };
 
 use crate::aws::{CallContext, ScanId};
@@ -274,6 +282,10 @@ impl Supervisor {
             let _ = waiter.send(Ok(report.clone()));
         }
         scan.finished = Some(report);
+        // The report holds what it needs of the setup: the SDK configuration (credential
+        // cache included), the gate and an unresolved scan's isolated admission go now,
+        // not when the scan is forgotten (which an embedder may never ask for).
+        scan.setup = None;
     }
 }
 
@@ -460,6 +472,17 @@ impl Handler<ForgetScan> for Supervisor {
             self.scans.remove(&msg.0);
         }
         MessageResult(finished)
+    }
+}
+
+impl Handler<CountScans> for Supervisor {
+    type Result = MessageResult<CountScans>;
+
+    fn handle(&mut self, _: CountScans, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(ScanCount {
+            scans: self.scans.len(),
+            holding_setup: self.scans.values().filter(|s| s.setup.is_some()).count(),
+        })
     }
 }
 
