@@ -36,6 +36,7 @@ fn unstarted_report(
         account: None,
         identity_note: None,
         regions: record.regions.clone(),
+        regions_reason: None,
         started_at: at.clone(),
         finished_at: at,
         datasets: record
