@@ -118,6 +118,7 @@ mod tests {
             ListedAccount::new(A, "ACTIVE"),
         ];
         use SkipReason::*;
+        #[allow(clippy::type_complexity)] // a table: filter, scanned, skipped
         let rows: &[(AccountFilter, &[&str], &[(&str, SkipReason)])] = &[
             (filter(&[], &[]), &[A, C], &[(B, Suspended)]),
             (filter(&[], &[A]), &[C], &[(A, Excluded), (B, Suspended)]),
