@@ -1,7 +1,10 @@
 //! The live page in a real browser: headless Chromium (Debian's `chromium`, which
 //! `scripts/test` installs when missing) loads `/?token=...` from a running service,
 //! follows the redirect that moves the token into an HttpOnly cookie, runs the page's
-//! script, and the rendered DOM must show a running scan's id and its datasets.
+//! script, and the rendered DOM must show a running scan's id and its datasets, one group
+//! per account (moto's base account, where the scan runs, and a role's account, scanned
+//! just before), and a chart of every quota key's recent admissions in its account's
+//! group.
 
 mod service_support;
 
@@ -9,12 +12,16 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use service_support::{http, Dirs, Serve};
-use tollgate_testkit::moto::moto;
+use tollgate_testkit::moto::{moto, MOTO_ACCOUNT};
 use tollgate_testkit::unique_prefix;
 
 /// One DynamoDB control-plane call every two seconds: the scan stays running while the
 /// browser starts and renders.
 const SLOW_DYNAMODB: &str = r#"{"dynamodb:control-plane-read":{"ratePerSecond":0.5,"burst":1}}"#;
+
+/// A second account: moto's `AssumeRole` hands out its credentials.
+const ROLE_ACCOUNT: &str = "111111111111";
+const ROLE: &str = "arn:aws:iam::111111111111:role/scanner";
 
 fn chromium() -> PathBuf {
     let found = std::env::var_os("PATH").and_then(|paths| {
@@ -41,6 +48,20 @@ fn a_running_scan_and_its_datasets_appear_in_the_rendered_page() {
         &[],
         &[("TOLLGATE_QUOTA_OVERRIDES", SLOW_DYNAMODB)],
     );
+    // The role's account first: a quick scan that leaves its quota keys behind.
+    let role_body = format!(
+        r#"{{"regions":["us-east-1"],"datasets":["lambda-functions"],"endpoint_url":"{}","role_arn":"{ROLE}"}}"#,
+        moto.url
+    );
+    let (code, answer) = serve.json("POST", "/v1/scans", Some(&role_body));
+    assert_eq!(code, 202, "{answer}");
+    let role_scan = answer["scan_id"].as_str().unwrap().to_string();
+    let finished = serve.wait_for(
+        &role_scan,
+        &["complete", "partial", "failed"],
+        std::time::Duration::from_secs(120),
+    );
+    assert_eq!(finished, "complete");
     let body = format!(
         r#"{{"regions":["us-east-1"],"datasets":["dynamodb-tables"],"endpoint_url":"{}","timeout":"100s"}}"#,
         moto.url
@@ -49,6 +70,51 @@ fn a_running_scan_and_its_datasets_appear_in_the_rendered_page() {
     assert_eq!(code, 202, "{answer}");
     let scan_id = answer["scan_id"].as_str().unwrap().to_string();
     assert_eq!(serve.status_of(&scan_id), "running");
+
+    // Wait until the running scan has been admitted once: its account is known then.
+    let mut known = serde_json::Value::Null;
+    for _ in 0..100 {
+        known = serve.json("GET", &format!("/v1/scans/{scan_id}"), None).1;
+        if known["accounts"] == serde_json::json!([MOTO_ACCOUNT]) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        known["accounts"],
+        serde_json::json!([MOTO_ACCOUNT]),
+        "{known}"
+    );
+    assert_eq!(known["account"], MOTO_ACCOUNT, "{known}");
+    let (code, quotas) = serve.json("GET", "/v1/quotas", None);
+    assert_eq!(code, 200, "{quotas}");
+    let keys: Vec<(String, String)> = quotas["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["account"].as_str().unwrap().to_string(),
+                k["key"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for account in [MOTO_ACCOUNT, ROLE_ACCOUNT] {
+        assert!(
+            keys.iter().any(|(a, _)| a == account),
+            "{account} has quota keys: {quotas}"
+        );
+    }
+    assert!(
+        quotas["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["activity"]["admitted"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|n| n.as_u64() > Some(0)))),
+        "some key has recent admissions: {quotas}"
+    );
 
     // Without the token the page is refused.
     assert_eq!(http(&serve.addr, "GET", "/", None, None).0, 401);
@@ -85,6 +151,30 @@ fn a_running_scan_and_its_datasets_appear_in_the_rendered_page() {
         dom.contains("data-dataset=\"dynamodb-tables\""),
         "its dataset is shown:\n{dom}"
     );
+    // One group per account, the running scan in its account's group, and a chart per
+    // quota key inside its account's group.
+    let group_of = |account: &str| {
+        let start = dom
+            .find(&format!(
+                "<section class=\"account\" data-account=\"{account}\">"
+            ))
+            .unwrap_or_else(|| panic!("a group for account {account}:\n{dom}"));
+        let end = dom[start..]
+            .find("</section>")
+            .map_or(dom.len(), |e| start + e);
+        &dom[start..end]
+    };
+    assert!(
+        group_of(MOTO_ACCOUNT).contains(&format!("data-scan-id=\"{scan_id}\"")),
+        "the running scan is in its account's group:\n{dom}"
+    );
+    for (account, key) in &keys {
+        assert!(
+            group_of(account).contains(&format!("<svg class=\"chart\" data-key=\"{key}\"")),
+            "a chart for {key} in {account}'s group:\n{dom}"
+        );
+    }
+    assert!(dom.contains("<polyline class=\"admitted\""), "{dom}");
     assert!(
         !dom.contains(&serve.token),
         "the token does not stay in the page"

@@ -199,6 +199,15 @@ impl AdmissionHandle {
         }
     }
 
+    /// The counts of the quota actors' per-key and per-scope structures (see
+    /// [`Footprint`](crate::Footprint)); `None` in a client, whose coordinator holds them.
+    pub async fn footprint(&self) -> Option<Result<crate::Footprint, AdmissionError>> {
+        match self.as_local() {
+            Some(local) => Some(local.footprint().await),
+            None => None,
+        }
+    }
+
     /// Stop admitting through this handle. In the coordinator: retire every quota actor
     /// (saving graceful records) and flush the store; requests still waiting are answered
     /// `Stopped`. In a client: close the connection (and hand over any coordinator role this

@@ -24,6 +24,10 @@
 //!   edge, shared), and the admission request that travels with it.
 //! - `wait`: [`WaitOptions`], how long a caller waits and in which cancellation scope
 //!   (every layer carries it, so it depends on none of them).
+//! - `actor_cache`: the actor addresses the in-process backend remembers, pruned of
+//!   evicted actors so it holds only the keys in use.
+//! - `footprint`: [`Footprint`], the counts of per-key and per-scope structures (live
+//!   actors, cached addresses, breaker scopes), for tests and `bench org`.
 //! - [`runtime`]: the dedicated actor thread, or start-in-current-system for tests.
 //! - [`clock`]: `TokioClock` and `monotonic_now`, the one place real time is read
 //!   (`clippy.toml` disallows every other clock read).
@@ -46,6 +50,7 @@
 //!   the block exchange, the host id, the [`FleetSpec`] a coordinator spec carries.
 #![forbid(unsafe_code)]
 
+mod actor_cache;
 mod backend;
 pub mod breaker_board;
 mod cleanup;
@@ -54,6 +59,7 @@ pub mod closable_store;
 pub mod coordinator;
 mod error;
 pub mod fleet;
+mod footprint;
 pub mod handle;
 pub mod join;
 mod key;
@@ -76,6 +82,7 @@ pub use clock::TokioClock;
 pub use coordinator::Coordinator;
 pub use error::{AdmissionError, CoordinationErrorKind, StoreFailure, StoreFailureKind};
 pub use fleet::{FleetSetup, FleetSpec, FleetStore};
+pub use footprint::Footprint;
 pub use handle::{AdmissionHandle, BreakerUse, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
 pub use key::CanonicalKey;

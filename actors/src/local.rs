@@ -7,7 +7,6 @@
 //! because the server acts for many processes (and their connections) through one set of
 //! actors; the in-process handle passes its own.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -16,7 +15,9 @@ use futures_util::FutureExt;
 use tokio::sync::oneshot;
 use tollgate_quota::{AdmitRequest, BreakerScope, Clock, Grant, Owner, Passage, Policy, Timestamp};
 
+use crate::actor_cache::ActorCache;
 use crate::breaker_board::BreakerBoard;
+use crate::footprint::{CountActors, CountScopes, Footprint};
 use crate::key::CanonicalKey;
 use crate::messages::{
     Admit, BreakerPass, BreakerReport, Breakers, CancelScope, Feedback, Pause, Release, Reserve,
@@ -59,7 +60,8 @@ impl Caller {
 pub(crate) struct LocalAdmission {
     registry: Addr<Registry>,
     breakers: Addr<BreakerBoard>,
-    actors: Mutex<HashMap<CanonicalKey, Addr<QuotaActor>>>,
+    /// Addresses of actors looked up before (they forget evicted ones: `actor_cache`).
+    actors: Mutex<ActorCache>,
     clock: Arc<dyn Clock>,
     owner: Owner,
     persister: Persister,
@@ -81,7 +83,7 @@ impl LocalAdmission {
         LocalAdmission {
             registry,
             breakers,
-            actors: Mutex::new(HashMap::new()),
+            actors: Mutex::new(ActorCache::new(clock.now())),
             clock,
             owner,
             persister,
@@ -105,7 +107,7 @@ impl LocalAdmission {
         LocalAdmission {
             registry: self.registry.clone(),
             breakers: self.breakers.clone(),
-            actors: Mutex::new(HashMap::new()),
+            actors: Mutex::new(ActorCache::new(self.clock.now())),
             clock: self.clock.clone(),
             owner,
             persister: self.persister.clone(),
@@ -141,10 +143,9 @@ impl LocalAdmission {
         fresh: bool,
     ) -> Result<Addr<QuotaActor>, AdmissionError> {
         if !fresh {
-            if let Some(addr) = self.actors.lock().ok().and_then(|m| m.get(key).cloned()) {
-                if addr.connected() {
-                    return Ok(addr);
-                }
+            let now = self.now();
+            if let Some(addr) = self.actors.lock().ok().and_then(|mut m| m.get(key, now)) {
+                return Ok(addr);
             }
         }
         let addr = self
@@ -156,7 +157,7 @@ impl LocalAdmission {
             .await
             .map_err(|_| AdmissionError::Stopped)?;
         if let Ok(mut m) = self.actors.lock() {
-            m.insert(key.clone(), addr.clone());
+            m.insert(key.clone(), addr.clone(), self.now());
         }
         Ok(addr)
     }
@@ -383,6 +384,18 @@ impl LocalAdmission {
             reply,
         });
         rx.await.map_err(|_| AdmissionError::Stopped)?
+    }
+
+    /// The counts of the per-key and per-scope structures now.
+    pub(crate) async fn footprint(&self) -> Result<Footprint, AdmissionError> {
+        let live_actors = self.registry.send(CountActors).await;
+        let breaker_scopes = self.breakers.send(CountScopes).await;
+        let cached_addresses = self.actors.lock().map(|m| m.len()).unwrap_or(0);
+        Ok(Footprint {
+            live_actors: live_actors.map_err(|_| AdmissionError::Stopped)?,
+            cached_addresses,
+            breaker_scopes: breaker_scopes.map_err(|_| AdmissionError::Stopped)?,
+        })
     }
 
     /// Cancel queued waiters on every key.

@@ -19,6 +19,7 @@ use actix::{
 use futures_util::future::join_all;
 use tollgate_quota::{Policy, QuotaRecord, QuotaState};
 
+use crate::footprint::CountActors;
 use crate::key::CanonicalKey;
 use crate::messages::{Cancel, CancelScope, KeyStatus, ReleaseOwner, Status};
 use crate::quota_actor::{ActorDeps, QuotaActor, Retire};
@@ -122,11 +123,20 @@ impl Actor for Registry {
                 .map(move |stopped, act: &mut Registry, _| {
                     if matches!(stopped, Ok(true)) {
                         act.actors.remove(&key);
+                        shrink_if_sparse(&mut act.actors);
                     }
                 });
                 ctx.spawn(fut);
             }
         });
+    }
+}
+
+/// Give a map's spare room back once it is mostly empty (after an organization's keys
+/// were evicted, the table they filled would otherwise stay at its peak size).
+pub(crate) fn shrink_if_sparse<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>) {
+    if map.capacity() > 4 * map.len() + 64 {
+        map.shrink_to(2 * map.len());
     }
 }
 
@@ -149,6 +159,13 @@ impl Handler<Lookup> for Registry {
         let addr = self.spawn_actor(&msg.key, msg.policy);
         self.actors.insert(msg.key, addr.clone());
         actix::MessageResult(addr)
+    }
+}
+
+impl Handler<CountActors> for Registry {
+    type Result = usize;
+    fn handle(&mut self, _: CountActors, _: &mut Context<Self>) -> usize {
+        self.actors.len()
     }
 }
 

@@ -17,10 +17,14 @@ use crate::aws::telemetry::{NoTelemetry, TelemetrySink};
 use crate::aws::ScanId;
 use crate::collectors::{DatasetProgress, Progress};
 use crate::engine::Engine;
+use crate::organization::{
+    OrganizationHandle, OrganizationReport, OrganizationRequest, OrganizationRequestError,
+};
 use crate::output::DiscoveryReport;
 use crate::request::{DiscoveryRequest, RequestError};
 use crate::supervisor::{
-    AwaitReport, CancelScan, StartScan, Supervisor, SupervisorDeps, UnknownScan,
+    AwaitReport, CancelScan, ForgetScan, StartOrganizationScan, StartScan, Supervisor,
+    SupervisorDeps, UnknownScan,
 };
 use crate::throttling::ScanTelemetry;
 
@@ -37,6 +41,9 @@ pub enum DiscoveryError {
     /// The scan id is unknown.
     #[error(transparent)]
     UnknownScan(#[from] UnknownScan),
+    /// The organization request was refused before any AWS call.
+    #[error(transparent)]
+    Organization(#[from] OrganizationRequestError),
 }
 
 impl From<MailboxError> for DiscoveryError {
@@ -113,12 +120,39 @@ impl Discovery {
         })
     }
 
-    /// Run one scan to the end.
+    /// Run one scan to the end. The supervisor forgets the scan once its report is
+    /// here (nobody else holds its id), so a long-lived runtime running scan after scan
+    /// holds none of their reports.
     pub async fn discover(
         &self,
         request: DiscoveryRequest,
     ) -> Result<DiscoveryReport, DiscoveryError> {
-        self.start_scan(request).await?.report().await
+        let scan = self.start_scan(request).await?;
+        let report = scan.report().await;
+        if report.is_ok() {
+            self.supervisor.send(ForgetScan(scan.id())).await?;
+        }
+        report
+    }
+
+    /// Open an organization scan (see [`crate::organization`]); it runs in the
+    /// background. The handle gives per-account progress, cancellation and the report.
+    pub async fn start_organization_scan(
+        &self,
+        request: OrganizationRequest,
+    ) -> Result<OrganizationHandle, DiscoveryError> {
+        Ok(self
+            .supervisor
+            .send(StartOrganizationScan(request))
+            .await??)
+    }
+
+    /// Run one organization scan to the end.
+    pub async fn discover_organization(
+        &self,
+        request: OrganizationRequest,
+    ) -> Result<OrganizationReport, DiscoveryError> {
+        self.start_organization_scan(request).await?.report().await
     }
 
     /// Stop the actor thread (scans still running are dropped).

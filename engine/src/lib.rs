@@ -12,7 +12,9 @@
 //! - [`supervisor`]: `Supervisor` — scans, attribution, cancellation, report assembly.
 //! - [`collectors`]: one actor per dataset (`s3-buckets`, `lambda-functions`,
 //!   `dynamodb-tables`, `kms-keys`), every request through `AwsGate::call`.
-//! - [`regions`]: the AWS regions a request may name.
+//! - [`organization`]: organization scans — every member account through a gated,
+//!   cached `AssumeRole`, fair order, one deadline, one report.
+//! - [`regions`]: the AWS regions a request may name; `--regions all` (`ListRegions`).
 //! - [`output`]: the JSON report; [`dataset`], [`request`]: what a scan asks for;
 //!   [`throttling`]: the per-key "throttled gaps" tally; [`fleet_degraded`]: the report's
 //!   note of keys whose fleet admission degraded during the scan.
@@ -31,6 +33,7 @@ pub mod collectors;
 pub mod dataset;
 pub mod discovery;
 pub mod fleet_degraded;
+pub mod organization;
 pub mod output;
 pub mod regions;
 pub mod request;
@@ -40,5 +43,6 @@ pub mod throttling;
 
 pub use dataset::Dataset;
 pub use discovery::{Discovery, DiscoveryError, ScanHandle};
+pub use organization::{OrganizationHandle, OrganizationReport, OrganizationRequest};
 pub use output::{DatasetReport, DatasetStatus, DiscoveryReport, Item};
 pub use request::DiscoveryRequest;

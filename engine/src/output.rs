@@ -12,6 +12,10 @@
 //! `cancelled`. A value the account would not give (access denied, an operation the
 //! endpoint does not implement) is `null` on the item and explained, once per distinct
 //! cause and with a count, in the dataset's `reasons`.
+//!
+//! An organization scan's report ([`OrganizationReport`], `tollgate discover
+//! --organization`) holds one such report per scanned account; its types live in
+//! [`crate::organization::report`] and are re-exported here.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +23,9 @@ use serde::{Deserialize, Serialize};
 use tollgate_quota::Timestamp;
 
 use crate::dataset::Dataset;
+pub use crate::organization::report::{
+    OrganizationReport, OrganizationSummary, SkipReason, SkippedAccount,
+};
 
 /// One scan's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +42,11 @@ pub struct DiscoveryReport {
     pub identity_note: Option<String>,
     /// Regions scanned.
     pub regions: Vec<String>,
+    /// `--regions all` only: why the fallback regions were scanned instead of the
+    /// account's enabled ones (a reason naming `account:ListRegions` and its error).
+    /// Absent when `ListRegions` answered, and without `--regions all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regions_reason: Option<Reason>,
     /// Wall-clock start, RFC 3339 UTC.
     pub started_at: String,
     /// Wall-clock end, RFC 3339 UTC.

@@ -14,6 +14,9 @@
 //! from the environment when the value is built ([`KnownRegions::from_env`]), not cached
 //! in a process-wide static, so a test or an embedder can pass its own.
 
+use crate::aws::{AwsGate, CallContext, CallError};
+use crate::output::{Reason, ReasonKind};
+
 /// The region used when neither the request nor the AWS configuration names one.
 pub const FALLBACK_REGION: &str = "us-east-1";
 
@@ -110,6 +113,143 @@ impl KnownRegions {
     }
 }
 
+/// Where a scan's regions come from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RegionSource {
+    /// The request's `regions` (empty: the AWS configuration's region, else
+    /// [`FALLBACK_REGION`]).
+    #[default]
+    Listed,
+    /// `--regions all`: the regions enabled for the account, from the Account Management
+    /// API's `ListRegions` (`ENABLED` and `ENABLED_BY_DEFAULT`), one gated call per page
+    /// under the account's own `account:ListRegions` key. Where it is denied or
+    /// unavailable, the report says so once (a reason naming the API and the error) and
+    /// the scan covers `fallback` instead (empty: the configured region), never silently
+    /// one region.
+    Enabled {
+        /// Regions scanned when `ListRegions` gives no answer (`--regions-fallback`).
+        fallback: Vec<String>,
+    },
+}
+
+/// The operation `--regions all` calls, as reasons name it.
+pub const LIST_REGIONS: &str = "account:ListRegions";
+
+/// The regions a scan covers and, when `ListRegions` did not decide them, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChosenRegions {
+    /// Sorted, deduplicated, at least one.
+    pub regions: Vec<String>,
+    /// Why the fallback regions were scanned instead of the enabled ones.
+    pub reason: Option<Reason>,
+}
+
+/// What `ListRegions` answered (`Ok`: the enabled regions' names).
+pub type ListRegionsAnswer = Result<Vec<String>, CallError>;
+
+/// Decide a scan's regions: the enabled ones when `ListRegions` named any; otherwise
+/// `fallback` (or `configured` when that is empty) with one reason naming the API and
+/// the error. Pure: [`enabled_regions`] makes the call.
+pub fn choose_regions(
+    answer: ListRegionsAnswer,
+    fallback: &[String],
+    configured: &str,
+) -> ChosenRegions {
+    let fallback_regions = || {
+        if fallback.is_empty() {
+            vec![configured.to_owned()]
+        } else {
+            fallback.to_vec()
+        }
+    };
+    let (kind, code, why) = match answer {
+        Ok(mut regions) if !regions.is_empty() => {
+            regions.sort_unstable();
+            regions.dedup();
+            return ChosenRegions {
+                regions,
+                reason: None,
+            };
+        }
+        Ok(_) => (
+            ReasonKind::Unavailable,
+            None,
+            "it named no enabled region".to_owned(),
+        ),
+        Err(e) => {
+            let kind = if e.is_access_denied() {
+                ReasonKind::Unavailable
+            } else {
+                crate::collectors::report_builder::reason_kind(e.kind())
+            };
+            (kind, e.code().map(str::to_owned), e.to_string())
+        }
+    };
+    let regions = fallback_regions();
+    ChosenRegions {
+        reason: Some(Reason {
+            operation: LIST_REGIONS.to_owned(),
+            field: None,
+            kind,
+            code,
+            message: format!(
+                "{LIST_REGIONS} gave no enabled regions ({why}); scanned the fallback regions {} instead (--regions-fallback)",
+                regions.join(", ")
+            ),
+            count: 1,
+        }),
+        regions,
+    }
+}
+
+/// The regions enabled for the gate's account: `ListRegions` with `ENABLED` and
+/// `ENABLED_BY_DEFAULT`, every page through the gate (global `account:ListRegions` key).
+pub async fn enabled_regions(
+    gate: &AwsGate,
+    ctx: &CallContext,
+    sdk: &aws_config::SdkConfig,
+    signing_region: &str,
+) -> ListRegionsAnswer {
+    use aws_sdk_account::types::RegionOptStatus;
+    let config = aws_sdk_account::config::Builder::from(sdk)
+        .region(aws_config::Region::new(signing_region.to_owned()))
+        .build();
+    let client = aws_sdk_account::Client::from_conf(config);
+    let mut regions = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = gate
+            .call(ctx, "account", "ListRegions", None, |http| {
+                client
+                    .list_regions()
+                    .region_opt_status_contains(RegionOptStatus::Enabled)
+                    .region_opt_status_contains(RegionOptStatus::EnabledByDefault)
+                    .set_next_token(token.clone())
+                    .customize()
+                    .config_override(aws_sdk_account::Config::builder().http_client(http))
+                    .send()
+            })
+            .await?;
+        regions.extend(
+            page.regions()
+                .iter()
+                .filter(|r| {
+                    matches!(
+                        r.region_opt_status(),
+                        None | Some(RegionOptStatus::Enabled | RegionOptStatus::EnabledByDefault)
+                    )
+                })
+                .filter_map(|r| r.region_name().map(str::to_owned)),
+        );
+        match page.next_token() {
+            Some(next) if !next.is_empty() && token.as_deref() != Some(next) => {
+                token = Some(next.to_owned())
+            }
+            _ => return Ok(regions),
+        }
+    }
+}
+
 fn parse_list(value: &str) -> Vec<String> {
     value
         .split(',')
@@ -146,6 +286,66 @@ mod tests {
         let extra = KnownRegions::with_extra("xx-new-1");
         assert!(extra.contains("xx-new-1") && extra.contains("us-east-1"));
         assert!(!KnownRegions::aws().contains("xx-new-1"));
+    }
+
+    #[test]
+    fn enabled_regions_are_scanned_when_list_regions_names_some() {
+        let chosen = choose_regions(
+            Ok(vec![
+                "us-west-2".into(),
+                "eu-west-1".into(),
+                "us-west-2".into(),
+            ]),
+            &["us-east-1".into()],
+            "ap-south-1",
+        );
+        assert_eq!(chosen.regions, ["eu-west-1", "us-west-2"]);
+        assert_eq!(chosen.reason, None);
+    }
+
+    #[test]
+    fn a_denied_list_regions_falls_back_with_one_reason_naming_the_api_and_the_error() {
+        let mut denied = CallError::new(
+            crate::aws::CallErrorKind::Fatal,
+            "ListRegions",
+            "not authorized",
+        );
+        denied.code = Some("AccessDeniedException".into());
+        denied.status = Some(403);
+        let table: &[(&[&str], &[&str])] = &[
+            (&["eu-west-1", "us-east-1"], &["eu-west-1", "us-east-1"]),
+            (&[], &["ap-south-1"]),
+        ];
+        for (fallback, expected) in table {
+            let fallback: Vec<String> = fallback.iter().map(|r| r.to_string()).collect();
+            let chosen = choose_regions(Err(denied.clone()), &fallback, "ap-south-1");
+            assert_eq!(chosen.regions, *expected);
+            let reason = chosen.reason.expect("a reason");
+            assert_eq!(reason.operation, LIST_REGIONS);
+            assert_eq!(reason.kind, ReasonKind::Unavailable);
+            assert_eq!(reason.code.as_deref(), Some("AccessDeniedException"));
+            assert!(
+                reason.message.contains("not authorized"),
+                "{}",
+                reason.message
+            );
+            assert!(
+                reason.message.contains(&expected.join(", ")),
+                "{}",
+                reason.message
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_answer_is_not_silently_one_region() {
+        let chosen = choose_regions(Ok(vec![]), &[], "us-east-1");
+        assert_eq!(chosen.regions, ["us-east-1"]);
+        assert!(chosen
+            .reason
+            .unwrap()
+            .message
+            .contains("named no enabled region"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub use crate::regions::FALLBACK_REGION;
 
 use crate::dataset::Dataset;
 use crate::regions::KnownRegions;
+pub use crate::regions::RegionSource;
 
 /// Default discovery deadline (seed 000: 5 minutes); reservations expire with it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -38,6 +39,9 @@ pub struct DiscoveryRequest {
     /// credentials above; the account resolved, keying quotas and named by the report, is
     /// then the role's.
     pub role: Option<AssumeRole>,
+    /// Where the regions come from: `regions` as listed (the default), or the regions
+    /// enabled for the account (`--regions all`: Account Management `ListRegions`).
+    pub region_source: RegionSource,
 }
 
 impl Default for DiscoveryRequest {
@@ -50,6 +54,7 @@ impl Default for DiscoveryRequest {
             timeout: DEFAULT_TIMEOUT,
             credentials: None,
             role: None,
+            region_source: RegionSource::Listed,
         }
     }
 }
@@ -104,7 +109,11 @@ impl DiscoveryRequest {
     /// Check the request, accepting the regions of `known`; regions are deduplicated and
     /// sorted.
     pub fn validate_in(mut self, known: &KnownRegions) -> Result<DiscoveryRequest, RequestError> {
-        for region in &self.regions {
+        let fallback = match &self.region_source {
+            RegionSource::Listed => &[][..],
+            RegionSource::Enabled { fallback } => fallback.as_slice(),
+        };
+        for region in self.regions.iter().chain(fallback) {
             let ok = !region.is_empty()
                 && region.len() <= 32
                 && region
@@ -135,6 +144,10 @@ impl DiscoveryRequest {
         }
         self.regions.sort_unstable();
         self.regions.dedup();
+        if let RegionSource::Enabled { fallback } = &mut self.region_source {
+            fallback.sort_unstable();
+            fallback.dedup();
+        }
         self.datasets = self.effective_datasets();
         Ok(self)
     }
@@ -198,6 +211,32 @@ mod tests {
         assert_eq!(
             new.validate_in(&KnownRegions::aws()),
             Err(RequestError::UnknownRegion("xx-new-1".into()))
+        );
+    }
+
+    #[test]
+    fn fallback_regions_are_checked_like_listed_ones() {
+        let all = DiscoveryRequest {
+            region_source: RegionSource::Enabled {
+                fallback: vec!["eu-west-1".into(), "us-east-1".into(), "eu-west-1".into()],
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            all.validate().unwrap().region_source,
+            RegionSource::Enabled {
+                fallback: vec!["eu-west-1".into(), "us-east-1".into()]
+            }
+        );
+        let typo = DiscoveryRequest {
+            region_source: RegionSource::Enabled {
+                fallback: vec!["us-est-1".into()],
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            typo.validate(),
+            Err(RequestError::UnknownRegion("us-est-1".into()))
         );
     }
 

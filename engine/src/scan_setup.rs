@@ -24,6 +24,9 @@ use crate::aws::{
     isolated_admission, resolve_identity, sdk_config_assuming, AwsGate, ScanId,
     CREDENTIALS_CHECK_TIMEOUT,
 };
+use crate::aws::{CallContext, CallerIdentity};
+use crate::output::Reason;
+use crate::regions::{choose_regions, enabled_regions, ChosenRegions, RegionSource};
 use crate::request::{DiscoveryRequest, FALLBACK_REGION};
 use crate::throttling::ScanTelemetry;
 
@@ -68,6 +71,8 @@ pub struct ScanSetup {
     pub account: Option<String>,
     /// Why the account is unknown, when it is.
     pub identity_note: Option<String>,
+    /// `--regions all`: why the fallback regions were scanned, when they were.
+    pub regions_reason: Option<Reason>,
     /// The isolated admission of an unresolved scan; dropped with the scan.
     _isolated: Option<AdmissionRuntime>,
 }
@@ -124,6 +129,108 @@ async fn assume_now(
     }
 }
 
+/// One member account of an organization scan: its SDK configuration (the member role's
+/// gated credentials, or the caller's own), its identity (known from the listing, so no
+/// `GetCallerIdentity`), and the configured region (`ListRegions`' signing region and the
+/// fallback's default).
+pub struct MemberScan {
+    pub(crate) request: DiscoveryRequest,
+    pub(crate) sdk: aws_config::SdkConfig,
+    pub(crate) identity: CallerIdentity,
+    pub(crate) configured_region: String,
+}
+
+impl std::fmt::Debug for MemberScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemberScan")
+            .field("account", &self.identity.account.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The regions of a scan whose gate is `gate`: the request's (or `configured`), or with
+/// `--regions all` the enabled ones (one gated `ListRegions`), else the fallback with a
+/// reason.
+async fn scan_regions(
+    request: &DiscoveryRequest,
+    gate: &AwsGate,
+    sdk: &aws_config::SdkConfig,
+    configured: &str,
+    ctx: CallContext,
+) -> ChosenRegions {
+    match &request.region_source {
+        RegionSource::Listed if request.regions.is_empty() => ChosenRegions {
+            regions: vec![configured.to_owned()],
+            reason: None,
+        },
+        RegionSource::Listed => ChosenRegions {
+            regions: request.regions.clone(),
+            reason: None,
+        },
+        RegionSource::Enabled { fallback } => {
+            let answer = enabled_regions(gate, &ctx, sdk, configured).await;
+            choose_regions(answer, fallback, configured)
+        }
+    }
+}
+
+/// The call context of a scan's own setup calls (`ListRegions`).
+fn setup_context(
+    scan_id: ScanId,
+    deadline: tokio::time::Instant,
+    cancel: &CancellationToken,
+) -> CallContext {
+    CallContext {
+        scan_id,
+        collector: "regions",
+        datasets: Vec::new(),
+        deadline,
+        cancel: cancel.clone(),
+    }
+}
+
+/// Set up one member account's scan (identity known, credentials given).
+pub async fn prepare_member(
+    member: MemberScan,
+    deps: SupervisorDeps,
+    scan_id: ScanId,
+    cancel: CancellationToken,
+) -> Result<ScanSetup, SetupError> {
+    let deadline = monotonic_now() + member.request.timeout;
+    let gate = AwsGate::new(
+        deps.admission.clone(),
+        deps.policies.clone(),
+        &member.identity,
+        deps.http.clone(),
+    )
+    .with_telemetry(Arc::new(deps.telemetry.clone()));
+    let chosen = scan_regions(
+        &member.request,
+        &gate,
+        &member.sdk,
+        &member.configured_region,
+        setup_context(scan_id, deadline, &cancel),
+    )
+    .await;
+    if cancel.is_cancelled() {
+        return Err(SetupError::Cancelled);
+    }
+    Ok(ScanSetup {
+        gate,
+        sdk: member.sdk,
+        regions: chosen.regions,
+        force_path_style: member.request.endpoint_url.is_some(),
+        partition: member.identity.partition.as_str().to_string(),
+        account: match &member.identity.account {
+            AccountScope::Account(id) => Some(id.as_str().to_string()),
+            AccountScope::Unresolved(_) => None,
+        },
+        identity_note: None,
+        regions_reason: chosen.reason,
+        _isolated: None,
+    })
+}
+
 /// Load the SDK configuration, resolve the caller and build the scan's gate.
 pub async fn prepare(
     request: DiscoveryRequest,
@@ -145,16 +252,16 @@ pub async fn prepare(
     if let Some(role) = &request.role {
         sdk = assume_now(sdk, &role.role_arn, &cancel).await?;
     }
-    let regions = if request.regions.is_empty() {
-        vec![sdk
-            .region()
-            .map(|r| r.as_ref().to_string())
-            .unwrap_or_else(|| FALLBACK_REGION.to_string())]
-    } else {
-        request.regions.clone()
+    let configured = sdk
+        .region()
+        .map(|r| r.as_ref().to_string())
+        .unwrap_or_else(|| FALLBACK_REGION.to_string());
+    let sts_region = match (&request.region_source, request.regions.first()) {
+        (RegionSource::Listed, Some(first)) => first.clone(),
+        _ => configured.clone(),
     };
     let sts_config = aws_sdk_sts::config::Builder::from(&sdk)
-        .region(aws_config::Region::new(regions[0].clone()))
+        .region(aws_config::Region::new(sts_region))
         .build();
     let sts = aws_sdk_sts::Client::from_conf(sts_config);
     let http = deps.http.clone();
@@ -178,10 +285,19 @@ pub async fn prepare(
         AccountScope::Account(id) => Some(id.as_str().to_string()),
         AccountScope::Unresolved(_) => None,
     };
+    let chosen = scan_regions(
+        &request,
+        &gate,
+        &sdk,
+        &configured,
+        setup_context(scan_id, deadline, &cancel),
+    )
+    .await;
     Ok(ScanSetup {
         gate,
         sdk,
-        regions,
+        regions: chosen.regions,
+        regions_reason: chosen.reason,
         force_path_style: request.endpoint_url.is_some(),
         partition: identity.partition.as_str().to_string(),
         account,

@@ -10,7 +10,8 @@ use tollgate_engine::aws::telemetry::NoTelemetry;
 use tollgate_engine::aws::ScanId;
 use tollgate_engine::request::RequestError;
 use tollgate_engine::supervisor::{
-    AwaitReport, CancelScan, ForgetScan, GetProgress, StartScan, SupervisorDeps, UnknownScan,
+    AwaitReport, CancelScan, CountScans, ForgetScan, GetProgress, ScanCount, StartScan,
+    SupervisorDeps, UnknownScan,
 };
 use tollgate_engine::throttling::ScanTelemetry;
 use tollgate_engine::{Dataset, DatasetStatus, Discovery, DiscoveryRequest};
@@ -103,4 +104,63 @@ async fn a_scan_cancelled_during_setup_still_reports() {
     assert_eq!(supervisor.send(GetProgress(scan.id())).await.unwrap(), None);
     discovery.shutdown();
     drop(silent);
+}
+
+/// Item 6 of issue 21: what a scan holds per account (its SDK configuration and
+/// credentials, its gate) goes when its report is assembled, not when it is forgotten;
+/// the entry itself goes with `ForgetScan`. The endpoint refuses connections, so setup
+/// ends quickly (an unresolved caller, an isolated admission runtime) and the collectors
+/// start; cancelling them ends the scan.
+#[tokio::test]
+async fn a_finished_scan_holds_no_setup_and_a_forgotten_one_nothing() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (discovery, _admission) = discovery();
+    let supervisor = discovery.supervisor();
+    let scan = discovery
+        .start_scan(DiscoveryRequest {
+            regions: vec!["us-east-1".into(), "eu-west-1".into()],
+            datasets: vec![Dataset::KmsKeys, Dataset::DynamoDbTables],
+            endpoint_url: Some(url),
+            timeout: Duration::from_secs(60),
+            credentials: Some(aws_credential_types::Credentials::new(
+                "AKIDTEST", "test", None, None, "test",
+            )),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut running = supervisor.send(CountScans).await.unwrap();
+    for _ in 0..500 {
+        if running.holding_setup == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        running = supervisor.send(CountScans).await.unwrap();
+    }
+    assert_eq!(
+        running,
+        ScanCount {
+            scans: 1,
+            holding_setup: 1
+        },
+        "a running scan holds its setup"
+    );
+    scan.cancel().await.unwrap();
+    scan.report().await.unwrap();
+    assert_eq!(
+        supervisor.send(CountScans).await.unwrap(),
+        ScanCount {
+            scans: 1,
+            holding_setup: 0
+        },
+        "the finished scan keeps its report, not its setup"
+    );
+    assert!(supervisor.send(ForgetScan(scan.id())).await.unwrap());
+    assert_eq!(
+        supervisor.send(CountScans).await.unwrap(),
+        ScanCount::default()
+    );
+    discovery.shutdown();
 }

@@ -177,7 +177,15 @@ pub const DEFAULT_ROWS: &[DefaultRow] = &[
     local("s3", "ListBuckets", FALLBACK_RATE, FALLBACK_BURST, FALLBACK),
     local("s3", "GetBucketLocation", FALLBACK_RATE, FALLBACK_BURST, FALLBACK),
     local("sts", "GetCallerIdentity", FALLBACK_RATE, FALLBACK_BURST, "Bootstrap call on a per-run in-memory budget; local fallback figures, not a verified AWS quota."),
+    // Organization scans: the hub's calls, charged to the caller's account.
+    row("sts", "AssumeRole", 600.0, 1.0, "600/s per account and region, shared with GetCallerIdentity; for a cross-account AssumeRole only the calling account's quota counts (IAM and AWS STS quotas)."),
+    local("organizations", "ListAccounts", 5.0, 5.0, ORGANIZATIONS),
+    local("organizations", "DescribeOrganization", 5.0, 5.0, ORGANIZATIONS),
+    row("account", "ListRegions", 5.0, 5.0, "5/s, burst 5, per account (Quotas for AWS Account Management)."),
 ];
+
+/// Organizations publishes no request rate.
+const ORGANIZATIONS: &str = "Global per account; AWS publishes no rate for Organizations, so a local budget (seed 001's 5/s), not a verified AWS quota.";
 
 /// The row for a `service:group`, resolving service aliases.
 pub fn lookup(service: &str, group: &str) -> Option<&'static DefaultRow> {
@@ -248,6 +256,8 @@ mod tests {
                 "s3:ListBuckets",
                 "s3:GetBucketLocation",
                 "sts:GetCallerIdentity",
+                "organizations:ListAccounts",
+                "organizations:DescribeOrganization",
             ]
         );
         // Each note agrees with its mark.
@@ -363,6 +373,10 @@ mod tests {
             ("kms", "DescribeKey"),
             ("kms", "GetKeyLastUsage"),
             ("sts", "GetCallerIdentity"),
+            ("sts", "AssumeRole"),
+            ("organizations", "ListAccounts"),
+            ("organizations", "DescribeOrganization"),
+            ("account", "ListRegions"),
             ("resource-explorer-2", "ListIndexes"),
             ("ec2", "DescribeRegions"),
         ];

@@ -11,7 +11,10 @@
 //! - [`manager`]: [`ScanManager`] — submit (join identical running scans), queue past
 //!   `max_concurrent_scans`, cancel, store results, forget them in the supervisor.
 //! - [`http`]: the actix-web API, its token check and the live page.
-//! - [`metrics`]: [`ServiceMetrics`], the Prometheus exposition.
+//! - [`metrics`]: [`ServiceMetrics`], the Prometheus exposition (label cardinality
+//!   bounded with many accounts).
+//! - [`activity`]: [`Activity`](activity::Activity), per key admissions and throttled
+//!   responses over the last five minutes in a small ring (the live page's charts).
 //! - [`history`]: [`History`], sled under the state directory; retention.
 //! - [`record`]: [`ScanRecord`] and its API views.
 //! - [`scheduler`]: fires `[[schedule]]` targets; the pure [`scheduler::decide`].
@@ -23,6 +26,7 @@
 //! - `duration`: `90s`, `5m`, `2d` parsing, the one guarded parser (the CLI's too).
 #![forbid(unsafe_code)]
 
+pub mod activity;
 pub mod client;
 pub mod config;
 mod duration;

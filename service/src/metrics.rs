@@ -5,20 +5,28 @@
 //!   [`TelemetrySink`]) — admissions, admission wait, throttled responses, retries, calls
 //!   given up, per quota key (`account/region/service:group`) — and every finished scan
 //!   by status, with its duration;
-//! - **read at scrape time**: scans queued and running, and each quota key's live
+//! - **read at scrape time**: scans queued and running, each listed quota key's live
 //!   penalty, effective rate, and whether dispatch is stopped (the breaker), from the
-//!   admission actors' status.
+//!   admission actors' status, and each busy account's admissions and throttled
+//!   responses over the last five minutes (from [`Activity`]).
 //!
-//! Cardinality: a counter's series lives as long as the process, so its label must come
-//! from a bounded set. A full key is `partition/account/region/service:group`: accounts
-//! are the ones the service scans (its targets and ad-hoc requests), regions and groups
-//! are fixed lists. The one unbounded part is an unresolved caller's account,
-//! `unresolved:<scan-id>`, new for every such scan: [`label_of`] folds those into one
-//! `unresolved` account. Scrape-time gauges are cleared before each scrape, so they show
-//! only the keys admission holds now.
+//! Cardinality is bounded whatever the number of accounts (an organization target scans
+//! hundreds), and says so in the exposition:
+//! - a counter's series lives as long as the process, and must not change meaning, so
+//!   its account part is sticky: the first [`COUNTED_ACCOUNTS`] accounts the service
+//!   counts keep their own, every later one is counted under `other` (and an unresolved
+//!   caller's per-scan account, `unresolved:<scan-id>`, under `unresolved`, see
+//!   [`label_of`]). At most `COUNTED_ACCOUNTS + 2` accounts × regions × groups keys.
+//! - per-account gauges are read at scrape time, so they can follow activity: the
+//!   [`TOP_ACCOUNTS`] accounts with the most admissions over the last five minutes get a
+//!   series each, the rest are summed under `other`.
+//! - per-key gauges are cleared before each scrape and written for at most
+//!   [`LISTED_KEYS`] keys, the most held back first (dispatch stopped, then most penalty
+//!   steps); `tollgate_quota_keys{listed="false"}` counts the ones left out.
 
+use std::collections::HashSet;
 use std::fmt::Write;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -30,11 +38,29 @@ use prometheus_client::registry::Registry;
 use tollgate_actors::KeyStatus;
 use tollgate_engine::aws::telemetry::{AttemptEvent, AttemptOutcome, RetryOutcome, TelemetrySink};
 
+use crate::activity::{Activity, ScanAccounts};
 use crate::record::ScanStatus;
+
+/// Accounts whose counters carry their own account; later ones count under `other`.
+pub const COUNTED_ACCOUNTS: usize = 8;
+/// Accounts with a series of their own in the per-account gauges (by recent activity).
+pub const TOP_ACCOUNTS: usize = 10;
+/// Keys with per-key gauges in one scrape (the most held back first).
+pub const LISTED_KEYS: usize = 100;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KeyLabel {
     key: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AccountLabel {
+    account: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListedLabel {
+    listed: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -68,6 +94,16 @@ pub struct ServiceMetrics {
     penalty: Family<KeyLabel, Gauge>,
     rate_millis: Family<KeyLabel, Gauge>,
     stopped: Family<KeyLabel, Gauge>,
+    quota_keys: Family<ListedLabel, Gauge>,
+    account_admissions: Family<AccountLabel, Gauge>,
+    account_throttled: Family<AccountLabel, Gauge>,
+    /// The accounts whose counters carry their own account (sticky, at most
+    /// [`COUNTED_ACCOUNTS`]).
+    counted: Mutex<HashSet<String>>,
+    /// Every key's recent admissions and throttled responses (the page's charts).
+    activity: Arc<Activity>,
+    /// The accounts each running scan has called (the API places scans by them).
+    scan_accounts: ScanAccounts,
     scrape: Mutex<()>,
 }
 
@@ -96,6 +132,9 @@ impl ServiceMetrics {
         let penalty = Family::<KeyLabel, Gauge>::default();
         let rate_millis = Family::<KeyLabel, Gauge>::default();
         let stopped = Family::<KeyLabel, Gauge>::default();
+        let quota_keys = Family::<ListedLabel, Gauge>::default();
+        let account_admissions = Family::<AccountLabel, Gauge>::default();
+        let account_throttled = Family::<AccountLabel, Gauge>::default();
         registry.register(
             "admissions",
             "Attempts admitted by the gate, per quota key",
@@ -151,6 +190,21 @@ impl ServiceMetrics {
             "1 when a quota key's dispatch is stopped (storage failure breaker)",
             stopped.clone(),
         );
+        registry.register(
+            "quota_keys",
+            "Quota keys admission holds now, by whether their per-key gauges are listed",
+            quota_keys.clone(),
+        );
+        registry.register(
+            "account_recent_admissions",
+            "Attempts admitted over the last five minutes, for the busiest accounts and `other`",
+            account_admissions.clone(),
+        );
+        registry.register(
+            "account_recent_throttled_responses",
+            "Throttled responses over the last five minutes, for the busiest accounts and `other`",
+            account_throttled.clone(),
+        );
         ServiceMetrics {
             registry,
             admissions,
@@ -164,7 +218,48 @@ impl ServiceMetrics {
             penalty,
             rate_millis,
             stopped,
+            quota_keys,
+            account_admissions,
+            account_throttled,
+            counted: Mutex::new(HashSet::new()),
+            activity: Arc::new(Activity::default()),
+            scan_accounts: ScanAccounts::default(),
             scrape: Mutex::new(()),
+        }
+    }
+
+    /// Every key's recent admissions and throttled responses.
+    pub fn activity(&self) -> &Arc<Activity> {
+        &self.activity
+    }
+
+    /// The accounts each running scan has called so far (by the engine's scan id).
+    pub fn scan_accounts(&self) -> &ScanAccounts {
+        &self.scan_accounts
+    }
+
+    /// A counter's label for `key`: [`label_of`], with the account folded into `other`
+    /// past the first [`COUNTED_ACCOUNTS`] (module docs).
+    fn counter_label(&self, key: &str) -> KeyLabel {
+        let label = label_of(key);
+        let mut parts: Vec<&str> = label.key.splitn(3, '/').collect();
+        let Some(account) = parts.get(1).copied() else {
+            return label;
+        };
+        if account == "unresolved" {
+            return label;
+        }
+        let mut counted = self.counted.lock().unwrap_or_else(|e| e.into_inner());
+        if counted.contains(account) {
+            return label;
+        }
+        if counted.len() < COUNTED_ACCOUNTS {
+            counted.insert(account.to_string());
+            return label;
+        }
+        parts[1] = "other";
+        KeyLabel {
+            key: parts.join("/"),
         }
     }
 
@@ -179,13 +274,34 @@ impl ServiceMetrics {
         }
     }
 
-    /// The text exposition, with `queued`/`running` counts and `keys` read just now.
-    pub fn render(&self, queued: usize, running: usize, keys: &[KeyStatus]) -> String {
+    /// The text exposition, with `queued`/`running` counts and `keys` read just now, at
+    /// `now_ms` (Unix milliseconds, the admission clock).
+    pub fn render(&self, queued: usize, running: usize, keys: &[KeyStatus], now_ms: u64) -> String {
         let _one_scrape = self.scrape.lock().unwrap_or_else(|e| e.into_inner());
         self.scans_active.clear();
         self.penalty.clear();
         self.rate_millis.clear();
         self.stopped.clear();
+        self.quota_keys.clear();
+        self.account_admissions.clear();
+        self.account_throttled.clear();
+        for (account, (admitted, throttled)) in top_accounts(self.activity.per_account(now_ms)) {
+            let label = AccountLabel { account };
+            self.account_admissions
+                .get_or_create(&label)
+                .set(admitted as i64);
+            self.account_throttled
+                .get_or_create(&label)
+                .set(throttled as i64);
+        }
+        let listed = listed_keys(keys);
+        for (listed_too, n) in [("true", listed.len()), ("false", keys.len() - listed.len())] {
+            self.quota_keys
+                .get_or_create(&ListedLabel {
+                    listed: listed_too.to_string(),
+                })
+                .set(n as i64);
+        }
         for (status, n) in [("queued", queued), ("running", running)] {
             self.scans_active
                 .get_or_create(&StatusLabel {
@@ -193,7 +309,7 @@ impl ServiceMetrics {
                 })
                 .set(n as i64);
         }
-        for k in keys {
+        for k in listed {
             let label = KeyLabel {
                 key: k.key.to_string(),
             };
@@ -220,14 +336,25 @@ impl TelemetrySink for ServiceMetrics {
         let Some(key) = &event.quota else {
             return;
         };
-        let label = label_of(key);
+        self.scan_accounts.note(&event.attribution.scan_id, key);
+        let throttled = event.outcome == AttemptOutcome::Throttle;
+        if event.dispatched || throttled {
+            let sent_at = event.started_at_ms.saturating_add(event.queue_duration_ms);
+            self.activity.record(
+                key,
+                sent_at,
+                u32::from(event.dispatched),
+                u32::from(throttled),
+            );
+        }
+        let label = self.counter_label(key);
         if event.dispatched {
             self.admissions.get_or_create(&label).inc();
             self.admission_wait
                 .get_or_create(&label)
                 .observe(event.queue_duration_ms as f64 / 1000.0);
         }
-        if event.outcome == AttemptOutcome::Throttle {
+        if throttled {
             self.throttled.get_or_create(&label).inc();
         }
         if event.retry_count > 0 && event.dispatched {
@@ -259,6 +386,38 @@ fn label_of(key: &str) -> KeyLabel {
     }
 }
 
+/// The [`TOP_ACCOUNTS`] accounts with the most recent admissions (then throttled
+/// responses, then id), each with its sums, and the rest summed as `other`.
+fn top_accounts(
+    per_account: std::collections::HashMap<String, (u64, u64)>,
+) -> Vec<(String, (u64, u64))> {
+    let mut ranked: Vec<(String, (u64, u64))> = per_account.into_iter().collect();
+    ranked.sort_by(|(a, (a_adm, a_thr)), (b, (b_adm, b_thr))| {
+        (b_adm, b_thr).cmp(&(a_adm, a_thr)).then_with(|| a.cmp(b))
+    });
+    if ranked.len() <= TOP_ACCOUNTS {
+        return ranked;
+    }
+    let rest = ranked.split_off(TOP_ACCOUNTS);
+    let other = rest
+        .iter()
+        .fold((0, 0), |(a, t), (_, (ra, rt))| (a + ra, t + rt));
+    ranked.push(("other".to_string(), other));
+    ranked
+}
+
+/// The keys whose per-key gauges are written: at most [`LISTED_KEYS`], dispatch stopped
+/// first, then the most penalty steps, then by key.
+fn listed_keys(keys: &[KeyStatus]) -> Vec<&KeyStatus> {
+    let mut ranked: Vec<&KeyStatus> = keys.iter().collect();
+    ranked.sort_by(|a, b| {
+        let held = |k: &KeyStatus| (k.storage_failure.is_some(), k.state.penalty_steps);
+        held(b).cmp(&held(a)).then_with(|| a.key.cmp(&b.key))
+    });
+    ranked.truncate(LISTED_KEYS);
+    ranked
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,12 +432,126 @@ mod tests {
         assert_eq!(label_of(resolved).key, resolved);
     }
 
+    fn attempt(key: &str, at_ms: u64, outcome: AttemptOutcome) -> AttemptEvent {
+        AttemptEvent {
+            service: "kms".into(),
+            operation: "ListKeys".into(),
+            quota: Some(key.into()),
+            attempt: 1,
+            retry_count: 0,
+            started_at_ms: at_ms,
+            preparation_count: 1,
+            queue_duration_ms: 0,
+            transport_duration_ms: 1,
+            dispatched: true,
+            status_code: Some(200),
+            outcome,
+            retry_outcome: RetryOutcome::Done,
+            error_code: None,
+            attribution: tollgate_engine::aws::telemetry::Attribution::new(
+                "scan-1".into(),
+                "kms",
+                &["kms-keys".into()],
+            ),
+            cleanup_outcome: None,
+        }
+    }
+
+    fn status_of(key: &str, penalty_steps: u8) -> KeyStatus {
+        let now = tollgate_quota::Timestamp::from_millis(T0);
+        let policy = tollgate_quota::Policy::new(10.0, 10.0, 10, 20).unwrap();
+        let mut state = tollgate_quota::QuotaState::new(policy, now).snapshot(now);
+        state.penalty_steps = penalty_steps;
+        KeyStatus {
+            key: key.into(),
+            state,
+            waiting_for_reservation: 0,
+            waiting_for_admission: 0,
+            storage_failure: None,
+            calendar: None,
+            fleet: None,
+            fleet_degraded: None,
+        }
+    }
+
+    const T0: u64 = 1_800_000_000_000;
+
+    /// The label values of `metric`'s series in `text`.
+    fn series<'a>(text: &'a str, metric: &str) -> Vec<&'a str> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{metric}{{")))
+            .collect()
+    }
+
+    #[test]
+    fn two_hundred_accounts_keep_the_exposition_s_series_bounded() {
+        let metrics = ServiceMetrics::new();
+        let mut statuses = Vec::new();
+        // Account i makes i + 1 calls per key: the busiest accounts are the last ones.
+        for account in 0..200u64 {
+            for region in ["us-east-1", "eu-west-1", "ap-south-1"] {
+                for op in ["kms:ListKeys", "lambda:ListFunctions"] {
+                    let key = format!("aws/{:012}/{region}/{op}", account);
+                    for _ in 0..=account {
+                        metrics.record(&attempt(&key, T0, AttemptOutcome::Success));
+                    }
+                    metrics.record(&attempt(&key, T0, AttemptOutcome::Throttle));
+                    statuses.push(status_of(&key, u8::from(account == 3)));
+                }
+            }
+        }
+        let text = metrics.render(0, 1, &statuses, T0 + 1_000);
+        let admissions = series(&text, "tollgate_admissions_total");
+        // 8 named accounts and `other`, 6 keys each.
+        assert_eq!(
+            admissions.len(),
+            (COUNTED_ACCOUNTS + 1) * 6,
+            "{admissions:#?}"
+        );
+        let other = "tollgate_admissions_total{key=\"aws/other/us-east-1/kms:ListKeys\"}";
+        let others = admissions.iter().find(|l| l.starts_with(other)).unwrap();
+        let folded: u64 = (COUNTED_ACCOUNTS as u64..200).map(|a| a + 2).sum();
+        assert!(
+            others.ends_with(&format!(" {folded}")),
+            "{others}: {folded}"
+        );
+        assert_eq!(
+            series(&text, "tollgate_quota_penalty_steps").len(),
+            LISTED_KEYS
+        );
+        assert!(
+            text.contains(
+                "tollgate_quota_penalty_steps{key=\"aws/000000000003/ap-south-1/kms:ListKeys\"} 1"
+            ),
+            "the most held back keys are listed first"
+        );
+        assert!(
+            text.contains("tollgate_quota_keys{listed=\"false\"} 1100"),
+            "{text}"
+        );
+        let busiest = series(&text, "tollgate_account_recent_admissions");
+        assert_eq!(busiest.len(), TOP_ACCOUNTS + 1, "{busiest:#?}");
+        assert!(
+            busiest.contains(&"tollgate_account_recent_admissions{account=\"000000000199\"} 1206"),
+            "{busiest:#?}"
+        );
+        let rest: u64 = (0..190u64).map(|a| (a + 2) * 6).sum();
+        assert!(
+            busiest.contains(
+                &format!("tollgate_account_recent_admissions{{account=\"other\"}} {rest}").as_str()
+            ),
+            "{busiest:#?}"
+        );
+        assert!(text
+            .contains("tollgate_account_recent_throttled_responses{account=\"000000000199\"} 6"));
+    }
+
     #[test]
     fn finished_scans_and_active_counts_appear_in_the_exposition() {
         let metrics = ServiceMetrics::new();
         metrics.scan_finished(ScanStatus::Complete, Some(2.0));
         metrics.scan_finished(ScanStatus::Complete, Some(3.0));
-        let text = metrics.render(1, 2, &[]);
+        let text = metrics.render(1, 2, &[], 0);
         assert!(
             text.contains("tollgate_scans_finished_total{status=\"complete\"} 2"),
             "{text}"

@@ -142,6 +142,10 @@ pub struct ScanSummary {
     pub finished_at: Option<String>,
     /// The scanned account, once known.
     pub account: Option<String>,
+    /// While it runs: every account it has sent calls for so far (an organization
+    /// target's many; empty once finished, where `account` and the report say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accounts: Vec<String>,
     /// Regions asked for.
     pub regions: Vec<String>,
     /// Datasets asked for.
@@ -204,6 +208,7 @@ impl ScanRecord {
             started_at: self.started_at.map(rfc3339),
             finished_at: self.finished_at.map(rfc3339),
             account: self.account.clone(),
+            accounts: Vec::new(),
             regions: self.regions.clone(),
             datasets: self.datasets.clone(),
         }

@@ -100,6 +100,7 @@ impl ScanFields {
                 .unwrap_or(tollgate_engine::request::DEFAULT_TIMEOUT),
             credentials: None,
             role,
+            region_source: Default::default(),
         };
         request.validate().map_err(|e| match e {
             RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {

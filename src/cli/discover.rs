@@ -18,7 +18,7 @@ use tollgate_engine::aws::check_credentials;
 use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
 use tollgate_engine::collectors::DatasetProgress;
 use tollgate_engine::output::ReasonKind;
-use tollgate_engine::request::{AssumeRole, RequestError, FALLBACK_REGION};
+use tollgate_engine::request::{AssumeRole, RegionSource, RequestError, FALLBACK_REGION};
 use tollgate_engine::{
     Dataset, DatasetStatus, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig, ScanHandle,
 };
@@ -31,20 +31,26 @@ const EXIT_ERROR: u8 = 1;
 /// Exit code of a scan with a partial dataset.
 const EXIT_PARTIAL: u8 = 2;
 /// Exit code after Ctrl-C (128 + SIGINT).
-const EXIT_CANCELLED: u8 = 130;
+pub(super) const EXIT_CANCELLED: u8 = 130;
 
 /// How often progress is redrawn.
-const TICK: Duration = Duration::from_millis(100);
+pub(super) const TICK: Duration = Duration::from_millis(100);
 /// How often plain (non-terminal) progress lines are printed.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
 /// `tollgate discover` flags.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("role_source").args(["role_arn", "organization"])))]
 pub struct DiscoverArgs {
     /// Regions to scan, comma-separated (default: the AWS configuration's region, else
-    /// us-east-1).
+    /// us-east-1); `all`: every region enabled for the account (Account Management
+    /// ListRegions, per account), else --regions-fallback.
     #[arg(long, value_delimiter = ',', value_name = "REGION")]
     pub regions: Vec<String>,
+    /// With `--regions all`: the regions scanned where ListRegions is denied or
+    /// unavailable (default: the configured region); the report says why.
+    #[arg(long, value_delimiter = ',', value_name = "REGION")]
+    pub regions_fallback: Vec<String>,
     /// Datasets to collect, comma-separated: s3-buckets, lambda-functions,
     /// dynamodb-tables, kms-keys (default: all).
     #[arg(long, value_delimiter = ',', value_name = "DATASET")]
@@ -60,12 +66,15 @@ pub struct DiscoverArgs {
     /// profile's or the default chain's credentials).
     #[arg(long, value_name = "ARN")]
     pub role_arn: Option<String>,
-    /// The external id the role's trust policy requires.
-    #[arg(long, value_name = "ID", requires = "role_arn")]
+    /// The external id the role's trust policy requires (--role-arn's, or every member
+    /// role's with --organization).
+    #[arg(long, value_name = "ID", requires = "role_source")]
     pub external_id: Option<String>,
     /// The role session name (default: tollgate).
-    #[arg(long, value_name = "NAME", requires = "role_arn")]
+    #[arg(long, value_name = "NAME", requires = "role_source")]
     pub session_name: Option<String>,
+    #[command(flatten)]
+    pub organization: super::discover_org::OrganizationFlags,
     /// Write the JSON report here instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -124,14 +133,36 @@ impl ScanEnv {
     }
 }
 
+/// `--regions` and `--regions-fallback` as a request's regions and their source.
+pub(super) fn region_flags(
+    regions: Vec<String>,
+    fallback: Vec<String>,
+) -> anyhow::Result<(Vec<String>, RegionSource)> {
+    if regions.iter().any(|r| r == "all") {
+        if regions.len() > 1 {
+            anyhow::bail!("--regions all cannot be combined with other regions");
+        }
+        return Ok((Vec::new(), RegionSource::Enabled { fallback }));
+    }
+    if !fallback.is_empty() {
+        anyhow::bail!("--regions-fallback needs --regions all");
+    }
+    Ok((regions, RegionSource::Listed))
+}
+
 pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
+    if args.organization.organization {
+        return super::discover_org::run(args);
+    }
     let ScanEnv {
         config,
         telemetry,
         rt,
     } = ScanEnv::new(&args.scan)?;
+    let (regions, region_source) = region_flags(args.regions, args.regions_fallback)?;
     let request = DiscoveryRequest {
-        regions: args.regions,
+        region_source,
+        regions,
         datasets: args.datasets,
         endpoint_url: args.endpoint_url,
         profile: args.profile,
@@ -167,9 +198,12 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
 /// Before any scan output: credentials (a scan without them only fails every call; the
 /// error says what was tried and how to fix it, and the command exits 1), and the one
 /// notice of a region fallback.
-async fn preflight(request: &DiscoveryRequest) -> anyhow::Result<()> {
+pub(super) async fn preflight(request: &DiscoveryRequest) -> anyhow::Result<()> {
     let check = check_credentials(request).await?;
-    if request.regions.is_empty() && check.region.is_none() {
+    if request.regions.is_empty()
+        && request.region_source == RegionSource::Listed
+        && check.region.is_none()
+    {
         eprintln!(
             "tollgate: no region configured (--regions, AWS_REGION or the profile's region); \
              scanning {FALLBACK_REGION}"
@@ -239,14 +273,36 @@ pub(crate) async fn run_scan(
 /// 130 after Ctrl-C or with a cancelled dataset; else 1 for a failed dataset, 2 for a
 /// partial one, 0 when all are complete.
 fn exit_code(report: &DiscoveryReport, user_cancelled: bool) -> u8 {
+    status_exit_code(report.overall_status(), user_cancelled)
+}
+
+/// [`exit_code`] for a scan's worst status.
+pub(super) fn status_exit_code(status: DatasetStatus, user_cancelled: bool) -> u8 {
     if user_cancelled {
         return EXIT_CANCELLED;
     }
-    match report.overall_status() {
+    match status {
         DatasetStatus::Complete => EXIT_COMPLETE,
         DatasetStatus::Partial => EXIT_PARTIAL,
         DatasetStatus::Failed => EXIT_ERROR,
         DatasetStatus::Cancelled => EXIT_CANCELLED,
+    }
+}
+
+pub(super) fn write_json<T: serde::Serialize>(
+    report: &T,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(report).context("encoding the report")?;
+    match output {
+        Some(path) => std::fs::write(path, format!("{text}\n"))
+            .with_context(|| format!("writing the report to {}", path.display())),
+        None => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{text}")?;
+            out.flush()?;
+            Ok(())
+        }
     }
 }
 
@@ -265,7 +321,7 @@ fn write_report(report: &DiscoveryReport, output: Option<&std::path::Path>) -> a
 }
 
 /// The table on stderr after the scan.
-fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
+pub(super) fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
     let mut err = std::io::stderr().lock();
     let account = report.account.as_deref().unwrap_or("unresolved");
     writeln!(
@@ -278,6 +334,9 @@ fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
     )?;
     if let Some(note) = &report.identity_note {
         writeln!(err, "note: {note}")?;
+    }
+    if let Some(reason) = &report.regions_reason {
+        writeln!(err, "regions: {}", reason.message)?;
     }
     writeln!(
         err,

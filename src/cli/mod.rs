@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod discover;
+mod discover_org;
 mod fleet;
 mod logging;
 mod policies;

@@ -92,6 +92,38 @@ fn moto_binary() -> Option<PathBuf> {
 }
 
 fn start_own_server() -> String {
+    let (url, server) = spawn_server();
+    OWNED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .replace(server);
+    url
+}
+
+/// A moto server of one test's own, stopped when dropped (and when the test process
+/// exits, however it exits): for state that cannot be shared by prefix, such as the one
+/// organization moto's default account can manage. Dropping it closes the watchdog's
+/// stdin, which stops the server.
+pub struct DedicatedMoto {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    _server: OwnedServer,
+}
+
+impl DedicatedMoto {
+    /// Start one (needs `moto_server`; sets the emulator credentials as [`moto`] does).
+    pub fn start() -> DedicatedMoto {
+        crate::emulator_credentials();
+        let (url, server) = spawn_server();
+        DedicatedMoto {
+            url,
+            _server: server,
+        }
+    }
+}
+
+fn spawn_server() -> (String, OwnedServer) {
     let Some(binary) = moto_binary() else {
         panic!(
             "these tests need moto's AWS emulator: run scripts/test (it installs and starts \
@@ -114,19 +146,15 @@ fn start_own_server() -> String {
         .spawn()
         .unwrap_or_else(|e| panic!("starting {} under sh: {e}", binary.display()));
     let stdin = watchdog.stdin.take().expect("piped stdin");
-    OWNED
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap()
-        .replace(OwnedServer {
-            _watchdog: watchdog,
-            _stdin: stdin,
-        });
+    let server = OwnedServer {
+        _watchdog: watchdog,
+        _stdin: stdin,
+    };
     let addr = format!("127.0.0.1:{port}");
     for _ in 0..150 {
         let up = http::exchange(&addr, Call::new("GET", "/moto-api/"));
         if up.is_ok_and(|a| a.status == 200) {
-            return format!("http://{addr}");
+            return (format!("http://{addr}"), server);
         }
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -15,6 +15,15 @@
 //! hosts through the fleet table: openings are published and adopted, and the half-open
 //! probe is claimed from the table first, so there is one probe for the whole fleet.
 //!
+//! A scope is held while it matters and forgotten after: a closed breaker nobody waits
+//! for is the default and is dropped at the next poll, and a scope nobody has passed or
+//! reported on for [`FORGET_IDLE`] is dropped whatever its state (an organization scan
+//! that met an outage in one region would otherwise keep a half-open breaker for every
+//! account's service there for the coordinator's life). [`FORGET_IDLE`] is longer than
+//! the longest opening, so no opening is cut short; a forgotten failing scope costs what a new
+//! coordinator's does (below). The board polls every [`SWEEP_EVERY`] so that idle scopes
+//! go even when nothing else happens.
+//!
 //! Breakers live in the coordinator's memory only (not persisted): a new coordinator
 //! starts every breaker closed, which costs at most [`FAILURE_THRESHOLD`] transient
 //! answers per failing scope to re-learn; storing them would add a record write to every
@@ -26,6 +35,7 @@ mod fleet;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::{Actor, AsyncContext, Context, Handler, MessageResult, SpawnHandle};
 use tollgate_quota::{
@@ -34,10 +44,27 @@ use tollgate_quota::{
 
 use self::fleet::{FleetLink, FleetScope};
 use crate::fleet::BreakerLink;
+use crate::footprint::CountScopes;
 use crate::messages::{BreakerPass, BreakerReport, BreakerStatus, Breakers};
 use crate::AdmissionError;
 
 pub use self::fleet::RECHECK;
+
+/// How long a scope nobody passes or reports on is kept: a minute past the longest
+/// opening ([`tollgate_quota::breaker::MAX_OPEN`]), so forgetting never shortens one.
+pub const FORGET_IDLE: Duration =
+    Duration::from_secs(tollgate_quota::breaker::MAX_OPEN.as_secs() + 60);
+
+/// How often the board polls without an event, to forget idle scopes.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+/// Whether the board keeps a scope at `now` (see the module docs).
+fn keep(entry: &Scope, now: Timestamp) -> bool {
+    let in_use = !entry.waiting.is_empty() || entry.fleet.busy(now);
+    let remembered =
+        entry.breaker != Breaker::default() && now.saturating_since(entry.used_at) < FORGET_IDLE;
+    in_use || remembered
+}
 
 /// One scope: its breaker, who waits for it, its standing with the fleet.
 #[derive(Default)]
@@ -45,6 +72,8 @@ struct Scope {
     breaker: Breaker,
     waiting: WaitQueue<BreakerPass>,
     fleet: FleetScope,
+    /// The last pass or report on the scope.
+    used_at: Timestamp,
 }
 
 /// The breakers of every scope this coordinator has seen.
@@ -95,10 +124,10 @@ impl BreakerBoard {
                 (a, b) => a.or(b),
             };
         }
-        // A closed breaker nobody waits for is the default: forget it.
-        self.scopes.retain(|_, e| {
-            !e.waiting.is_empty() || e.breaker != Breaker::default() || e.fleet.busy(now)
-        });
+        // A closed breaker nobody waits for is the default, and an idle scope is
+        // forgotten: see the module docs.
+        self.scopes.retain(|_, e| keep(e, now));
+        crate::registry::shrink_if_sparse(&mut self.scopes);
         self.start_claims(ctx);
         match (next, self.wake) {
             (Some(at), Some((scheduled, _))) if scheduled <= at && scheduled > now => {}
@@ -155,6 +184,7 @@ fn serve(
         breaker,
         waiting,
         fleet: standing,
+        used_at,
     } = entry;
     let refused = |at| AdmissionError::BreakerOpen {
         scope: scope.to_string(),
@@ -178,6 +208,10 @@ fn serve(
         },
         |w, exit| exits.push((w, exit)),
     );
+    if !exits.is_empty() {
+        // A waiter let through (or turned away) is a use of the scope.
+        *used_at = now;
+    }
     let mut abandoned = false;
     for (w, exit) in exits {
         let answer = match exit {
@@ -200,6 +234,10 @@ fn serve(
 
 impl Actor for BreakerBoard {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(SWEEP_EVERY, |act, ctx| act.poll(ctx));
+    }
 }
 
 impl Handler<BreakerPass> for BreakerBoard {
@@ -208,6 +246,7 @@ impl Handler<BreakerPass> for BreakerBoard {
         let now = self.clock.now();
         let sharing = Sharing::of(self.fleet.as_ref());
         let entry = self.scopes.entry(msg.scope.clone()).or_default();
+        entry.used_at = now;
         // Nobody ahead: answer at once when the breaker can (a closed breaker always
         // can, whatever the deadline, even one that is already due).
         if entry.waiting.is_empty() {
@@ -243,6 +282,7 @@ impl Handler<BreakerReport> for BreakerBoard {
     fn handle(&mut self, msg: BreakerReport, ctx: &mut Context<Self>) {
         let now = self.clock.now();
         let entry = self.scopes.entry(msg.scope.clone()).or_default();
+        entry.used_at = now;
         let before = self.fleet.as_ref().map(|_| entry.breaker.clone());
         let changed = match (msg.outcome, msg.probe) {
             (Some(outcome), probe) => entry.breaker.record(outcome, probe, now),
@@ -266,6 +306,13 @@ impl Handler<BreakerReport> for BreakerBoard {
         if changed {
             self.poll(ctx);
         }
+    }
+}
+
+impl Handler<CountScopes> for BreakerBoard {
+    type Result = usize;
+    fn handle(&mut self, _: CountScopes, _: &mut Context<Self>) -> usize {
+        self.scopes.len()
     }
 }
 

@@ -89,6 +89,11 @@ pub struct Attribution {
     /// The dataset, when there is exactly one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dataset: Option<String>,
+    /// The account whose quota the call was charged to (the gate's account; in an
+    /// organization scan, each member's own, the caller's for the hub calls); absent
+    /// when the caller is unresolved and outside a request budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 impl Attribution {
@@ -106,7 +111,14 @@ impl Attribution {
             collector: collector.to_owned(),
             datasets,
             dataset,
+            account: None,
         }
+    }
+
+    /// The same, naming the account the call was charged to.
+    pub fn with_account(mut self, account: impl Into<String>) -> Self {
+        self.account = Some(account.into());
+        self
     }
 }
 

@@ -131,7 +131,7 @@ fn same_cause(a: &Reason, b: &Reason) -> bool {
 }
 
 /// The `kind` spelled in a reason.
-fn reason_kind(kind: CallErrorKind) -> ReasonKind {
+pub(crate) fn reason_kind(kind: CallErrorKind) -> ReasonKind {
     match kind {
         CallErrorKind::Fatal => ReasonKind::Unavailable,
         CallErrorKind::Throttled => ReasonKind::Throttled,

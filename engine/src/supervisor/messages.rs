@@ -7,8 +7,10 @@ use tokio::sync::oneshot;
 use crate::aws::ScanId;
 use crate::collectors::{DatasetProgress, Progress};
 use crate::dataset::Dataset;
+use crate::organization::{OrganizationHandle, OrganizationRequest, OrganizationRequestError};
 use crate::output::{DatasetReport, DiscoveryReport};
 use crate::request::{DiscoveryRequest, RequestError};
+use crate::scan_setup::MemberScan;
 
 /// Open a scan: answers at once with its id and progress counters; the scan runs on.
 #[derive(Debug, Message)]
@@ -57,6 +59,21 @@ pub struct UnknownScan(pub ScanId);
 #[rtype(result = "bool")]
 pub struct ForgetScan(pub ScanId);
 
+/// How many scans the supervisor holds, and how many of those still hold their setup
+/// (SDK configuration, credentials, gate): what a long-lived runtime keeps per scan.
+#[derive(Debug, Clone, Copy, Message)]
+#[rtype(result = "ScanCount")]
+pub struct CountScans;
+
+/// The answer to [`CountScans`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanCount {
+    /// Scans running, or finished and not yet forgotten.
+    pub scans: usize,
+    /// Of those, the ones holding their setup (only running ones should).
+    pub holding_setup: usize,
+}
+
 /// A collector finished its dataset.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
@@ -68,3 +85,16 @@ pub struct DatasetFinished {
     /// Its report.
     pub report: DatasetReport,
 }
+
+/// Open an organization scan (see [`crate::organization`]): answers at once with its
+/// handle (id, per-account progress, cancellation, report); the scan runs on this
+/// runtime's actor thread.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<OrganizationHandle, OrganizationRequestError>")]
+pub struct StartOrganizationScan(pub OrganizationRequest);
+
+/// Open one member account's scan of an organization scan (sent by the organization's
+/// run): like [`StartScan`], with the account's identity and credentials given.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<ScanStarted, RequestError>")]
+pub struct StartMemberScan(pub MemberScan);

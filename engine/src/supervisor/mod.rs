@@ -20,6 +20,14 @@
 //! breaker since the last look ([`crate::throttling`]): how far their keys' rates were cut
 //! and whether their breakers opened is not in any attempt event.
 //!
+//! Memory: a scan's entry lives until `ForgetScan` (the service sends it once the report
+//! is stored; [`Discovery::discover`](crate::discovery::Discovery::discover) once it has
+//! the report), but what grows with the accounts and regions it touched does not: the
+//! collectors (and the SDK clients they built per region) stop with their datasets, and
+//! the scan's setup (SDK configuration and credentials, gate) is dropped as the report is
+//! assembled. What stays until forgotten is the request, the progress counters (one per
+//! dataset) and the report.
+//!
 //! Cancellation (`CancelScan`) fires the scan's token (in-flight requests abort, queued
 //! attempts never dispatch), removes the scan's queued admission waiters with
 //! `AdmissionHandle::cancel_scope`, and still delivers what was collected, unfinished
@@ -42,20 +50,22 @@ use tollgate_actors::clock::monotonic_now;
 use tollgate_quota::Timestamp;
 
 pub use messages::{
-    AwaitReport, CancelScan, DatasetFinished, ForgetScan, GetProgress, ScanStarted, StartScan,
-    UnknownScan,
+    AwaitReport, CancelScan, CountScans, DatasetFinished, ForgetScan, GetProgress, ScanCount,
+    ScanStarted, StartMemberScan, StartOrganizationScan, StartScan, UnknownScan,
 };
 
 use crate::aws::{CallContext, ScanId};
 use crate::collectors::{CollectorActor, CollectorRun, Progress};
 use crate::dataset::Dataset;
 use crate::fleet_degraded::DegradedNotes;
+use crate::organization::progress::ProgressBoard;
+use crate::organization::{OrganizationHandle, OrganizationRequestError};
 use crate::output::{
     rfc3339, DatasetReport, DatasetStatus, DiscoveryReport, FleetDegraded, Reason, ReasonKind,
 };
 use crate::request::{DiscoveryRequest, RequestError};
-pub use crate::scan_setup::SupervisorDeps;
 use crate::scan_setup::{self, ScanSetup, SetupError};
+pub use crate::scan_setup::{MemberScan, SupervisorDeps};
 
 /// How long collectors get to stop after a cancellation or the deadline.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -70,6 +80,8 @@ const SAMPLE_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct Supervisor {
     deps: SupervisorDeps,
     scans: HashMap<ScanId, Scan>,
+    /// Ids of organization scans still running (scan ids are drawn apart from them).
+    organizations: std::collections::HashSet<ScanId>,
     /// A sample of the admission runtime is in flight.
     sampling: bool,
 }
@@ -102,6 +114,7 @@ impl Supervisor {
         Supervisor {
             deps,
             scans: HashMap::new(),
+            organizations: std::collections::HashSet::new(),
             sampling: false,
         }
     }
@@ -109,7 +122,7 @@ impl Supervisor {
     fn new_scan_id(&self) -> ScanId {
         loop {
             let id = ScanId(fastrand::u64(1..));
-            if !self.scans.contains_key(&id) {
+            if !self.scans.contains_key(&id) && !self.organizations.contains(&id) {
                 return id;
             }
         }
@@ -257,6 +270,7 @@ impl Supervisor {
                 .unwrap_or_else(|| "aws".to_string()),
             account: setup.and_then(|s| s.account.clone()),
             identity_note: setup.and_then(|s| s.identity_note.clone()),
+            regions_reason: setup.and_then(|s| s.regions_reason.clone()),
             regions: setup
                 .map(|s| s.regions.clone())
                 .unwrap_or_else(|| scan.request.regions.clone()),
@@ -274,6 +288,10 @@ impl Supervisor {
             let _ = waiter.send(Ok(report.clone()));
         }
         scan.finished = Some(report);
+        // The report holds what it needs of the setup: the SDK configuration (credential
+        // cache included), the gate and an unresolved scan's isolated admission go now,
+        // not when the scan is forgotten (which an embedder may never ask for).
+        scan.setup = None;
     }
 }
 
@@ -343,11 +361,15 @@ impl Actor for Supervisor {
     }
 }
 
-impl Handler<StartScan> for Supervisor {
-    type Result = Result<ScanStarted, RequestError>;
-
-    fn handle(&mut self, msg: StartScan, ctx: &mut Context<Self>) -> Self::Result {
-        let request = msg.0.validate()?;
+impl Supervisor {
+    /// Open a validated scan: a plain one (`member: None`), or one member account of an
+    /// organization scan.
+    fn open(
+        &mut self,
+        request: DiscoveryRequest,
+        member: Option<MemberScan>,
+        ctx: &mut Context<Self>,
+    ) -> ScanStarted {
         let scan_id = self.new_scan_id();
         let progress: BTreeMap<Dataset, Progress> = request
             .datasets
@@ -372,7 +394,16 @@ impl Handler<StartScan> for Supervisor {
                 finished: None,
             },
         );
-        let setup = scan_setup::prepare(request.clone(), self.deps.clone(), scan_id, cancel);
+        let deps = self.deps.clone();
+        let setup = {
+            let request = request.clone();
+            async move {
+                match member {
+                    None => scan_setup::prepare(request, deps, scan_id, cancel).await,
+                    Some(member) => scan_setup::prepare_member(member, deps, scan_id, cancel).await,
+                }
+            }
+        };
         ctx.spawn(wrap_future::<_, Self>(setup).map(move |setup, act, ctx| {
             act.begin(scan_id, setup, ctx);
         }));
@@ -386,9 +417,60 @@ impl Handler<StartScan> for Supervisor {
             }
         });
         tracing::info!(%scan_id, datasets = ?request.datasets, regions = ?request.regions, "scan opened");
-        Ok(ScanStarted {
+        ScanStarted {
             scan_id,
             progress: progress.into_values().collect(),
+        }
+    }
+}
+
+impl Handler<StartScan> for Supervisor {
+    type Result = Result<ScanStarted, RequestError>;
+
+    fn handle(&mut self, msg: StartScan, ctx: &mut Context<Self>) -> Self::Result {
+        let request = msg.0.validate()?;
+        Ok(self.open(request, None, ctx))
+    }
+}
+
+impl Handler<StartMemberScan> for Supervisor {
+    type Result = Result<ScanStarted, RequestError>;
+
+    fn handle(&mut self, msg: StartMemberScan, ctx: &mut Context<Self>) -> Self::Result {
+        let mut member = msg.0;
+        member.request = member.request.validate()?;
+        Ok(self.open(member.request.clone(), Some(member), ctx))
+    }
+}
+
+impl Handler<StartOrganizationScan> for Supervisor {
+    type Result = Result<OrganizationHandle, OrganizationRequestError>;
+
+    fn handle(&mut self, msg: StartOrganizationScan, ctx: &mut Context<Self>) -> Self::Result {
+        let request = msg.0.validate()?;
+        let scan_id = self.new_scan_id();
+        self.organizations.insert(scan_id);
+        let progress = ProgressBoard::default();
+        let cancel = CancellationToken::new();
+        let (report_tx, report) = tokio::sync::watch::channel(None);
+        let run = crate::organization::run::run(
+            ctx.address(),
+            self.deps.clone(),
+            request,
+            scan_id,
+            progress.clone(),
+            cancel.clone(),
+        );
+        ctx.spawn(wrap_future::<_, Self>(run).map(move |report, act, _| {
+            act.organizations.remove(&scan_id);
+            let _ = report_tx.send(Some(Arc::new(report)));
+        }));
+        tracing::info!(%scan_id, "organization scan opened");
+        Ok(OrganizationHandle {
+            scan_id,
+            progress,
+            cancel,
+            report,
         })
     }
 }
@@ -460,6 +542,17 @@ impl Handler<ForgetScan> for Supervisor {
             self.scans.remove(&msg.0);
         }
         MessageResult(finished)
+    }
+}
+
+impl Handler<CountScans> for Supervisor {
+    type Result = MessageResult<CountScans>;
+
+    fn handle(&mut self, _: CountScans, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(ScanCount {
+            scans: self.scans.len(),
+            holding_setup: self.scans.values().filter(|s| s.setup.is_some()).count(),
+        })
     }
 }
 

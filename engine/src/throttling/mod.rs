@@ -92,12 +92,15 @@ impl ScanTelemetry {
             return;
         };
         scan.hot = false;
+        // Indexed once: an organization scan has thousands of keys, and a search of the
+        // status list per key would cost keys × statuses per sample.
+        let by_key: HashMap<&str, &KeyStatus> = keys.iter().map(|k| (k.key.as_str(), k)).collect();
         let mut scopes = BTreeSet::new();
         for (key, tally) in scan.keys.iter_mut() {
             if let Ok(parsed) = key.parse::<QuotaKey>() {
                 scopes.insert(BreakerScope::of(&parsed).to_string());
             }
-            let Some(status) = keys.iter().find(|k| k.key == *key) else {
+            let Some(status) = by_key.get(key.as_str()) else {
                 continue;
             };
             let rate = status.state.effective_rate_per_second;

@@ -6,6 +6,7 @@ use serde::Serialize;
 use tollgate_actors::ClientInfo;
 use tollgate_quota::QuotaSnapshot;
 
+use crate::activity::{KeySeries, BUCKET};
 use crate::scan_request::ScanOrigin;
 
 use super::auth::require;
@@ -40,7 +41,12 @@ async fn metrics(state: Data) -> HttpResponse {
     let (queued, running) = state.manager.active_counts();
     HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
-        .body(state.metrics.render(queued, running, &keys))
+        .body(state.metrics.render(queued, running, &keys, now_ms(&state)))
+}
+
+/// The admission clock now, in Unix milliseconds (what attempt events are stamped with).
+fn now_ms(state: &Data) -> u64 {
+    state.admission.now().as_micros() / 1000
 }
 
 async fn submit(req: HttpRequest, state: Data, body: web::Bytes) -> Result<HttpResponse, ApiError> {
@@ -97,9 +103,12 @@ async fn cancel(
     Ok(HttpResponse::Ok().json(state.manager.cancel(&id).await?))
 }
 
-/// The shape of `tollgate status --json`.
+/// The shape of `tollgate status --json`, with each key's account and recent activity
+/// (the live page groups by the one and charts the other).
 #[derive(Serialize)]
 struct Quotas {
+    /// Seconds per bucket of each key's `activity`.
+    activity_bucket_seconds: u64,
     admission_dir: String,
     source: String,
     coordinator_pid: Option<u32>,
@@ -110,7 +119,13 @@ struct Quotas {
 #[derive(Serialize)]
 struct KeyView {
     key: String,
+    /// The key's account (its second part).
+    account: String,
     state: QuotaSnapshot,
+    /// Admissions and throttled responses over the last five minutes, oldest bucket
+    /// first; absent when the key had none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    activity: Option<KeySeries>,
 }
 
 async fn quotas(req: HttpRequest, state: Data) -> Result<HttpResponse, ApiError> {
@@ -122,7 +137,10 @@ async fn quotas(req: HttpRequest, state: Data) -> Result<HttpResponse, ApiError>
         )
     })?;
     let (dir, source) = state.admission_dir.clone();
+    let now = now_ms(&state);
+    let activity = state.metrics.activity();
     Ok(HttpResponse::Ok().json(Quotas {
+        activity_bucket_seconds: BUCKET.as_secs(),
         admission_dir: dir,
         source,
         coordinator_pid: Some(live.coordinator_pid),
@@ -131,7 +149,9 @@ async fn quotas(req: HttpRequest, state: Data) -> Result<HttpResponse, ApiError>
             .keys
             .into_iter()
             .map(|k| KeyView {
-                key: k.key.to_string(),
+                account: k.key.split('/').nth(1).unwrap_or("").to_string(),
+                activity: activity.series(&k.key, now),
+                key: k.key,
                 state: k.state,
             })
             .collect(),

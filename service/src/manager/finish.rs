@@ -36,6 +36,7 @@ fn unstarted_report(
         account: None,
         identity_note: None,
         regions: record.regions.clone(),
+        regions_reason: None,
         started_at: at.clone(),
         finished_at: at,
         datasets: record
@@ -220,6 +221,7 @@ impl ScanManager {
         {
             let now = self.now();
             let mut state = self.state();
+            super::guard::forget_cooled(&mut state.latest, &self.shared.deps.guard, now);
             if let Some(active) = state.active.remove(scan_id) {
                 state.running = state.running.saturating_sub(1);
                 state.latest.insert(
@@ -234,6 +236,11 @@ impl ScanManager {
         }
         if let Some(engine_id) = engine_id {
             self.shared.deps.supervisor.do_send(ForgetScan(engine_id));
+            self.shared
+                .deps
+                .metrics
+                .scan_accounts()
+                .forget(&engine_id.to_string());
         }
         if let Err(e) = self
             .shared

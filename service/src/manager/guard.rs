@@ -20,7 +20,9 @@
 //!
 //! The account is not known before a scan resolves it, so it is named by what selects it
 //! ([`AccountSelector`]: profile, role, endpoint), the way [`JoinKey`](crate::scan_request::JoinKey)
-//! does. Cooldowns live in memory: a restarted service starts without any.
+//! does. Cooldowns live in memory: a restarted service starts without any, and an
+//! account's entry is dropped once its cooldown has ended ([`forget_cooled`]), so the
+//! map holds the accounts scanned within the last `cooldown`, not every one ever.
 //!
 //! [`admit`] and [`next_to_start`] are pure (time comes in as an argument) and
 //! table-tested; the manager applies them under its lock.
@@ -175,6 +177,18 @@ pub fn admit(
     }
 }
 
+/// Drop the latest scans whose cooldown has ended at `now`: they refuse nothing any
+/// more, and an organization target's member accounts would otherwise stay in the map
+/// for the service's life. With a zero cooldown nothing is kept.
+pub fn forget_cooled(
+    latest: &mut HashMap<AccountSelector, LatestScan>,
+    settings: &GuardSettings,
+    now: u64,
+) {
+    let cooldown_micros = settings.cooldown.as_micros() as u64;
+    latest.retain(|_, l| now < l.finished_at.saturating_add(cooldown_micros));
+}
+
 /// The position in `queue` (accounts, oldest first) of the first scan whose account has
 /// fewer than the cap running.
 pub fn next_to_start(
@@ -256,6 +270,48 @@ mod tests {
         for (case, settings, origin, account, now, want) in table {
             assert_eq!(admit(&settings, origin, account, now), want, "{case}");
         }
+    }
+
+    #[test]
+    fn a_thousand_accounts_scanned_are_forgotten_once_their_cooldowns_end() {
+        let settings = settings(1, 60);
+        let mut latest: HashMap<AccountSelector, LatestScan> = (0..1000)
+            .map(|i| {
+                let selector = AccountSelector {
+                    profile: None,
+                    role_arn: Some(format!("arn:aws:iam::{:012}:role/scan", i)),
+                    endpoint_url: None,
+                };
+                let finished_at = T0 + (i % 2) * 30 * S;
+                let scan_id = format!("scan-{i}");
+                (
+                    selector,
+                    LatestScan {
+                        scan_id,
+                        finished_at,
+                    },
+                )
+            })
+            .collect();
+        forget_cooled(&mut latest, &settings, T0 + 60 * S - 1);
+        assert_eq!(latest.len(), 1000, "every cooldown still runs");
+        forget_cooled(&mut latest, &settings, T0 + 60 * S);
+        assert_eq!(latest.len(), 500, "the first half's cooldowns ended");
+        forget_cooled(&mut latest, &settings, T0 + 90 * S);
+        assert!(latest.is_empty(), "nothing is kept past its cooldown");
+        let mut one = HashMap::from([(
+            AccountSelector {
+                profile: None,
+                role_arn: None,
+                endpoint_url: None,
+            },
+            LatestScan {
+                scan_id: "scan-z".into(),
+                finished_at: T0,
+            },
+        )]);
+        forget_cooled(&mut one, &self::settings(1, 0), T0);
+        assert!(one.is_empty(), "a zero cooldown keeps nothing");
     }
 
     #[test]

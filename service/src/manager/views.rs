@@ -11,12 +11,32 @@ impl ScanManager {
     pub fn list(&self) -> Result<Vec<ScanSummary>, ManagerError> {
         let mut records = self.shared.deps.history.records()?;
         let state = self.state();
+        let mut summaries = Vec::with_capacity(records.len());
         for record in &mut records {
-            if let Some(active) = state.active.get(&record.scan_id) {
-                *record = active.record.clone();
+            match state.active.get(&record.scan_id) {
+                Some(active) => summaries.push(self.active_summary(active)),
+                None => summaries.push(record.summary()),
             }
         }
-        Ok(records.iter().map(ScanRecord::summary).collect())
+        Ok(summaries)
+    }
+
+    /// An active scan's summary, with the accounts it has called so far (its account
+    /// too, while it has called exactly one).
+    fn active_summary(&self, active: &super::Active) -> ScanSummary {
+        let mut summary = active.record.summary();
+        if let Some((engine_id, _)) = &active.engine {
+            summary.accounts = self
+                .shared
+                .deps
+                .metrics
+                .scan_accounts()
+                .of(&engine_id.to_string());
+            if summary.account.is_none() && summary.accounts.len() == 1 {
+                summary.account = summary.accounts.first().cloned();
+            }
+        }
+        summary
     }
 
     /// One scan with per-dataset progress.
@@ -32,7 +52,7 @@ impl ScanManager {
                     None => active.record.stored_progress(),
                 };
                 return Ok(ScanDetail {
-                    summary: active.record.summary(),
+                    summary: self.active_summary(active),
                     progress,
                     throttling: None,
                 });

@@ -103,7 +103,13 @@ where
         service,
         operation,
         quota: Some(key.to_string()),
-        attribution: Attribution::new(ctx.scan_id.to_string(), ctx.collector, &ctx.datasets),
+        attribution: match &gate.account {
+            tollgate_quota::AccountScope::Account(id) => {
+                Attribution::new(ctx.scan_id.to_string(), ctx.collector, &ctx.datasets)
+                    .with_account(id.as_str())
+            }
+            _ => Attribution::new(ctx.scan_id.to_string(), ctx.collector, &ctx.datasets),
+        },
     };
     let mut tally = Tally::FIRST;
     let mut stamp = Stamp::read(gate);
