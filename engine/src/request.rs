@@ -38,6 +38,10 @@ pub struct DiscoveryRequest {
     /// credentials above; the account resolved, keying quotas and named by the report, is
     /// then the role's.
     pub role: Option<AssumeRole>,
+    /// `--metrics`: after the datasets, read every Lambda function's, DynamoDB table's
+    /// and S3 bucket's CloudWatch activity (GetMetricData, a paid API: billed per metric
+    /// requested) into its item's `activity`. Off by default: no CloudWatch call is made.
+    pub metrics: bool,
 }
 
 impl Default for DiscoveryRequest {
@@ -50,6 +54,7 @@ impl Default for DiscoveryRequest {
             timeout: DEFAULT_TIMEOUT,
             credentials: None,
             role: None,
+            metrics: false,
         }
     }
 }

@@ -26,6 +26,8 @@ pub struct ScanFields {
     pub external_id: Option<String>,
     /// The role session name.
     pub session_name: Option<String>,
+    /// Read the items' CloudWatch activity (`metrics = true`; GetMetricData is paid).
+    pub metrics: bool,
 }
 
 /// Where a submission comes from, for the guard rails (`crate::manager::guard`): an
@@ -100,6 +102,7 @@ impl ScanFields {
                 .unwrap_or(tollgate_engine::request::DEFAULT_TIMEOUT),
             credentials: None,
             role,
+            metrics: self.metrics,
         };
         request.validate().map_err(|e| match e {
             RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {
@@ -128,6 +131,7 @@ pub struct JoinKey {
     endpoint_url: Option<String>,
     regions: Vec<String>,
     datasets: Vec<Dataset>,
+    metrics: bool,
 }
 
 impl JoinKey {
@@ -139,6 +143,7 @@ impl JoinKey {
             endpoint_url: request.endpoint_url.clone(),
             regions: request.regions.clone(),
             datasets: request.datasets.clone(),
+            metrics: request.metrics,
         }
     }
 }
