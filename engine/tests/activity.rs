@@ -270,3 +270,121 @@ async fn without_metrics_no_cloudwatch_call_is_made_and_no_item_has_activity() {
     assert!(!json.contains("\"activity\""));
     assert_eq!(report.datasets["lambda-functions"].items.len(), 200);
 }
+
+/// A discovery with `--metrics` of `scenario` over the simulator's in-process transport
+/// in paused time (retries and backoff on simulated time).
+fn paused_scan(scenario: &str) -> (DiscoveryReport, Simulator) {
+    use actix::Actor;
+    use tollgate_actors::{paused_system, start_in_current_system, RuntimeConfig, TokioClock};
+    use tollgate_engine::supervisor::{AwaitReport, StartScan, Supervisor, SupervisorDeps};
+
+    let sim = Simulator::new(Scenario::parse(scenario, "inline").unwrap());
+    let transport = sim.clone();
+    let report = paused_system().block_on(async move {
+        let clock = Arc::new(TokioClock::starting_at(
+            tollgate_quota::Timestamp::from_millis(1_800_000_000_000),
+        ));
+        let admission = start_in_current_system(
+            RuntimeConfig::simulated(tollgate_quota::Owner {
+                pid: std::process::id(),
+                generation: 1,
+            }),
+            clock,
+        );
+        let supervisor = Supervisor::new(SupervisorDeps {
+            admission,
+            policies: tollgate_quota::PolicyTable::defaults(),
+            telemetry: tollgate_engine::throttling::ScanTelemetry::new(Arc::new(
+                MemoryTelemetry::new(),
+            )),
+            http: transport.http_client(),
+            fleet_notes: tollgate_engine::fleet_degraded::DegradedNotes::Skip,
+        })
+        .start();
+        let started = supervisor
+            .send(StartScan(DiscoveryRequest {
+                regions: vec!["us-east-1".into()],
+                endpoint_url: Some("http://simulator.invalid".into()),
+                timeout: Duration::from_secs(3_600),
+                credentials: Some(Credentials::new(
+                    "AKIDSIM",
+                    "sim-secret",
+                    None,
+                    None,
+                    "test",
+                )),
+                metrics: true,
+                ..Default::default()
+            }))
+            .await
+            .unwrap()
+            .unwrap();
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        supervisor
+            .send(AwaitReport {
+                scan_id: started.scan_id,
+                reply,
+            })
+            .await
+            .unwrap();
+        answer.await.unwrap().unwrap()
+    });
+    (report, sim)
+}
+
+#[test]
+fn a_dataset_whose_series_could_not_be_read_is_partial_with_the_reason_and_keeps_its_items() {
+    // One request serves both datasets (8 queries); every GetMetricData answers 500.
+    let scenario = r#"
+account = "123456789012"
+regions = ["us-east-1"]
+[latency]
+default = { kind = "fixed", ms = 0 }
+[[faults]]
+kind = "server_error"
+operations = ["cloudwatch:GetMetricData"]
+[[inventory.function_sets]]
+count = 3
+prefix = "fn-"
+region = "us-east-1"
+[[inventory.tables]]
+name = "orders"
+region = "us-east-1"
+[[inventory.key_sets]]
+count = 2
+region = "us-east-1"
+"#;
+    let (report, sim) = paused_scan(scenario);
+    for name in ["lambda-functions", "dynamodb-tables"] {
+        let dataset = &report.datasets[name];
+        assert_eq!(dataset.status, DatasetStatus::Partial, "{name}");
+        assert_eq!(dataset.reasons.len(), 1, "{name}: {:?}", dataset.reasons);
+        let reason = &dataset.reasons[0];
+        assert_eq!(
+            (reason.operation.as_str(), reason.field.as_deref()),
+            ("cloudwatch:GetMetricData", Some("activity"))
+        );
+        assert!(!dataset.items.is_empty());
+        for item in &dataset.items {
+            let activity = match item {
+                Item::LambdaFunction(f) => f.activity.as_ref(),
+                Item::DynamoDbTable(t) => t.activity.as_ref(),
+                _ => None,
+            }
+            .expect("the item keeps an activity object");
+            assert!(
+                activity.series.values().all(Option::is_none),
+                "{activity:?}"
+            );
+            assert_eq!(activity.series.len(), 2);
+        }
+    }
+    assert_eq!(report.datasets["lambda-functions"].items.len(), 3);
+    // Datasets without activity are untouched; the buckets dataset is empty.
+    assert_eq!(report.datasets["kms-keys"].status, DatasetStatus::Complete);
+    assert_eq!(
+        report.datasets["s3-buckets"].status,
+        DatasetStatus::Complete
+    );
+    assert!(sim.stats().per_operation["cloudwatch:GetMetricData"].faulted >= 2);
+}
