@@ -83,6 +83,58 @@ fn override_applies_and_lowered_rate_caps_inherited_burst() {
 }
 
 #[test]
+fn both_datapoint_budgets_are_listed_as_verified_and_take_overrides() {
+    let out = tollgate(&["policies"], &[]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for (name, rate) in [
+        ("cloudwatch:GetMetricData:recent-datapoints", "180000"),
+        ("cloudwatch:GetMetricData:older-datapoints", "396000"),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} missing: {text}"));
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(fields[1..3], [rate, rate], "{line}");
+        assert_eq!(fields.last(), Some(&"aws-docs"), "{line}");
+    }
+    let out = tollgate(
+        &["policies", "--json"],
+        &[(
+            "TOLLGATE_QUOTA_OVERRIDES",
+            r#"{"cloudwatch:GetMetricData:older-datapoints":{"ratePerSecond":50000},
+                "cloudwatch:GetMetricData:recent-datapoints":{"burst":90000,"concurrency":4}}"#,
+        )],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |group: &str| {
+        rows.iter()
+            .find(|r| r["service"] == "cloudwatch" && r["group"] == group)
+            .unwrap_or_else(|| panic!("{group} missing"))
+            .clone()
+    };
+    let older = row("GetMetricData:older-datapoints");
+    assert_eq!(older["policy"]["ratePerSecond"], 50_000.0);
+    assert_eq!(
+        older["policy"]["burst"], 50_000.0,
+        "a lowered rate caps the burst"
+    );
+    assert_eq!(older["origin"], "override");
+    assert_eq!(older["verified"], "override");
+    let recent = row("GetMetricData:recent-datapoints");
+    assert_eq!(recent["policy"]["ratePerSecond"], 180_000.0);
+    assert_eq!(recent["policy"]["burst"], 90_000.0);
+    assert_eq!(recent["policy"]["concurrency"], 4);
+    assert_eq!(row("GetMetricData")["origin"], "default");
+}
+
+#[test]
 fn malformed_override_fails_naming_the_variable_without_echoing_it() {
     let secret = "AKIAEXAMPLESECRET123";
     for bad in [

@@ -94,3 +94,48 @@ fn a_malformed_script_exits_1_naming_the_field() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/script.json"));
 }
+
+#[test]
+fn get_metric_data_attempts_carry_their_datapoint_budget_and_cost_in_json() {
+    let out = tollgate(&[
+        "replay",
+        "fixtures/replay/metric-data-datapoints.json",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let requests = report["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 10);
+    for r in requests {
+        for a in r["attempts"].as_array().unwrap() {
+            assert_eq!(
+                keys(a),
+                BTreeSet::from(["attempt", "dispatched_at_ms", "outcome", "datapoints"]),
+                "{a}"
+            );
+            assert_eq!(keys(&a["datapoints"]), BTreeSet::from(["budget", "cost"]));
+        }
+    }
+    let attempts = |id: &str| {
+        requests
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("{id}"))["attempts"]
+            .clone()
+    };
+    assert_eq!(
+        attempts("lambda-activity-1")[0]["datapoints"],
+        serde_json::json!({"budget": "older-datapoints", "cost": 6720})
+    );
+    assert_eq!(
+        attempts("recent-errors")[0]["datapoints"],
+        serde_json::json!({"budget": "recent-datapoints", "cost": 1000})
+    );
+    let edge = attempts("three-hours-old");
+    assert_eq!(edge[0]["datapoints"]["budget"], "recent-datapoints");
+    assert_eq!(edge[1]["datapoints"]["budget"], "older-datapoints");
+}

@@ -20,7 +20,7 @@ use crate::backend::{AdmissionBackend, Slot};
 use crate::key::CanonicalKey;
 use crate::local::LocalAdmission;
 use crate::messages::KeyStatus;
-use crate::ops::{Answer, CoordinationStatus, Operation};
+use crate::ops::{Answer, BudgetCharge, CoordinationStatus, Operation};
 use crate::remote::RemoteClient;
 use crate::AdmissionError;
 
@@ -250,15 +250,58 @@ impl ReservationGuard {
         retry: bool,
         wait: WaitOptions,
     ) -> Result<Grant, AdmissionError> {
-        let admit = |reservation| Operation::Admit {
-            key: self.key.clone(),
-            policy: self.policy,
+        self.admit_as(wait, |key, policy, reservation| Operation::Admit {
+            key,
+            policy,
             reservation,
             cost,
             retry,
             timeout: wait.timeout,
             scope: wait.scope,
+        })
+        .await
+    }
+
+    /// Final admission for one attempt that also charges `budget_cost` to `budget` (a
+    /// GetMetricData attempt's datapoint budget, under `budget_policy`): both keys are
+    /// charged at one instant or neither is ([`crate::paired`]). The grant is this key's:
+    /// feedback, pauses and refunds go to it.
+    pub async fn admit_with_budget(
+        &self,
+        cost: u32,
+        retry: bool,
+        budget: &QuotaKey,
+        budget_policy: Policy,
+        budget_cost: u32,
+        wait: WaitOptions,
+    ) -> Result<Grant, AdmissionError> {
+        let budget = BudgetCharge {
+            key: CanonicalKey::new(budget),
+            policy: budget_policy,
+            cost: budget_cost,
         };
+        self.admit_as(wait, |key, policy, reservation| {
+            Operation::AdmitWithBudget {
+                key,
+                policy,
+                reservation,
+                cost,
+                retry,
+                timeout: wait.timeout,
+                scope: wait.scope,
+                budget: budget.clone(),
+            }
+        })
+        .await
+    }
+
+    /// Ask the admission `make` builds for the held reservation.
+    async fn admit_as(
+        &self,
+        wait: WaitOptions,
+        make: impl Fn(CanonicalKey, Policy, ReservationId) -> Operation,
+    ) -> Result<Grant, AdmissionError> {
+        let admit = |reservation| make(self.key.clone(), self.policy, reservation);
         let first = self.slot.call(admit(self.id())).await;
         // A reservation made under a coordinator that died before storing it is unknown
         // to its successor: take a fresh slot and try once more.

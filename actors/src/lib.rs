@@ -37,6 +37,8 @@
 //! - [`coordinator`]: the [`Coordinator`] role: state, actors and socket of the lock
 //!   holder (used by `join` and by a client's failover, importing neither).
 //! - [`remote`]: the coordinator socket: frames, protocol, server, client with failover.
+//! - [`paired`]: paired admission, one attempt charged on two keys at one instant or on
+//!   neither (a GetMetricData attempt's request token and its datapoint budget).
 //! - `local`: the in-process backend: `LocalAdmission::serve`, the one match over the
 //!   operations (and what the socket server hands every remote operation to).
 //! - [`closable_store`]: lets a coordinator close sled before handing over.
@@ -59,6 +61,7 @@ mod local;
 pub mod messages;
 pub mod offline_status;
 pub mod ops;
+pub mod paired;
 pub mod persist;
 pub mod quota_actor;
 pub mod registry;
@@ -78,7 +81,7 @@ pub use join::{connect, Admission};
 pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
 pub use offline_status::{read_offline, OfflineStatus, OfflineStatusError, StoredKeyStatus};
-pub use ops::{Answer, ClientInfo, CoordinationStatus, Operation};
+pub use ops::{Answer, BudgetCharge, ClientInfo, CoordinationStatus, Operation};
 #[cfg(feature = "paused-clock")]
 pub use runtime::paused_system;
 pub use runtime::{start_in_current_system, AdmissionRuntime, RuntimeConfig};

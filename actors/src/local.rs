@@ -23,6 +23,7 @@ use crate::messages::{
     WaiterTag, IN_PROCESS,
 };
 use crate::ops::{Answer, CoordinationStatus, Operation};
+use crate::paired::Pair;
 use crate::persist::Persister;
 use crate::quota_actor::QuotaActor;
 use crate::registry::{
@@ -45,7 +46,7 @@ pub(crate) struct Caller {
 
 impl Caller {
     /// The tag of this caller's waiters in `scope`.
-    fn tag(self, scope: Option<u64>) -> WaiterTag {
+    pub(crate) fn tag(self, scope: Option<u64>) -> WaiterTag {
         WaiterTag {
             scope,
             owner: self.owner,
@@ -162,7 +163,7 @@ impl LocalAdmission {
 
     /// Send a waiting request to the key's actor and await the answer. If the actor was
     /// retired between lookup and delivery, look it up again (at most twice).
-    async fn ask<T, M>(
+    pub(crate) async fn ask<T, M>(
         &self,
         key: &CanonicalKey,
         policy: Policy,
@@ -241,6 +242,30 @@ impl LocalAdmission {
                     })
                     .await?;
                 Answer::from(grant)
+            }
+            Operation::AdmitWithBudget {
+                key,
+                policy,
+                reservation,
+                cost,
+                retry,
+                timeout,
+                scope,
+                budget,
+            } => {
+                let pair = Pair {
+                    key,
+                    policy,
+                    request: AdmitRequest {
+                        reservation,
+                        cost,
+                        retry,
+                    },
+                    budget,
+                    deadline: now + timeout,
+                    scope,
+                };
+                Answer::from(self.admit_paired(pair, caller).await?)
             }
             Operation::Feedback {
                 key,

@@ -65,6 +65,29 @@ pub enum Operation {
         /// Cancellation scope (scan id).
         scope: Option<u64>,
     },
+    /// Final admission for one attempt that must also charge a second key, atomically: a
+    /// GetMetricData attempt's request token and its datapoints (seed 000: "Final
+    /// admission atomically charges request capacity and CloudWatch datapoints").
+    /// Answered like `Admit`, with the grant of `key`; see [`crate::paired`].
+    AdmitWithBudget {
+        /// The key (its slot is held).
+        key: CanonicalKey,
+        /// The caller's policy for the key.
+        policy: Policy,
+        /// The held slot.
+        reservation: ReservationId,
+        /// Tokens to charge on `key`.
+        cost: u32,
+        /// A retry spends a unit of `key`'s retry allowance.
+        retry: bool,
+        /// Give up after waiting this long.
+        #[serde(rename = "timeout_ms", with = "millis")]
+        timeout: Duration,
+        /// Cancellation scope (scan id).
+        scope: Option<u64>,
+        /// The second key and what it is charged.
+        budget: BudgetCharge,
+    },
     /// An admitted attempt's outcome.
     Feedback {
         /// The key.
@@ -130,7 +153,10 @@ impl Operation {
     pub fn may_wait(&self) -> bool {
         matches!(
             self,
-            Operation::Reserve { .. } | Operation::Admit { .. } | Operation::BreakerPass { .. }
+            Operation::Reserve { .. }
+                | Operation::Admit { .. }
+                | Operation::AdmitWithBudget { .. }
+                | Operation::BreakerPass { .. }
         )
     }
 
@@ -139,6 +165,7 @@ impl Operation {
         match self {
             Operation::Reserve { key, .. }
             | Operation::Admit { key, .. }
+            | Operation::AdmitWithBudget { key, .. }
             | Operation::Feedback { key, .. }
             | Operation::Pause { key, .. }
             | Operation::BreakerPass { key, .. }
@@ -147,6 +174,18 @@ impl Operation {
             Operation::Cancel { .. } | Operation::Status => None,
         }
     }
+}
+
+/// The second key of an [`Operation::AdmitWithBudget`]: a budget charged beside the
+/// attempt's own key (the account/region datapoint budget of a GetMetricData attempt).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetCharge {
+    /// The budget's key.
+    pub key: CanonicalKey,
+    /// The caller's policy for it.
+    pub policy: Policy,
+    /// What the attempt charges it (datapoints).
+    pub cost: u32,
 }
 
 /// What an [`Operation`] is answered when it succeeds (a failure is an
@@ -272,6 +311,23 @@ mod tests {
                 timeout: second,
                 scope: Some(0),
             },
+            Operation::AdmitWithBudget {
+                key: key(),
+                policy,
+                reservation: ReservationId(3),
+                cost: 1,
+                retry: false,
+                timeout: second,
+                scope: Some(2),
+                budget: BudgetCharge {
+                    key: CanonicalKey::parse(
+                        "aws/123456789012/us-east-1/cloudwatch:GetMetricData:recent-datapoints",
+                    )
+                    .unwrap(),
+                    policy: Policy::with_rate(180_000.0, 180_000.0).unwrap(),
+                    cost: 7_000,
+                },
+            },
             Operation::Feedback {
                 key: key(),
                 policy,
@@ -316,6 +372,7 @@ mod tests {
             match op {
                 Operation::Reserve { .. }
                 | Operation::Admit { .. }
+                | Operation::AdmitWithBudget { .. }
                 | Operation::Feedback { .. }
                 | Operation::Pause { .. }
                 | Operation::BreakerPass { .. }
@@ -425,7 +482,7 @@ mod tests {
         let waiting: Vec<bool> = every_operation().iter().map(Operation::may_wait).collect();
         assert_eq!(
             waiting,
-            [true, true, true, false, false, true, false, false, false, false, false]
+            [true, true, true, true, false, false, true, false, false, false, false, false]
         );
     }
 }

@@ -220,3 +220,59 @@ fn a_crash_mid_period_never_lets_the_period_exceed_its_allowance() {
         handle.shutdown().await.unwrap();
     });
 }
+
+#[test]
+fn a_datapoint_budgets_schedule_paces_paired_get_metric_data_admissions() {
+    // Issue 22: the budget is a key like any other, so its schedule applies to the
+    // datapoints a GetMetricData attempt charges beside its request token. Base:
+    // 1,000 datapoints/s (burst 1,000); from 09:00 in Berlin (08:00Z in winter) 10,000/s.
+    let overrides = r#"{"cloudwatch:GetMetricData:older-datapoints": {
+        "ratePerSecond": 1000, "burst": 1000,
+        "schedule": [{"cron": "* 9-16 * * MON-FRI", "timezone": "Europe/Berlin",
+                      "ratePerSecond": 10000}]}}"#;
+    let table = PolicyTable::with_overrides(overrides, "test overrides").unwrap();
+    let request: QuotaKey = "aws/123456789012/eu-west-1/cloudwatch:GetMetricData"
+        .parse()
+        .unwrap();
+    let budget: QuotaKey = "aws/123456789012/eu-west-1/cloudwatch:GetMetricData:older-datapoints"
+        .parse()
+        .unwrap();
+    let (request_policy, budget_policy) = (
+        table.policy_for_key(&request),
+        table.policy_for_key(&budget),
+    );
+    paused_system().block_on(async {
+        let store: Arc<dyn QuotaStore> = Arc::new(MemoryStore::new());
+        let handle = start(store, overrides, "2026-01-05T07:59:58.030Z");
+        let slot = handle
+            .reserve(&request, request_policy, WaitOptions::default())
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            let grant = slot
+                .admit_with_budget(
+                    1,
+                    false,
+                    &budget,
+                    budget_policy,
+                    1_000,
+                    WaitOptions::default(),
+                )
+                .await
+                .unwrap();
+            got.push(grant.admitted_at.as_micros() / 1_000);
+        }
+        slot.release();
+        // 0: the full burst; 1,000 ms: a second's refill at the base; at the boundary
+        // (1,970 ms) 970 earned, 30 more at 10,000/s; then 1,000 per 100 ms.
+        assert_eq!(got, vec![0, 1_000, 1_973, 2_073]);
+        let status = handle.status().await.unwrap();
+        let calendar = status
+            .iter()
+            .find(|k| k.key == budget.to_string())
+            .and_then(|k| k.calendar)
+            .expect("the budget reports its calendar");
+        assert_eq!(calendar.entry, Some(0));
+    });
+}

@@ -83,6 +83,14 @@ impl TokenBucket {
         self.tokens = (self.tokens - cost).max(0.0);
     }
 
+    /// Put back `cost` tokens taken by a grant that was never sent, up to `capacity`: the
+    /// balance is then at most what it would be had the grant never been made, so a
+    /// refund never lets more through than the bucket allows.
+    pub fn give_back(&mut self, cost: f64, capacity: f64, rate: f64, now: Timestamp) {
+        self.refill(capacity, rate, now);
+        self.tokens = (self.tokens + cost).min(capacity);
+    }
+
     /// The stored balance (as of the last update).
     pub fn tokens(&self) -> f64 {
         self.tokens
@@ -108,6 +116,19 @@ mod tests {
         );
         b.take(1.0, 2.0, 4.0, Timestamp::from_millis(250));
         assert_eq!(b.tokens(), 0.0);
+    }
+
+    #[test]
+    fn tokens_given_back_never_fill_the_bucket_past_capacity() {
+        let t0 = Timestamp::ZERO;
+        let mut b = TokenBucket::full(4.0, t0);
+        b.take(3.0, 4.0, 1.0, t0);
+        b.give_back(3.0, 4.0, 1.0, t0);
+        assert_eq!(b.tokens(), 4.0);
+        b.take(3.0, 4.0, 1.0, t0);
+        // Two seconds later the bucket holds 3; giving back 3 tops it up to 4, not 6.
+        b.give_back(3.0, 4.0, 1.0, Timestamp::from_millis(2_000));
+        assert_eq!(b.tokens(), 4.0);
     }
 
     #[test]

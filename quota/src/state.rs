@@ -311,6 +311,25 @@ impl QuotaState {
         changed && outcome != Outcome::Success
     }
 
+    /// Undo a grant of `cost` that was never sent because what it had to be charged
+    /// together with could not be (a GetMetricData attempt's request token and its
+    /// datapoints, seed 000: "atomically charges request capacity and CloudWatch
+    /// datapoints"): its tokens go back to the bucket, capped at the burst, its start
+    /// (granted at `grant.admitted_at`) leaves the window, and its retry unit, if one was
+    /// spent, goes back to the allowance. The lease keeps its charge, which errs on the
+    /// side of admitting less.
+    pub fn refund_unsent(&mut self, cost: u32, grant: &Grant, now: Timestamp) {
+        let cost = f64::from(cost.max(1));
+        let (burst, rate) = (self.policy.burst(), self.effective_rate());
+        self.bucket.give_back(cost, burst, rate, now);
+        let shape = self.shape();
+        self.window.forget(shape, grant.admitted_at);
+        let retry_spent = grant.retry_spent;
+        if retry_spent {
+            self.refund_retry();
+        }
+    }
+
     /// Return a retry unit that was spent but never dispatched.
     pub fn refund_retry(&mut self) {
         self.retry

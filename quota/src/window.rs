@@ -121,6 +121,22 @@ impl RollingWindow {
         }
     }
 
+    /// Forget one start recorded at `admitted_at` that never went out (a paired
+    /// admission's refunded half). It was counted in the earliest run at or after
+    /// `shape.counted_at(admitted_at)` (a later newest run absorbs a start, and runs are
+    /// in order), so that run loses one. A start already pruned is gone anyway.
+    pub fn forget(&mut self, shape: WindowShape, admitted_at: Timestamp) {
+        let counted = shape.counted_at(admitted_at);
+        let Some(i) = self.starts.iter().position(|&(at, _)| at >= counted) else {
+            return;
+        };
+        self.total -= 1;
+        self.starts[i].1 -= 1;
+        if self.starts[i].1 == 0 {
+            self.starts.remove(i);
+        }
+    }
+
     /// Record `n` starts at `now` at once, whatever the limit says: what a restore charges
     /// for the starts a dead coordinator may have granted under its lease. If the newest
     /// recorded start is later than `now` (another process's clock ran ahead), they are

@@ -195,3 +195,74 @@ fn graceful_record_resumes_exactly() {
         }
     );
 }
+
+#[test]
+fn an_unsent_grant_refunded_gives_its_tokens_and_retry_unit_back_but_never_past_burst() {
+    // Window limit 10 in a second, so the bucket (burst 5) is what binds.
+    let mut s = QuotaState::new(Policy::new(10.0, 5.0, 10, 3).unwrap(), ms(0));
+    let r = reserve(&mut s, ms(0));
+    let five = AdmitRequest {
+        reservation: r,
+        cost: 5,
+        retry: true,
+    };
+    let Admission::Granted(g) = s.admit(&five, ms(0)) else {
+        panic!("a full bucket admits its burst")
+    };
+    assert!(g.retry_spent);
+    assert_eq!(s.retry_units(), 2);
+    assert!(matches!(
+        s.admit(&five, ms(0)),
+        Admission::NotUntil {
+            reason: WaitReason::Tokens,
+            ..
+        }
+    ));
+    s.refund_unsent(5, &g, ms(0));
+    assert_eq!(s.retry_units(), 3);
+    assert_eq!(
+        s.snapshot(ms(0)).window_starts,
+        0,
+        "the unsent start left the window"
+    );
+    let Admission::Granted(g) = s.admit(&five, ms(0)) else {
+        panic!("the refund put the burst back")
+    };
+    // 200 ms later 2 tokens are back; a refund of 5 tops the bucket up to 5, not 7.
+    s.refund_unsent(5, &g, ms(200));
+    assert_eq!(s.snapshot(ms(200)).tokens, 5.0);
+    assert!(matches!(s.admit(&five, ms(200)), Admission::Granted(_)));
+    assert!(matches!(
+        s.admit(&five, ms(200)),
+        Admission::NotUntil { .. }
+    ));
+    assert_eq!(s.snapshot(ms(200)).window_starts, 1);
+}
+
+#[test]
+fn a_refunded_start_leaves_the_rolling_window_so_it_does_not_hold_back_a_sent_one() {
+    // 2/s burst 2: the window (2 starts a second) binds as soon as the bucket has refilled.
+    let mut s = QuotaState::new(Policy::new(2.0, 2.0, 10, 3).unwrap(), ms(0));
+    let r = reserve(&mut s, ms(0));
+    let Admission::Granted(first) = admit(&mut s, r, false, ms(0)) else {
+        panic!()
+    };
+    let Admission::Granted(unsent) = admit(&mut s, r, false, ms(100)) else {
+        panic!()
+    };
+    s.refund_unsent(1, &unsent, ms(100));
+    assert_eq!(s.snapshot(ms(100)).window_starts, 1);
+    assert!(matches!(
+        admit(&mut s, r, false, ms(100)),
+        Admission::Granted(_)
+    ));
+    // Two starts sent in the window now: the third waits for the window (at 1,000 ms).
+    assert!(matches!(
+        admit(&mut s, r, false, ms(600)),
+        Admission::NotUntil {
+            reason: WaitReason::Window,
+            ..
+        }
+    ));
+    assert_eq!(first.admitted_at, ms(0));
+}

@@ -16,6 +16,8 @@
 //!
 //! # Layout
 //! - [`script`]: the JSON format, its defaults, validation into a [`Script`].
+//! - `metric_data`: a GetMetricData request's `metric_data` (queries and window), whose
+//!   attempts also charge a datapoint budget.
 //! - `transport`: the scripted inner HTTP client (awsJson 1.1 answers).
 //! - [`runner`]: the paused actix system, processes, timeline, cancellation.
 //! - [`report`]: results, totals, JSON and the table.
@@ -24,6 +26,7 @@
 
 use std::fmt;
 
+mod metric_data;
 pub mod report;
 pub mod runner;
 pub mod script;

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use tollgate_actors::KeyStatus;
+use tollgate_quota::DatapointCharge;
 
 use crate::script::{ScriptedOutcome, ScriptedRequest};
 use crate::transport::Exchange;
@@ -108,6 +109,10 @@ pub struct AttemptReport {
     pub dispatched_at_ms: u64,
     /// How it ended.
     pub outcome: AttemptResult,
+    /// GetMetricData only: the datapoint budget its admission charged and how many
+    /// datapoints (`{"budget": "older-datapoints", "cost": 7000}`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub datapoints: Option<DatapointCharge>,
 }
 
 /// One logical request. The JSON form has `id`, `result` and `attempts`.
@@ -159,6 +164,7 @@ impl RequestReport {
         ended: Duration,
         error: Option<CallError>,
         exchanges: &[Exchange],
+        datapoints: &[Option<DatapointCharge>],
     ) -> Self {
         let mut wanted = started;
         let mut queue_waits_ms = Vec::with_capacity(exchanges.len() + 1);
@@ -177,6 +183,7 @@ impl RequestReport {
                 attempt: i as u32 + 1,
                 dispatched_at_ms: ms(x.dispatched_at),
                 outcome,
+                datapoints: datapoints.get(i).copied().flatten(),
             });
         }
         let result = RequestResult::of(error.as_ref());

@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 use tollgate_actors::{
     start_in_current_system, AdmissionHandle, RuntimeConfig, Schedules, TokioClock,
 };
-use tollgate_quota::{Owner, Partition, WallClock};
+use tollgate_quota::{DatapointCharge, Owner, Partition, WallClock};
 
 use crate::report::{Report, RequestReport};
 use crate::script::{Script, ScriptedRequest};
@@ -50,7 +50,7 @@ use crate::transport::ScriptedTransport;
 use crate::ReplayError;
 use tollgate_engine::aws::{
     gated_stalled_stream_protection, gated_timeouts, AwsGate, CallContext, CallError,
-    CallerIdentity, ClockTimeSource, ScanId, UngatedRefusal,
+    CallerIdentity, ClockTimeSource, MemoryTelemetry, ScanId, UngatedRefusal,
 };
 
 /// The carrier region of the SDK client (requests keep their own region in their key).
@@ -97,6 +97,8 @@ struct Finished {
     ended: Duration,
     error: Option<CallError>,
     transport: ScriptedTransport,
+    /// The call's attempt events: what each dispatched attempt was charged.
+    telemetry: MemoryTelemetry,
 }
 
 async fn simulate(script: Script) -> Result<Report, ReplayError> {
@@ -146,13 +148,15 @@ async fn simulate(script: Script) -> Result<Report, ReplayError> {
             let request = &script.requests[index];
             let started = tollgate_actors::clock::since(origin);
             let transport = ScriptedTransport::new(&request.responses, origin);
+            let telemetry = MemoryTelemetry::new();
             let gate = AwsGate::new(
                 handle,
                 script.policies.clone(),
                 &CallerIdentity::resolved(Partition::aws(), request.account.clone(), None),
                 transport.http_client(),
             )
-            .with_retry(script.retry);
+            .with_retry(script.retry)
+            .with_telemetry(Arc::new(telemetry.clone()));
             let ctx = CallContext {
                 scan_id: ScanId(scope_of(index)),
                 collector: "replay",
@@ -167,6 +171,7 @@ async fn simulate(script: Script) -> Result<Report, ReplayError> {
                 ended: tollgate_actors::clock::since(origin),
                 error,
                 transport,
+                telemetry,
             }
         }));
     }
@@ -188,6 +193,7 @@ async fn simulate(script: Script) -> Result<Report, ReplayError> {
                 f.ended,
                 f.error,
                 &f.transport.exchanges(),
+                &dispatched_datapoints(&f.telemetry),
             )
         })
         .collect();
@@ -283,18 +289,39 @@ async fn call(
     request: &ScriptedRequest,
     kms: &aws_sdk_kms::Client,
 ) -> Result<(), CallError> {
-    gate.call(
-        ctx,
-        &request.service,
-        &request.operation,
-        Some(&request.region),
-        |http| {
-            kms.list_keys()
-                .customize()
-                .config_override(aws_sdk_kms::Config::builder().http_client(http))
-                .send()
-        },
-    )
-    .await
-    .map(|_| ())
+    let send = |http| {
+        kms.list_keys()
+            .customize()
+            .config_override(aws_sdk_kms::Config::builder().http_client(http))
+            .send()
+    };
+    let region = &request.region;
+    match &request.metric_data {
+        Some(metric_data) => gate
+            .call_metric_data(ctx, region, metric_data, send)
+            .await
+            .map(|_| ()),
+        None => gate
+            .call(
+                ctx,
+                &request.service,
+                &request.operation,
+                Some(region),
+                send,
+            )
+            .await
+            .map(|_| ()),
+    }
+}
+
+/// What each dispatched attempt of a call was charged besides its token, in dispatch
+/// order: one entry per attempt the transport saw (`None` for every attempt of a call
+/// that charges no datapoints).
+fn dispatched_datapoints(telemetry: &MemoryTelemetry) -> Vec<Option<DatapointCharge>> {
+    telemetry
+        .events()
+        .iter()
+        .filter(|e| e.dispatched)
+        .map(|e| e.datapoints)
+        .collect()
 }

@@ -29,7 +29,8 @@
 //! transient failure; a given value sets both), `retry.jitter` `"full"`; `deadline_ms`
 //! 300000 (the scan deadline of `tollgate discover`, counted from time 0); per request
 //! `at_ms` 0, `account` `123456789012`, `region` `us-east-1`, `cost` 1, `process` 1,
-//! `responses` `[{"outcome": "success"}]`, `cancel_at_ms` none; per response
+//! `responses` `[{"outcome": "success"}]`, `cancel_at_ms` none, `metric_data` none (a
+//! `cloudwatch` `GetMetricData` request's queries and window, `crate::metric_data`); per response
 //! `transport_ms` 0 and `retry_after_ms` none. `id`, `service` and `operation` are
 //! required, and `responses[].outcome`.
 
@@ -40,7 +41,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tollgate_quota::key::AccountId;
-use tollgate_quota::{AccountScope, Partition, PolicyTable, QuotaKey, WallClock};
+use tollgate_quota::{
+    AccountScope, MetricDataRequest, Partition, PolicyTable, QuotaKey, WallClock,
+};
 
 use crate::ScriptError;
 use tollgate_engine::aws::{Jitter, RetrySettings};
@@ -119,6 +122,9 @@ pub struct ScriptedRequest {
     pub responses: Vec<ScriptedResponse>,
     /// When the call is cancelled, if it is.
     pub cancel_at: Option<Duration>,
+    /// A GetMetricData request's queries and window: each attempt then charges its
+    /// datapoint budget too ([`crate::metric_data`]).
+    pub metric_data: Option<MetricDataRequest>,
 }
 
 /// A validated replay script.
@@ -183,6 +189,8 @@ struct RawRequest<'a> {
     #[serde(borrow)]
     responses: Option<Vec<&'a RawValue>>,
     cancel_at_ms: Option<u64>,
+    #[serde(borrow)]
+    metric_data: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -202,7 +210,7 @@ struct IdOnly {
 
 /// serde's message without its position: positions inside one request would mislead,
 /// since the location already says which request.
-fn message(e: &serde_json::Error) -> String {
+pub(crate) fn message(e: &serde_json::Error) -> String {
     let text = e.to_string();
     match text.rfind(" at line ") {
         Some(i) if e.line() > 0 => text[..i].to_owned(),
@@ -358,7 +366,7 @@ fn parse_request(index: usize, raw: &RawValue) -> Result<ScriptedRequest, Script
         located(
             here.clone(),
             format!(
-                "{}; a request has id, at_ms, service, operation, account, region, cost, process, responses and cancel_at_ms",
+                "{}; a request has id, at_ms, service, operation, account, region, cost, process, responses, cancel_at_ms and metric_data",
                 message(&e)
             ),
         )
@@ -413,6 +421,10 @@ fn parse_request(index: usize, raw: &RawValue) -> Result<ScriptedRequest, Script
         };
         located(format!("{here}.{field}"), e.to_string())
     })?;
+    let metric_data = match r.metric_data {
+        None => None,
+        Some(raw) => Some(crate::metric_data::parse(&here, &key, raw)?),
+    };
     let responses = match r.responses {
         None => vec![ScriptedResponse {
             outcome: ScriptedOutcome::Success,
@@ -442,6 +454,7 @@ fn parse_request(index: usize, raw: &RawValue) -> Result<ScriptedRequest, Script
         process: r.process.unwrap_or(1),
         responses,
         cancel_at,
+        metric_data,
     })
 }
 
@@ -635,6 +648,75 @@ mod tests {
                 "unknown field `request`",
             ),
             (r#"{"requests":[{"id":"a""#.to_owned(), "not valid JSON"),
+        ];
+        for (text, want) in cases {
+            let got = error(&text);
+            assert!(got.contains(want), "{text}\n  got:  {got}\n  want: {want}");
+        }
+    }
+
+    #[test]
+    fn a_get_metric_data_request_carries_its_queries_and_window() {
+        let s = parse(
+            r#"{"requests":[{"id":"m","service":"cloudwatch","operation":"GetMetricData",
+                "metric_data":{"start_time":"2025-12-22T00:00:00Z","end_time":"2026-01-05T00:00:00Z",
+                  "max_datapoints":50000,
+                  "queries":[{"period_s":86400},{"period_s":300,"return_data":false},{"expression":"SUM(m1)"}]}}]}"#,
+        )
+        .unwrap();
+        let m = s.requests[0].metric_data.as_ref().unwrap();
+        let ms = |t| WallClock::parse_rfc3339(t).unwrap().unix_millis();
+        assert_eq!(m.start_time_ms, Some(ms("2025-12-22T00:00:00Z")));
+        assert_eq!(m.end_time_ms, Some(ms("2026-01-05T00:00:00Z")));
+        assert_eq!(m.max_datapoints, Some(50_000));
+        assert_eq!(
+            m.queries,
+            [
+                tollgate_quota::MetricQuery::metric_stat(86_400),
+                tollgate_quota::MetricQuery::MetricStat {
+                    period_s: Some(300),
+                    return_data: false
+                },
+                tollgate_quota::MetricQuery::Expression,
+            ]
+        );
+    }
+
+    #[test]
+    fn metric_data_errors_name_the_field() {
+        let gmd = r#""service":"cloudwatch","operation":"GetMetricData""#;
+        let window = r#""start_time":"2026-01-04T00:00:00Z","end_time":"2026-01-05T00:00:00Z""#;
+        let cases = [
+            (
+                format!(
+                    r#"{{"requests":[{{"id":"a","service":"logs","operation":"DescribeLogStreams","metric_data":{{{window},"queries":[{{"period_s":60}}]}}}}]}}"#
+                ),
+                r#"requests[0] (id "a").metric_data: only a cloudwatch GetMetricData request charges datapoints"#,
+            ),
+            (
+                format!(
+                    r#"{{"requests":[{{"id":"a",{gmd},"metric_data":{{"start_time":"yesterday","end_time":"2026-01-05T00:00:00Z","queries":[{{"period_s":60}}]}}}}]}}"#
+                ),
+                r#"requests[0] (id "a").metric_data.start_time: must be an RFC 3339 instant"#,
+            ),
+            (
+                format!(
+                    r#"{{"requests":[{{"id":"a",{gmd},"metric_data":{{{window},"queries":[]}}}}]}}"#
+                ),
+                r#"requests[0] (id "a").metric_data.queries: is empty"#,
+            ),
+            (
+                format!(
+                    r#"{{"requests":[{{"id":"a",{gmd},"metric_data":{{{window},"queries":[{{"period":60}}]}}}}]}}"#
+                ),
+                r#"requests[0] (id "a").metric_data: data did not match any variant"#,
+            ),
+            (
+                format!(
+                    r#"{{"requests":[{{"id":"a",{gmd},"metric_data":{{{window},"queries":[{{"period_s":60}}],"colour":1}}}}]}}"#
+                ),
+                r#"requests[0] (id "a").metric_data: unknown field `colour`"#,
+            ),
         ];
         for (text, want) in cases {
             let got = error(&text);

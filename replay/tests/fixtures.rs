@@ -429,3 +429,84 @@ fn an_allowance_exhausted_before_the_deadline_is_refused_at_once() {
     assert_eq!(failed, 2);
     assert_eq!(report.elapsed_ms, 0, "refused at once, not at the deadline");
 }
+
+// ---------------------------------------------------------------- GetMetricData datapoints
+
+/// Issue 22: `metric-data-datapoints.json`. Two processes page 14 days of hourly series
+/// (older than 3 hours: `older-datapoints`, here 10,000/s burst 10,000): 4 pages of 20
+/// series (6,720 datapoints) and 4 of 12 (4,032), 43,008 in all, so the datapoints bind
+/// (3.3 s beyond the burst) and not the request key (5/s burst 1: 9 requests in 1.6 s).
+/// A 2-hour window charges `recent-datapoints` (three 1-minute series and an expression,
+/// capped at `max_datapoints` 1,000), and a start exactly 3 hours old is `recent` on its
+/// first attempt and `older` on its retry 1 s later.
+#[test]
+fn metric_data_pages_charge_their_datapoint_budget_on_every_attempt() {
+    let report = replay_fixture("metric-data-datapoints.json");
+    let charge = |budget: &str, cost: u32| serde_json::json!({"budget": budget, "cost": cost});
+    let mut older: Vec<(u64, f64)> = Vec::new();
+    let mut requests: Vec<u64> = Vec::new();
+    for r in &report.requests {
+        assert_eq!(r.result, RequestResult::Success, "{}", r.id);
+        let charges: Vec<serde_json::Value> = r
+            .attempts
+            .iter()
+            .map(|a| serde_json::to_value(a).unwrap()["datapoints"].clone())
+            .collect();
+        let want = if r.id.starts_with("lambda-activity") {
+            vec![charge("older-datapoints", 6_720)]
+        } else if r.id.starts_with("dynamodb-activity") {
+            vec![charge("older-datapoints", 4_032)]
+        } else if r.id == "recent-errors" {
+            vec![charge("recent-datapoints", 1_000)]
+        } else {
+            assert_eq!(r.id, "three-hours-old");
+            assert_eq!(
+                r.attempts[1].dispatched_at_ms, 1_000,
+                "the backoff after a throttle"
+            );
+            vec![
+                charge("recent-datapoints", 180),
+                charge("older-datapoints", 180),
+            ]
+        };
+        assert_eq!(charges, want, "{}", r.id);
+        if r.id != "three-hours-old" {
+            requests.push(r.attempts[0].dispatched_at_ms);
+        }
+        if r.id.contains("-activity-") {
+            let cost = want[0]["cost"].as_u64().unwrap() as f64;
+            older.push((r.attempts[0].dispatched_at_ms, cost));
+        }
+    }
+    // The older budget's bound in dispatch time: between any two dispatches at most
+    // burst + rate × their distance (1 ms of slack for the report's whole milliseconds).
+    older.sort_by_key(|o| o.0);
+    for i in 0..older.len() {
+        let mut charged = 0.0;
+        for j in i..older.len() {
+            charged += older[j].1;
+            let secs = (older[j].0 - older[i].0 + 1) as f64 / 1_000.0;
+            assert!(charged <= 10_000.0 + 10_000.0 * secs, "{older:?}");
+        }
+    }
+    // The request key's: at most one start per 200 ms (burst 1, 5/s).
+    requests.sort_unstable();
+    for pair in requests.windows(2) {
+        assert!(pair[1] - pair[0] >= 199, "{requests:?}");
+    }
+    // The datapoints bound the run: (43,008 - 10,000) / 10,000 s, within a millisecond.
+    let last = older.last().unwrap().0;
+    assert!((3_300..=3_302).contains(&last), "{older:?}");
+    let key = |suffix: &str| {
+        report
+            .keys
+            .iter()
+            .find(|k| k.key.ends_with(suffix))
+            .unwrap_or_else(|| panic!("no key {suffix}"))
+    };
+    let budget = key("us-east-1/cloudwatch:GetMetricData:older-datapoints");
+    assert_eq!(budget.state.policy.rate_per_second(), 10_000.0);
+    assert_eq!(budget.state.reservations, 0);
+    key("us-east-1/cloudwatch:GetMetricData:recent-datapoints");
+    key("us-west-2/cloudwatch:GetMetricData:older-datapoints");
+}

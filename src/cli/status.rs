@@ -105,6 +105,12 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 /// The report for people.
+/// The key column: wide enough for a GetMetricData datapoint budget (aws partition) of a 12-digit
+/// account in the longest region names (`aws/123456789012/ap-southeast-5/cloudwatch:
+/// GetMetricData:recent-datapoints`), whose tokens (180,000.00) and window
+/// (180000/180000) fill the wider number columns.
+const KEY_WIDTH: usize = 74;
+
 fn write_text(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
     writeln!(
         out,
@@ -142,14 +148,14 @@ fn write_text(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
     }
     writeln!(
         out,
-        "{:<62} {:>8} {:>9} {:>7} {:>8} {:>7} {:>9}",
+        "{:<KEY_WIDTH$} {:>10} {:>10} {:>7} {:>8} {:>7} {:>13}",
         "key", "tokens", "rate/s", "penalty", "retries", "held", "window"
     )?;
     for k in &report.keys {
         let s = &k.state;
         writeln!(
             out,
-            "{:<62} {:>8.2} {:>9.3} {:>7} {:>8} {:>7} {:>9}",
+            "{:<KEY_WIDTH$} {:>10.2} {:>10.3} {:>7} {:>8} {:>7} {:>13}",
             k.key,
             s.tokens,
             s.effective_rate_per_second,
@@ -196,4 +202,57 @@ fn write_text(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tollgate_quota::{Policy, QuotaState, Timestamp};
+
+    fn key(name: &str, rate: f64) -> KeyReport {
+        let policy = Policy::with_rate(rate, rate).unwrap();
+        KeyReport {
+            key: name.into(),
+            state: QuotaState::new(policy, Timestamp::ZERO).snapshot(Timestamp::ZERO),
+            calendar: None,
+            fleet: None,
+            fleet_degraded: None,
+        }
+    }
+
+    #[test]
+    fn datapoint_budgets_line_up_with_request_keys_in_the_table() {
+        let report = Report {
+            admission_dir: "/tmp/a".into(),
+            source: "stored".into(),
+            coordinator_pid: None,
+            clients: Vec::new(),
+            keys: vec![
+                key("aws/123456789012/us-east-1/cloudwatch:GetMetricData", 500.0),
+                key(
+                    "aws/123456789012/ap-southeast-5/cloudwatch:GetMetricData:recent-datapoints",
+                    180_000.0,
+                ),
+                key(
+                    "aws/123456789012/us-east-1/cloudwatch:GetMetricData:older-datapoints",
+                    396_000.0,
+                ),
+            ],
+            breakers: Vec::new(),
+        };
+        let mut out = Vec::new();
+        write_text(&mut out, &report).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let table: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("key "))
+            .collect();
+        assert_eq!(table.len(), 4, "{text}");
+        let width = table[0].len();
+        for line in &table {
+            assert_eq!(line.len(), width, "columns line up:\n{text}");
+        }
+        assert!(table[3].contains("396000.00"), "{text}");
+        assert!(table[3].ends_with("0/396000"), "{text}");
+    }
 }

@@ -1,5 +1,6 @@
 //! The messages a quota actor serves (and the breaker board's: `BreakerPass`,
-//! `BreakerReport`, `Breakers`), one concern per file.
+//! `BreakerReport`, `Breakers`), one concern per file. `Refund` gives back the unsent
+//! half of a paired admission.
 //!
 //! Waiting requests (`Reserve`, `Admit`) carry a oneshot reply sender instead of an actix
 //! response: the actor keeps the sender in its FIFO and answers when the request is
@@ -13,6 +14,7 @@ mod breakers;
 mod cancel;
 mod feedback;
 mod pause;
+mod refund;
 mod release;
 mod reserve;
 mod status;
@@ -24,6 +26,7 @@ pub use breakers::{BreakerStatus, Breakers};
 pub use cancel::{Cancel, CancelScope};
 pub use feedback::Feedback;
 pub use pause::Pause;
+pub use refund::Refund;
 pub use release::{Release, ReleaseOwner};
 pub use reserve::Reserve;
 pub use status::{AllowanceStatus, CalendarStatus, FleetDegradedSpell, KeyStatus, Status};

@@ -9,7 +9,7 @@ use actix::{ActorContext, Context, Handler, Message};
 
 use super::QuotaActor;
 use crate::messages::{
-    Admit, Cancel, CancelScope, Feedback, Pause, Release, ReleaseOwner, Reserve, Status,
+    Admit, Cancel, CancelScope, Feedback, Pause, Refund, Release, ReleaseOwner, Reserve, Status,
 };
 use crate::AdmissionError;
 
@@ -60,6 +60,15 @@ impl Handler<Pause> for QuotaActor {
         tracing::debug!(key = %self.key, %until, "the server's Retry-After pauses the key");
         // Stored at once like a deeper penalty: a successor must not forget the pause.
         self.save(1.0, ctx);
+        self.poll(ctx);
+    }
+}
+
+impl Handler<Refund> for QuotaActor {
+    type Result = ();
+    fn handle(&mut self, msg: Refund, ctx: &mut Context<Self>) {
+        let now = self.deps.clock.now();
+        self.state.refund_unsent(msg.cost, &msg.grant, now);
         self.poll(ctx);
     }
 }

@@ -31,7 +31,7 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use tollgate_actors::AdmissionHandle;
-use tollgate_quota::{AccountScope, Partition, PolicyTable, QuotaKey};
+use tollgate_quota::{AccountScope, MetricDataRequest, Partition, PolicyTable, QuotaKey};
 
 use crate::aws::backoff::RetrySettings;
 use crate::aws::context::GateInner;
@@ -39,6 +39,7 @@ pub use crate::aws::context::{CallContext, ScanId};
 use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::gated::{GatedHttpClient, SIGNED_REQUEST_MAX_WAIT};
 use crate::aws::identity::CallerIdentity;
+use crate::aws::metric_data::MetricDataPlan;
 use crate::aws::retry;
 use crate::aws::telemetry::{NoTelemetry, TelemetrySink};
 
@@ -172,6 +173,36 @@ impl AwsGate {
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
         let key = self.quota_key(service, operation, region)?;
-        retry::run(&self.inner, ctx, service, operation, key, send).await
+        retry::run(&self.inner, ctx, (service, operation), key, None, send).await
+    }
+
+    /// Make one CloudWatch `GetMetricData` call (one page: pass the `NextToken` into the
+    /// builder and call again for the next) in `region`, exactly as [`AwsGate::call`]
+    /// with the same `send` contract, except that every physical attempt, retries
+    /// included, also charges the account/region datapoint budget: at the attempt, the
+    /// gate computes [`DatapointCharge::for_attempt`](tollgate_quota::DatapointCharge)
+    /// of `request` (the page's queries and time window as sent; see
+    /// [`MetricDataRequest`]) and admits the request token and the datapoints together
+    /// (`cloudwatch:GetMetricData:recent-datapoints` or `…:older-datapoints`, seed
+    /// 000). Telemetry events of the call carry `datapoints: {budget, cost}`.
+    pub async fn call_metric_data<T, E, F, Fut>(
+        &self,
+        ctx: &CallContext,
+        region: &str,
+        request: &MetricDataRequest,
+        send: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnMut(GatedHttpClient) -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        const SERVICE: &str = "cloudwatch";
+        const OPERATION: &str = "GetMetricData";
+        let key = self.quota_key(SERVICE, OPERATION, Some(region))?;
+        let plan = MetricDataPlan::new(request.clone(), &key, &self.inner.policies)
+            .map_err(|e| CallError::new(CallErrorKind::Admission, OPERATION, e.to_string()))?;
+        let plan = Some(Arc::new(plan));
+        retry::run(&self.inner, ctx, (SERVICE, OPERATION), key, plan, send).await
     }
 }

@@ -47,9 +47,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::clock::{monotonic_now, until};
 use tollgate_actors::{AdmissionError, AdmissionHandle, ReservationGuard, WaitOptions};
-use tollgate_quota::{Grant, Passage, ProbeId, QuotaKey};
+use tollgate_quota::{DatapointCharge, Grant, Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::{retry_after, ServerDelay};
+use crate::aws::metric_data::MetricDataPlan;
 
 /// Longest a signed request waits for admission: 4 minutes, a margin inside the usual
 /// 5-minute SigV4 validity window (seed 000).
@@ -79,6 +80,9 @@ pub(crate) struct AttemptPlan {
     /// Ask the scope's breaker again after a grant that took [`BREAKER_RECHECK_AFTER`]
     /// or longer (`None`: the attempt holds the probe lease, nothing to ask).
     pub breaker: Option<BreakerRecheck>,
+    /// A GetMetricData call's datapoint budgets: final admission charges the attempt's
+    /// datapoints with its request token (`None` for every other operation).
+    pub metric_data: Option<Arc<MetricDataPlan>>,
 }
 
 /// Where an attempt asks its scope's breaker again before sending.
@@ -120,6 +124,8 @@ pub(crate) struct AttemptRecord {
     /// The probe lease the breaker gave this preparation when it asked again after its
     /// grant (the attempt is then the scope's probe).
     pub probe: Option<ProbeId>,
+    /// The datapoints final admission charged with the grant (GetMetricData only).
+    pub datapoints: Option<DatapointCharge>,
 }
 
 /// Why the connector stopped a request short of an answer.
@@ -218,6 +224,32 @@ impl HttpConnector for GatedConnector {
     }
 }
 
+/// Final admission of the attempt: its request token, and for a GetMetricData call its
+/// datapoints, computed now (each attempt, retries included) and charged with the token
+/// at one instant ([`MetricDataPlan`]).
+async fn final_admission(attempt: &Attempt, wait: WaitOptions) -> Result<Grant, AdmissionError> {
+    let plan = &attempt.plan;
+    let Some(metric_data) = plan.metric_data.as_deref() else {
+        return plan.guard.admit(plan.cost, plan.retry, wait).await;
+    };
+    let (charge, budget) = metric_data.charge_at(plan.guard.now());
+    let granted = plan
+        .guard
+        .admit_with_budget(
+            plan.cost,
+            plan.retry,
+            &budget.key,
+            budget.policy,
+            charge.cost,
+            wait,
+        )
+        .await;
+    if granted.is_ok() {
+        attempt.update(|r| r.datapoints = Some(charge));
+    }
+    granted
+}
+
 async fn gate_and_send(
     attempt: &Attempt,
     inner: &SharedHttpConnector,
@@ -241,7 +273,7 @@ async fn gate_and_send(
     let admitted = tokio::select! {
         biased;
         _ = plan.cancel.cancelled() => return Err(cancelled()),
-        admitted = plan.guard.admit(plan.cost, plan.retry, wait) => admitted,
+        admitted = final_admission(attempt, wait) => admitted,
     };
     let grant = match admitted {
         Ok(grant) => grant,

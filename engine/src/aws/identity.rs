@@ -152,6 +152,7 @@ pub async fn resolve_identity(
         error_code: None,
         attribution: attribution.clone(),
         cleanup_outcome: None,
+        datapoints: None,
     };
     let time_source = sts.config().time_source();
     let now_ms = || {

@@ -15,6 +15,7 @@
 //!   signed-request bound.
 //! - [`retry`]: the retry owner: one call's reservation, attempts and feedback; its pure
 //!   `decide` says what follows each attempt.
+//! - `metric_data`: a GetMetricData call's datapoint budgets, and each attempt's charge.
 //! - `sdk_error`: what a failed SDK call says (code, message, status), classified.
 //! - [`backoff`]: `RetrySettings`, full-jitter backoff, `Retry-After` parsing.
 //! - [`taxonomy`]: throttled / transient / fatal / credentials, from code, then status,
@@ -38,6 +39,7 @@ pub mod credentials;
 pub mod error;
 pub mod gated;
 pub mod identity;
+mod metric_data;
 pub mod primed;
 pub(crate) mod retry;
 mod sdk_error;

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
+use tollgate_quota::DatapointCharge;
 
 /// What happened to one admission or attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -147,6 +148,12 @@ pub struct AttemptEvent {
     /// Cleanup of the call's reservation; present on the call's last event.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cleanup_outcome: Option<CleanupOutcome>,
+    /// GetMetricData only: the datapoint budget the attempt's admission charged and how
+    /// many datapoints (`{"budget": "recent-datapoints", "cost": 7000}`, seed 000's
+    /// "optional CloudWatch datapoint scope and charged cost"); absent otherwise, and on
+    /// an attempt that was never admitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub datapoints: Option<DatapointCharge>,
 }
 
 impl AttemptEvent {
@@ -259,6 +266,7 @@ mod tests {
                 &["s3-buckets".into(), "s3-buckets".into()],
             ),
             cleanup_outcome: None,
+            datapoints: None,
         }
     }
 

@@ -142,9 +142,28 @@ impl TelemetrySink for ScanTelemetry {
         let scan = tallies
             .entry(event.attribution.scan_id.clone())
             .or_default();
+        // A GetMetricData attempt also counts under the datapoint budget it charged, so
+        // a throttled or long-queued scan names that budget beside the request key (AWS's
+        // throttle does not say which of the two ran out). `summary` keeps these
+        // repeated counts out of the totals.
+        let budget = budget_key(&key, event);
         let entry = scan.keys.entry(key).or_default();
         scan.hot |= tally(&mut entry.counters, event);
+        if let Some(budget) = budget {
+            tally(&mut scan.keys.entry(budget).or_default().counters, event);
+        }
     }
+}
+
+/// The datapoint budget key a GetMetricData event under `key` charged, if it did.
+fn budget_key(key: &str, event: &AttemptEvent) -> Option<String> {
+    let charge = event.datapoints?;
+    let request_key: QuotaKey = key.parse().ok()?;
+    charge
+        .budget
+        .key_beside(&request_key)
+        .ok()
+        .map(|k| k.to_string())
 }
 
 /// Add one event to a key's tally; true when it asks for a look at the key's rate and
@@ -209,6 +228,7 @@ mod tests {
             error_code: None,
             attribution: Attribution::new(scan.into(), "kms", &["kms-keys".into()]),
             cleanup_outcome: None,
+            datapoints: None,
         }
     }
 
@@ -240,5 +260,53 @@ mod tests {
         );
         assert_eq!(sink.take("b"), None, "a quiet scan has no block");
         assert_eq!(sink.take("a"), None, "taken once");
+    }
+
+    #[test]
+    fn a_throttled_get_metric_data_call_names_its_datapoint_budget_beside_its_key() {
+        let sink = ScanTelemetry::new(Arc::new(MemoryTelemetry::new()));
+        let metric_data = |attempt, outcome, retry| AttemptEvent {
+            service: "cloudwatch".into(),
+            operation: "GetMetricData".into(),
+            quota: Some("aws/123456789012/us-east-1/cloudwatch:GetMetricData".into()),
+            datapoints: Some(tollgate_quota::DatapointCharge {
+                budget: tollgate_quota::DatapointBudget::Older,
+                cost: 7_000,
+                basis: tollgate_quota::datapoints::Basis::Counted,
+            }),
+            ..event("s", attempt, outcome, retry)
+        };
+        sink.record(&metric_data(
+            1,
+            AttemptOutcome::Throttle,
+            RetryOutcome::Retry,
+        ));
+        sink.record(&metric_data(2, AttemptOutcome::Success, RetryOutcome::Done));
+        sink.record(&event("s", 1, AttemptOutcome::Success, RetryOutcome::Done));
+        assert_eq!(
+            sink.keys("s").into_iter().collect::<Vec<_>>(),
+            [
+                "aws/123456789012/us-east-1/cloudwatch:GetMetricData",
+                "aws/123456789012/us-east-1/cloudwatch:GetMetricData:older-datapoints",
+                "aws/123456789012/us-east-1/kms:GetKeyLastUsage",
+            ]
+        );
+        let block = sink.take("s").expect("a throttle is eventful");
+        let budget =
+            block.keys["aws/123456789012/us-east-1/cloudwatch:GetMetricData:older-datapoints"];
+        assert_eq!((budget.throttled_responses, budget.calls), (1, 1));
+        assert_eq!(
+            block.totals.calls, 2,
+            "the budget's counts are not added twice"
+        );
+        assert_eq!(block.totals.throttled, 1);
+        assert!(
+            block
+                .messages
+                .iter()
+                .any(|m| m.contains("older-datapoints")),
+            "{:?}",
+            block.messages
+        );
     }
 }

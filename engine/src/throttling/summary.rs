@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use tollgate_quota::datapoints::{DatapointBudget, DATAPOINTS_SERVICE};
+
 use crate::output::{
     BreakerSummary, KeyThrottling, SlowedKey, ThrottlingSummary, ThrottlingTotals,
 };
@@ -48,7 +50,9 @@ pub(crate) fn summarize(
     breakers: &BTreeMap<String, BreakerTally>,
 ) -> Option<ThrottlingSummary> {
     let mut totals = ThrottlingTotals::default();
-    for tally in keys.values() {
+    // A datapoint budget's counts repeat its GetMetricData calls' (`ScanTelemetry`).
+    let counted = keys.iter().filter(|(key, _)| !is_datapoint_budget(key));
+    for (_, tally) in counted {
         let c = &tally.counters;
         totals.calls += c.calls;
         totals.throttled += c.throttled_responses;
@@ -107,6 +111,14 @@ pub(crate) fn summarize(
         slowed,
         breakers,
     })
+}
+
+/// Whether `key` is a GetMetricData datapoint budget (`…:GetMetricData:recent-datapoints`
+/// or `…:older-datapoints`).
+fn is_datapoint_budget(key: &str) -> bool {
+    [DatapointBudget::Recent, DatapointBudget::Older]
+        .iter()
+        .any(|b| key.ends_with(&format!("/{}:{}", DATAPOINTS_SERVICE, b.group())))
 }
 
 /// One readable line for an eventful key: `KEY: throttled 11×, slowed to 1.25/s (policy

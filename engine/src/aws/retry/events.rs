@@ -99,6 +99,7 @@ impl Events<'_> {
             error_code: code.map(str::to_owned),
             attribution: self.attribution.clone(),
             cleanup_outcome: None,
+            datapoints: record.datapoints,
         }
     }
 

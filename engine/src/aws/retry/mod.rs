@@ -70,6 +70,7 @@ use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::gated::{
     AttemptPlan, AttemptRecord, BreakerRecheck, ConnectorStop, GatedHttpClient,
 };
+use crate::aws::metric_data::MetricDataPlan;
 use crate::aws::sdk_error::{describe, FailureFacts};
 use crate::aws::telemetry::{
     AttemptEvent, AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome,
@@ -82,13 +83,14 @@ use failure::{admission_error, AttemptEnd};
 use reports::{reports, KeyReport, PrepEnd};
 use tally::{Next, Sent, Tally};
 
-/// Run one logical call. See the module docs.
+/// Run one logical call. See the module docs. `metric_data`: a GetMetricData call's
+/// datapoint budgets, charged with each attempt's request token.
 pub(crate) async fn run<T, E, F, Fut>(
     gate: &GateInner,
     ctx: &CallContext,
-    service: &str,
-    operation: &str,
+    (service, operation): (&str, &str),
     key: QuotaKey,
+    metric_data: Option<Arc<MetricDataPlan>>,
     mut send: F,
 ) -> Result<T, CallError>
 where
@@ -132,8 +134,18 @@ where
                     admission: gate.admission.clone(),
                     key: key.clone(),
                 });
-                let (answer, record) =
-                    send_once(gate, ctx, &guard, &tally, breaker, &mut send).await;
+                let plan = AttemptPlan {
+                    guard: guard.clone(),
+                    retry: tally.is_retry(),
+                    cost: 1,
+                    scope: ctx.scan_id.scope(),
+                    cancel: ctx.cancel.clone(),
+                    deadline: ctx.deadline,
+                    max_wait: gate.signed_request_max_wait,
+                    breaker,
+                    metric_data: metric_data.clone(),
+                };
+                let (answer, record) = send_once(gate, ctx, plan, &mut send).await;
                 // Asked again after a long wait, the breaker may have made it the probe.
                 probe = probe.or(record.probe);
                 let (sent, prep, now) = (Sent::of(&record), Prep::of(&tally, stamp), clock::now());
@@ -234,9 +246,7 @@ async fn pass_breaker(
 async fn send_once<T, E, F, Fut>(
     gate: &GateInner,
     ctx: &CallContext,
-    guard: &Arc<ReservationGuard>,
-    tally: &Tally,
-    breaker: Option<BreakerRecheck>,
+    plan: AttemptPlan,
     send: &mut F,
 ) -> (Result<T, AttemptEnd>, AttemptRecord)
 where
@@ -244,19 +254,7 @@ where
     Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    let http = GatedHttpClient::new(
-        gate.http.clone(),
-        AttemptPlan {
-            guard: guard.clone(),
-            retry: tally.is_retry(),
-            cost: 1,
-            scope: ctx.scan_id.scope(),
-            cancel: ctx.cancel.clone(),
-            deadline: ctx.deadline,
-            max_wait: gate.signed_request_max_wait,
-            breaker,
-        },
-    );
+    let http = GatedHttpClient::new(gate.http.clone(), plan);
     let recorder = http.recorder();
     let sent = send(http);
     let raced = tokio::select! {
