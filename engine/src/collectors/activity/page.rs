@@ -4,9 +4,11 @@
 //! Every page of the activity collector goes through [`send_page`], the one place that
 //! calls the gate for CloudWatch, so that charging datapoints is a change of one line
 //! here: `gate.call_metric_data(ctx, region, &request, send)` (same `send` contract)
-//! instead of `gate.call(..)`. The request carries every query of the page's batch and
-//! its window, not `NextToken`: each page reserves the whole request's bound (seed 000:
-//! prior responses never reduce a later page's reservation).
+//! instead of `gate.call(..)`. (Switched, it never admitted a page on a real admission
+//! directory in `engine/tests/activity.rs`: deadline exceeded, nothing sent; it does in
+//! paused time. Left on `call` until that is understood.) The request carries every query of the page's batch and its window, not
+//! `NextToken`: each page reserves the whole request's bound (seed 000: prior responses
+//! never reduce a later page's reservation).
 
 use aws_sdk_cloudwatch::operation::get_metric_data::GetMetricDataOutput;
 use aws_sdk_cloudwatch::types::{Dimension, Metric, MetricDataQuery, MetricStat, ScanBy};
