@@ -17,6 +17,7 @@
 //! - `fleet/`: `bench fleet`, and its plain-SDK worker (hidden `fleet-worker`).
 //! - `service`: `bench service`, the service's soak test (RSS over N scans).
 //! - `hosts/`: `bench hosts`, fleet mode across simulated hosts on one table.
+//! - `metrics`: `bench metrics`, CloudWatch activity on a datapoint-bound scenario.
 //! - `outage/`: `bench outage`, a DynamoDB outage through a fault proxy in front of moto.
 //! - `harness/`: what families share: executables, the worker process (hidden `worker`,
 //!   `probe-socket`), the dedicated coordinator, the echo floor, windows, the table.
@@ -26,6 +27,7 @@ mod admission;
 mod fleet;
 mod harness;
 mod hosts;
+mod metrics;
 mod outage;
 mod service;
 mod takeover;
@@ -60,6 +62,10 @@ enum Command {
     /// tollgate (shared admission) against plain AWS SDK clients (standard / adaptive
     /// retry); throttled responses, retries, completion against the ideal, completeness.
     Fleet(fleet::FleetArgs),
+    /// K readers of one account's CloudWatch activity on a datapoint-bound scenario:
+    /// tollgate discover --metrics (shared admission) against plain SDK clients; a table of
+    /// datapoint throttles per worker kind.
+    Metrics(metrics::MetricsArgs),
     /// Soak: N on-demand scans of the demo scenario (fixture simulator) through a real
     /// `tollgate serve`; its RSS after N must stay within 1.2x its RSS after 50.
     Service(service::ServiceArgs),
@@ -100,6 +106,7 @@ fn main() -> ExitCode {
         Command::Admission(args) => admission::run(&args),
         Command::Takeover(args) => takeover::run(&args),
         Command::Fleet(args) => fleet::run(&args),
+        Command::Metrics(args) => metrics::run(&args),
         Command::Service(args) => service::run(&args),
         Command::Hosts(args) => hosts::run(&args),
         Command::Outage(args) => outage::run(&args),

@@ -221,6 +221,41 @@ pub enum Item {
     KmsKey(KmsKey),
 }
 
+/// An item's CloudWatch activity (`--metrics`): daily series over the last 14 complete
+/// UTC days, by metric name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Activity {
+    /// The window's start (inclusive), RFC 3339 UTC midnight.
+    pub start: String,
+    /// The window's end (exclusive): midnight UTC of the scan's day.
+    pub end: String,
+    /// The period of every datapoint, seconds (86,400: daily).
+    pub period_s: u32,
+    /// By metric name (`Invocations`): the series, or `null` when it could not be read
+    /// (the dataset is then `partial` and its `reasons` say why).
+    pub series: BTreeMap<String, Option<ActivitySeries>>,
+}
+
+/// One metric's datapoints for one item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivitySeries {
+    /// CloudWatch namespace (`AWS/Lambda`).
+    pub namespace: String,
+    /// The statistic (`Sum`, `Average`).
+    pub stat: String,
+    /// Ascending by timestamp; days without data are absent (CloudWatch returns none).
+    pub datapoints: Vec<ActivityDatapoint>,
+}
+
+/// One datapoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivityDatapoint {
+    /// The period's start, RFC 3339 UTC.
+    pub timestamp: String,
+    /// The statistic's value (a JSON number: CloudWatch never returns NaN or infinity).
+    pub value: serde_json::Number,
+}
+
 /// An S3 bucket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct S3Bucket {
@@ -232,6 +267,9 @@ pub struct S3Bucket {
     pub lifecycle_rule_count: Option<u32>,
     /// Intelligent-Tiering configurations.
     pub intelligent_tiering_configuration_count: Option<u32>,
+    /// CloudWatch activity (`--metrics` only; absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<Activity>,
 }
 
 /// A Lambda function.
@@ -245,6 +283,9 @@ pub struct LambdaFunction {
     pub runtime: Option<String>,
     /// Published versions, excluding `$LATEST`.
     pub version_count: Option<u32>,
+    /// CloudWatch activity (`--metrics` only; absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<Activity>,
 }
 
 /// A DynamoDB table.
@@ -259,6 +300,9 @@ pub struct DynamoDbTable {
     pub billing_mode: Option<String>,
     /// DynamoDB's approximate item count (refreshed by AWS about every six hours).
     pub item_count: Option<i64>,
+    /// CloudWatch activity (`--metrics` only; absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<Activity>,
 }
 
 /// A KMS key.
@@ -492,6 +536,7 @@ mod tests {
                 region: Some("us-east-1".into()),
                 lifecycle_rule_count: Some(2),
                 intelligent_tiering_configuration_count: None,
+                activity: None,
             }),
             Item::KmsKey(KmsKey {
                 key_id: "k".into(),
@@ -505,12 +550,14 @@ mod tests {
                 region: "us-east-1".into(),
                 runtime: None,
                 version_count: Some(0),
+                activity: None,
             }),
             Item::DynamoDbTable(DynamoDbTable {
                 table_name: "t".into(),
                 region: "us-east-1".into(),
                 billing_mode: Some("PAY_PER_REQUEST".into()),
                 item_count: Some(0),
+                activity: None,
             }),
         ];
         let json = serde_json::to_string(&items).unwrap();

@@ -42,6 +42,10 @@ pub struct DiscoveryRequest {
     /// Where the regions come from: `regions` as listed (the default), or the regions
     /// enabled for the account (`--regions all`: Account Management `ListRegions`).
     pub region_source: RegionSource,
+    /// `--metrics`: after the datasets, read every Lambda function's, DynamoDB table's
+    /// and S3 bucket's CloudWatch activity (GetMetricData, a paid API: billed per metric
+    /// requested) into its item's `activity`. Off by default: no CloudWatch call is made.
+    pub metrics: bool,
 }
 
 impl Default for DiscoveryRequest {
@@ -55,6 +59,7 @@ impl Default for DiscoveryRequest {
             credentials: None,
             role: None,
             region_source: RegionSource::Listed,
+            metrics: false,
         }
     }
 }

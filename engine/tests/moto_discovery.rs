@@ -121,6 +121,7 @@ async fn create_fixture(moto: &Moto, prefix: &str) -> Fixture {
             lifecycle_rule_count: Some(rules),
             // moto does not answer ListBucketIntelligentTieringConfigurations.
             intelligent_tiering_configuration_count: None,
+            activity: None,
         });
     }
 
@@ -167,6 +168,7 @@ async fn create_fixture(moto: &Moto, prefix: &str) -> Fixture {
             region: REGION.into(),
             runtime: Some("python3.12".into()),
             version_count: Some(published),
+            activity: None,
         });
     }
 
@@ -226,6 +228,7 @@ async fn create_fixture(moto: &Moto, prefix: &str) -> Fixture {
                 .into(),
             ),
             item_count: Some(items),
+            activity: None,
         });
     }
 

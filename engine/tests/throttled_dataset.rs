@@ -131,12 +131,14 @@ async fn a_throttled_dataset_is_partial_and_the_gap_is_reported() {
                 region: "us-east-1".into(),
                 billing_mode: Some("PAY_PER_REQUEST".into()),
                 item_count: Some(5),
+                activity: None,
             },
             DynamoDbTable {
                 table_name: "users".into(),
                 region: "us-east-1".into(),
                 billing_mode: None,
                 item_count: None,
+                activity: None,
             },
         ]
     );

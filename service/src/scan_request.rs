@@ -26,6 +26,8 @@ pub struct ScanFields {
     pub external_id: Option<String>,
     /// The role session name.
     pub session_name: Option<String>,
+    /// Read the items' CloudWatch activity (`metrics = true`; GetMetricData is paid).
+    pub metrics: bool,
 }
 
 /// Where a submission comes from, for the guard rails (`crate::manager::guard`): an
@@ -101,6 +103,7 @@ impl ScanFields {
             credentials: None,
             role,
             region_source: Default::default(),
+            metrics: self.metrics,
         };
         request.validate().map_err(|e| match e {
             RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {
@@ -129,6 +132,7 @@ pub struct JoinKey {
     endpoint_url: Option<String>,
     regions: Vec<String>,
     datasets: Vec<Dataset>,
+    metrics: bool,
 }
 
 impl JoinKey {
@@ -140,6 +144,7 @@ impl JoinKey {
             endpoint_url: request.endpoint_url.clone(),
             regions: request.regions.clone(),
             datasets: request.datasets.clone(),
+            metrics: request.metrics,
         }
     }
 }

@@ -78,6 +78,12 @@ pub struct DiscoverArgs {
     /// Write the JSON report here instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also read each Lambda function's, DynamoDB table's and S3 bucket's CloudWatch
+    /// activity over the last 14 complete UTC days into its item's `activity`
+    /// (GetMetricData: a paid API, billed per metric requested; needs
+    /// cloudwatch:GetMetricData).
+    #[arg(long)]
+    pub metrics: bool,
     #[command(flatten)]
     pub scan: ScanFlags,
 }
@@ -173,6 +179,7 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             external_id: args.external_id,
             session_name: args.session_name,
         }),
+        metrics: args.metrics,
     }
     .validate()
     .map_err(|e| match e {

@@ -40,6 +40,7 @@ pub struct Clients {
     lambda: ClientCache<aws_sdk_lambda::Client>,
     dynamodb: ClientCache<aws_sdk_dynamodb::Client>,
     kms: ClientCache<aws_sdk_kms::Client>,
+    cloudwatch: ClientCache<aws_sdk_cloudwatch::Client>,
 }
 
 /// Where a scan's clients point.
@@ -151,5 +152,24 @@ impl ServiceClient for aws_sdk_kms::Client {
 
     fn gated(http: GatedHttpClient) -> Self::Override {
         aws_sdk_kms::Config::builder().http_client(http)
+    }
+}
+
+impl ServiceClient for aws_sdk_cloudwatch::Client {
+    type Override = aws_sdk_cloudwatch::config::Builder;
+
+    fn build(settings: ClientSettings<'_>) -> Self {
+        let config = aws_sdk_cloudwatch::config::Builder::from(settings.sdk)
+            .region(region(settings))
+            .build();
+        aws_sdk_cloudwatch::Client::from_conf(config)
+    }
+
+    fn cache(clients: &Clients) -> &ClientCache<Self> {
+        &clients.cloudwatch
+    }
+
+    fn gated(http: GatedHttpClient) -> Self::Override {
+        aws_sdk_cloudwatch::Config::builder().http_client(http)
     }
 }

@@ -100,6 +100,7 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
                 region: region.to_string(),
                 billing_mode,
                 item_count,
+                activity: None,
             }));
         }
         run.progress.items_more(out.len() - before);

@@ -81,6 +81,7 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
                 region: region.to_string(),
                 runtime: runtime.clone(),
                 version_count,
+                activity: None,
             }));
         }
         run.progress.items_more(batch.len());

@@ -8,6 +8,8 @@
 //! a reason) live in one place, [`ReportBuilder`], so collectors cannot disagree about them.
 //!
 //! # Layout
+//! - [`activity`]: CloudWatch activity of the items (`--metrics`), a phase after the
+//!   datasets: one planner per region batching every dataset's GetMetricData queries.
 //! - [`actor`]: `CollectorActor` and the messages it sends the supervisor.
 //! - [`clients`]: the run's SDK clients, one generic builder and cache per service.
 //! - [`operation`]: `Operation`, an operation named once for calls and reports.
@@ -16,6 +18,7 @@
 //! - [`s3_buckets`], [`lambda_functions`], [`dynamodb_tables`], [`kms_keys`]: one file per
 //!   dataset.
 
+pub mod activity;
 pub mod actor;
 pub mod clients;
 pub mod dynamodb_tables;

@@ -57,6 +57,33 @@ impl ReportBuilder {
         }
     }
 
+    /// A read that adds to items already collected (their CloudWatch activity) failed:
+    /// the items stay, `field` is `null` on them, and the dataset is `partial` whatever
+    /// the failure (access denied included: the activity asked for is not all there),
+    /// or `cancelled`.
+    pub fn enrichment_missing(
+        &mut self,
+        operation: impl AsRef<str>,
+        field: &str,
+        error: &CallError,
+    ) {
+        let kind = reason_kind(error.kind());
+        self.note(operation.as_ref(), Some(field), kind, error);
+        match error.kind() {
+            CallErrorKind::Cancelled => self.worsen(DatasetStatus::Cancelled),
+            _ => self.worsen(DatasetStatus::Partial),
+        }
+    }
+
+    /// A finished report to add to (a phase after its collector, such as activity).
+    pub fn from_report(report: DatasetReport) -> Self {
+        ReportBuilder {
+            items: report.items,
+            reasons: report.reasons,
+            status: Some(report.status),
+        }
+    }
+
     /// A listing call failed: the inventory is not known.
     pub fn listing_failed(&mut self, operation: impl AsRef<str>, error: &CallError) {
         let kind = reason_kind(error.kind());
@@ -204,6 +231,33 @@ mod tests {
             }
             assert_eq!(b.finish().status, *want, "{what} {kind:?}");
         }
+    }
+
+    #[test]
+    fn a_failed_enrichment_keeps_the_items_and_makes_even_a_denial_partial() {
+        let mut b = ReportBuilder::new();
+        b.push(Item::KmsKey(crate::output::KmsKey {
+            key_id: "k".into(),
+            region: "us-east-1".into(),
+            key_manager: None,
+            key_state: None,
+            last_used_at: None,
+        }));
+        let mut resumed = ReportBuilder::from_report(b.finish());
+        let denied = error(Fatal, Some("AccessDenied"), Some(403));
+        resumed.enrichment_missing("cloudwatch:GetMetricData", "activity", &denied);
+        resumed.enrichment_missing("cloudwatch:GetMetricData", "activity", &denied);
+        let report = resumed.finish();
+        assert_eq!(report.status, DatasetStatus::Partial);
+        assert_eq!(report.items.len(), 1);
+        assert_eq!((report.reasons.len(), report.reasons[0].count), (1, 2));
+        let mut cancelled = ReportBuilder::from_report(report);
+        cancelled.enrichment_missing(
+            "cloudwatch:GetMetricData",
+            "activity",
+            &error(Cancelled, None, None),
+        );
+        assert_eq!(cancelled.finish().status, DatasetStatus::Cancelled);
     }
 
     #[test]

@@ -141,6 +141,7 @@ async fn describe(run: &CollectorRun, home: &str, bucket: &Listed) -> Option<Des
                 region: None,
                 lifecycle_rule_count: None,
                 intelligent_tiering_configuration_count: None,
+                activity: None,
             }),
             failures,
         });
@@ -162,6 +163,7 @@ async fn describe(run: &CollectorRun, home: &str, bucket: &Listed) -> Option<Des
             region: Some(region),
             lifecycle_rule_count,
             intelligent_tiering_configuration_count,
+            activity: None,
         }),
         failures,
     })

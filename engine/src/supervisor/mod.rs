@@ -9,7 +9,9 @@
 //!    actor; then a [`CollectorActor`] starts per dataset with a [`CallContext`] carrying
 //!    the scan id, collector, dataset, deadline and cancellation token — so every attempt
 //!    is attributed and bounded.
-//! 3. Each collector sends `DatasetFinished`; when all have, the report is assembled and
+//! 3. Each collector sends `DatasetFinished`; when all have and the scan asked for
+//!    `--metrics`, the activity phase ([`crate::collectors::activity`]) reads the items'
+//!    CloudWatch series into the reports first; then the report is assembled and
 //!    handed to every `AwaitReport` waiter. In fleet mode the coordinator is asked first
 //!    which of the scan's keys degraded while it ran ([`crate::fleet_degraded`]); when the
 //!    scan was eventful, its keys' rates and breakers are observed once more for the
@@ -55,6 +57,7 @@ pub use messages::{
 };
 
 use crate::aws::{CallContext, ScanId};
+use crate::collectors::activity::{self, ActivityRun};
 use crate::collectors::{CollectorActor, CollectorRun, Progress};
 use crate::dataset::Dataset;
 use crate::fleet_degraded::DegradedNotes;
@@ -98,7 +101,20 @@ struct Scan {
     waiters: Vec<oneshot::Sender<Result<DiscoveryReport, UnknownScan>>>,
     /// Every dataset is in; the report is being assembled (no dataset report changes).
     finishing: bool,
+    /// Where the `--metrics` phase is.
+    activity: ActivityPhase,
     finished: Option<DiscoveryReport>,
+}
+
+/// The `--metrics` phase of a scan, between its datasets and its report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ActivityPhase {
+    /// Not started (or not asked for: then it never starts).
+    Pending,
+    /// Reading series; the report waits for it.
+    Running,
+    /// Done, or skipped (cancelled, no setup).
+    Done,
 }
 
 impl Scan {
@@ -224,6 +240,38 @@ impl Supervisor {
         };
         if scan.closed() || scan.reports.len() < scan.progress.len() {
             return;
+        }
+        match scan.activity {
+            ActivityPhase::Running => return,
+            ActivityPhase::Pending
+                if scan.request.metrics && !scan.cancelled && monotonic_now() < scan.deadline =>
+            {
+                if let Some(setup) = scan.setup.clone() {
+                    scan.activity = ActivityPhase::Running;
+                    let run = ActivityRun {
+                        gate: setup.gate.clone(),
+                        sdk: setup.sdk.clone(),
+                        scan_id,
+                        deadline: scan.deadline,
+                        cancel: scan.cancel.clone(),
+                        now: scan.started_at,
+                    };
+                    let reports = scan.reports.clone();
+                    let read = async move { activity::annotate(&run, reports).await };
+                    ctx.spawn(wrap_future::<_, Self>(read).map(move |reports, act, ctx| {
+                        if let Some(scan) = act.scans.get_mut(&scan_id) {
+                            scan.activity = ActivityPhase::Done;
+                            if !scan.closed() {
+                                scan.reports = reports;
+                            }
+                        }
+                        act.finish_if_done(scan_id, ctx);
+                    }));
+                    return;
+                }
+                scan.activity = ActivityPhase::Done;
+            }
+            _ => {}
         }
         scan.finishing = true;
         // Nothing of this scan may wait for admission any longer.
@@ -391,6 +439,7 @@ impl Supervisor {
                 cancelled: false,
                 waiters: Vec::new(),
                 finishing: false,
+                activity: ActivityPhase::Pending,
                 finished: None,
             },
         );

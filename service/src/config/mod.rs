@@ -21,6 +21,7 @@
 //! role_arn = "arn:aws:iam::111111111111:role/scanner"  # optional: scan that account
 //! external_id = "..."               # optional, with role_arn
 //! session_name = "tollgate"         # optional, with role_arn (default tollgate)
+//! metrics = true                    # optional: CloudWatch activity (GetMetricData, paid)
 //!
 //! [[schedule]]
 //! target = "prod"
@@ -265,6 +266,7 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
             role_arn: target.role_arn.as_ref().map(|r| r.get_ref().clone()),
             external_id: target.external_id.as_ref().map(|r| r.get_ref().clone()),
             session_name: target.session_name.as_ref().map(|r| r.get_ref().clone()),
+            metrics: target.metrics,
         };
         let request = fields
             .into_request()

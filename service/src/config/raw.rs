@@ -54,6 +54,9 @@ pub struct RawTarget {
     pub role_arn: Option<Spanned<String>>,
     pub external_id: Option<Spanned<String>>,
     pub session_name: Option<Spanned<String>>,
+    /// Read the items' CloudWatch activity (GetMetricData, paid); default false.
+    #[serde(default)]
+    pub metrics: bool,
 }
 
 /// One `[[schedule]]`.

@@ -46,6 +46,16 @@ fn a_target_may_scan_another_account_through_a_role() {
 }
 
 #[test]
+fn a_target_reads_cloudwatch_activity_only_when_it_says_metrics_true() {
+    let config =
+        parse("[[target]]\nname = \"idle\"\nmetrics = true\n[[target]]\nname = \"plain\"\n")
+            .unwrap();
+    assert!(config.targets["idle"].metrics);
+    assert!(!config.targets["plain"].metrics);
+    assert!(parse("[[target]]\nname = \"x\"\nmetrics = \"yes\"\n").is_err());
+}
+
+#[test]
 fn an_empty_file_gives_the_defaults() {
     assert_eq!(parse("").unwrap(), ServiceConfig::default());
 }
