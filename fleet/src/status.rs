@@ -280,6 +280,7 @@ mod tests {
             retry_want: 0,
             retry_refund: 0,
             horizon: Duration::from_secs(2),
+            round_trip: Duration::ZERO,
             declared: Some(Declared {
                 declaration: Declaration::new(policy, t.read_time_for_name(&name).cloned()),
                 anchor: WallClock::UNIX_EPOCH,

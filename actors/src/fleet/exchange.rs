@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tollgate_quota::fleet::{take_block, BlockGrant, BlockRequest};
+use tollgate_quota::fleet::{take_block, BlockGrant, BlockRequest, ROUND_TRIP_MAX};
 use tollgate_quota::Clock;
 
 use super::store::{FleetError, FleetErrorKind, FleetStore, PutOutcome, Versioned};
@@ -35,10 +35,16 @@ pub async fn exchange(
     clock: Arc<dyn Clock>,
     cached: Option<Versioned>,
 ) -> Result<(BlockGrant, Versioned, bool), FleetError> {
+    let mut request = request;
+    let asked_at = clock.now();
     let mut base = match cached {
         Some(v) => Some(v),
         None => store.get(&key).await?,
     };
+    // A read's round trip is the write's too: place this block's first tokens for it.
+    request.round_trip = request
+        .round_trip
+        .max(clock.now().saturating_since(asked_at).min(ROUND_TRIP_MAX));
     let mut conflicted = false;
     for attempt in 0..MAX_ATTEMPTS {
         let now = clock.now();

@@ -109,7 +109,12 @@ impl QuotaActor {
                 Arc::clone(&self.deps.clock),
                 f.cached.clone().filter(|_| f.trust_cache),
             );
-            ctx.spawn(wrap_future::<_, Self>(fut).map(|result, act, ctx| {
+            let started = now;
+            ctx.spawn(wrap_future::<_, Self>(fut).map(move |result, act, ctx| {
+                let took = act.deps.clock.now().saturating_since(started);
+                if let Some(f) = act.fleet.as_mut() {
+                    f.ledger.answered_after(took);
+                }
                 act.fleet_answered(result);
                 act.poll(ctx);
             }));

@@ -6,6 +6,10 @@
 //! It forwards bytes unchanged in both directions and only reads the request stream:
 //! each request's head up to the blank line, then `Content-Length` bytes of body, then
 //! the next head (HTTP/1.1 keep-alive). Responses are copied without parsing.
+//! Each request is also stamped with the wall-clock instant its head arrived (the
+//! timeline `request_phases` splits into start-up and steady state), and the responses are
+//! scanned for `ConditionalCheckFailedException`: a conditional write lost to another
+//! host, counted with the instant it was answered.
 //! Its `switch` set to false makes the table unreachable (new connections are closed at
 //! once, open ones at their next request): the degraded-mode runs.
 
@@ -18,7 +22,21 @@ use anyhow::Context;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-type Counts = Arc<Mutex<BTreeMap<String, u64>>>;
+/// What the proxy saw.
+#[derive(Debug, Default, Clone)]
+pub struct Seen {
+    /// Requests by `X-Amz-Target`.
+    pub by_target: BTreeMap<String, u64>,
+    /// Every request: (Unix µs its head arrived, target).
+    pub timeline: Vec<(u64, String)>,
+    /// The Unix µs of every answer naming `ConditionalCheckFailedException`.
+    pub conditional_failures: Vec<u64>,
+}
+
+type Counts = Arc<Mutex<Seen>>;
+
+/// The error code of a conditional write lost to another host.
+const CONDITIONAL_FAILED: &[u8] = b"ConditionalCheckFailedException";
 
 /// The proxy; stops (with its connections) on drop.
 pub struct CountingProxy {
@@ -75,6 +93,11 @@ impl CountingProxy {
 
     /// Requests seen so far, by `X-Amz-Target` (`-` for a request without one).
     pub fn counts(&self) -> BTreeMap<String, u64> {
+        self.counts.lock().expect("proxy counts").by_target.clone()
+    }
+
+    /// Everything seen so far: counts, the timeline, the lost conditional writes.
+    pub fn seen(&self) -> Seen {
         self.counts.lock().expect("proxy counts").clone()
     }
 
@@ -101,8 +124,26 @@ async fn serve(client: TcpStream, upstream: SocketAddr, counts: Counts, up: Arc<
     let _ = server.set_nodelay(true);
     let (mut client_r, mut client_w) = client.into_split();
     let (mut server_r, mut server_w) = server.into_split();
+    let failures = counts.clone();
     let answers = tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut server_r, &mut client_w).await;
+        let mut scan = NeedleCounter::new(CONDITIONAL_FAILED);
+        let mut chunk = vec![0u8; 16 * 1024];
+        loop {
+            let n = match server_r.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let found = scan.feed(&chunk[..n]);
+            if found > 0 {
+                let at = tollgate_actors::clock::unix_now().as_micros();
+                let mut seen = failures.lock().expect("proxy counts");
+                seen.conditional_failures
+                    .extend(std::iter::repeat_n(at, found));
+            }
+            if client_w.write_all(&chunk[..n]).await.is_err() {
+                break;
+            }
+        }
         let _ = client_w.shutdown().await;
     });
     let mut parser = RequestCounter::default();
@@ -115,12 +156,14 @@ async fn serve(client: TcpStream, upstream: SocketAddr, counts: Counts, up: Arc<
         if !up.load(Ordering::Relaxed) {
             break;
         }
-        for target in parser.feed(&chunk[..n]) {
-            *counts
-                .lock()
-                .expect("proxy counts")
-                .entry(target)
-                .or_default() += 1;
+        let targets = parser.feed(&chunk[..n]);
+        if !targets.is_empty() {
+            let at = tollgate_actors::clock::unix_now().as_micros();
+            let mut seen = counts.lock().expect("proxy counts");
+            for target in targets {
+                *seen.by_target.entry(target.clone()).or_default() += 1;
+                seen.timeline.push((at, target));
+            }
         }
         if server_w.write_all(&chunk[..n]).await.is_err() {
             break;
@@ -178,6 +221,33 @@ impl RequestCounter {
     }
 }
 
+/// Counts a needle's occurrences in a stream however it is cut.
+#[derive(Debug)]
+struct NeedleCounter {
+    needle: &'static [u8],
+    /// The last `needle.len() - 1` bytes seen (a match may straddle chunks).
+    tail: Vec<u8>,
+}
+
+impl NeedleCounter {
+    fn new(needle: &'static [u8]) -> Self {
+        NeedleCounter {
+            needle,
+            tail: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, data: &[u8]) -> usize {
+        let mut window = std::mem::take(&mut self.tail);
+        window.extend_from_slice(data);
+        let n = self.needle.len();
+        let found = window.windows(n).filter(|w| *w == self.needle).count();
+        let keep = window.len().min(n - 1);
+        self.tail = window[window.len() - keep..].to_vec();
+        found
+    }
+}
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
@@ -224,6 +294,19 @@ mod tests {
                 ],
                 "chunks of {cut}"
             );
+        }
+    }
+
+    #[test]
+    fn lost_conditional_writes_are_counted_however_the_answers_are_cut() {
+        let answer = "HTTP/1.1 400 Bad Request\r\nContent-Length: 90\r\n\r\n\
+                      {\"__type\":\"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException\"}";
+        let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+        let stream = [answer, ok, answer].concat();
+        for cut in [1, 5, 30, stream.len()] {
+            let mut scan = NeedleCounter::new(CONDITIONAL_FAILED);
+            let found: usize = stream.as_bytes().chunks(cut).map(|c| scan.feed(c)).sum();
+            assert_eq!(found, 2, "chunks of {cut}");
         }
     }
 

@@ -23,6 +23,8 @@
 //! - `bucket_bound`: the fleet-wide token-bucket bound, checked from the grant logs.
 //! - `policy_files`: `--policy-file` / `--policy-file-for`: schedules and allowances per
 //!   host, the strictest policy and the allowance the logs are checked against.
+//! - `request_phases`: the proxy's timeline split into start-up, first seconds and steady
+//!   state, by request kind with the lost conditional writes.
 
 #![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
 
@@ -30,6 +32,7 @@ mod bucket_bound;
 mod dynalite;
 mod dynamo_proxy;
 mod policy_files;
+mod request_phases;
 mod table;
 
 use std::collections::BTreeMap;
@@ -132,6 +135,10 @@ struct Report {
     dynamodb_requests_per_admission: Option<f64>,
     dynamodb_requests_per_s: Option<f64>,
     dynamodb_requests_by_target: BTreeMap<String, u64>,
+    /// The requests by phase (start-up, the first seconds, steady state to the last
+    /// grant), by kind, with the conditional writes lost to another host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dynamodb_phases: Option<request_phases::Phases>,
     /// The allowance in force (the smallest any host's policy file declares), and the
     /// merged grant logs counted per period of it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -281,6 +288,16 @@ pub fn run(args: &HostsArgs) -> anyhow::Result<ExitCode> {
         table.as_ref(),
         requests,
     );
+    if let Some(t) = &table {
+        let seen = t.seen();
+        let end_us = grants.last().map_or(start_at, |g| g.granted_at_us);
+        report.dynamodb_phases = Some(request_phases::split(
+            &seen.timeline,
+            &seen.conditional_failures,
+            start_at,
+            end_us,
+        ));
+    }
     report.rate_per_second = strictest.rate_per_second();
     report.burst = strictest.burst();
     if let Some(allowance) = policies.allowance() {
@@ -367,6 +384,7 @@ fn build_report(
             }
         }),
         dynamodb_requests_by_target: requests.unwrap_or_default(),
+        dynamodb_phases: None,
         allowance_amount: None,
         grants_per_period: Vec::new(),
         max_grants_per_period: None,
@@ -447,6 +465,29 @@ fn print_text(r: &Report) {
             r.dynamodb_requests_per_admission.unwrap_or(0.0),
             r.dynamodb_requests_per_s.unwrap_or(0.0),
             r.dynamodb_requests_by_target
+        );
+    }
+    if let Some(p) = &r.dynamodb_phases {
+        for (name, phase) in [
+            ("start-up (before the workers begin)", &p.start_up),
+            ("first seconds", &p.first),
+            ("steady state", &p.steady),
+        ] {
+            println!(
+                "  {name} {:.1} s to {:.1} s: {} requests ({:.2}/s), {} lost conditional writes: {:?}",
+                phase.from_s,
+                phase.to_s,
+                phase.requests,
+                phase.requests_per_s,
+                phase.conditional_failures,
+                phase.by_target
+            );
+        }
+        println!(
+            "DynamoDB requests/s for the key in the steady state (from {} s after the workers begin to the last grant): {:.2}, whole run {:.2}",
+            request_phases::FIRST_WINDOW.as_secs(),
+            p.steady.requests_per_s,
+            r.dynamodb_requests_per_s.unwrap_or(0.0)
         );
     }
     if let Some(amount) = r.allowance_amount {

@@ -138,6 +138,11 @@ impl FleetTable {
     pub fn requests(&self) -> BTreeMap<String, u64> {
         self.proxy.counts()
     }
+
+    /// The proxy's timeline and lost conditional writes (`request_phases`).
+    pub fn seen(&self) -> crate::hosts::dynamo_proxy::Seen {
+        self.proxy.seen()
+    }
 }
 
 /// Set or remove each variable on `cmd`.

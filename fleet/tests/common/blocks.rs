@@ -37,6 +37,7 @@ pub fn block(host: &str, wanted: u64) -> BlockRequest {
         retry_want: 0,
         retry_refund: 0,
         horizon: Duration::from_secs(2),
+        round_trip: Duration::ZERO,
         declared: None,
     }
 }

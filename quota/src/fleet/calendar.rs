@@ -148,6 +148,8 @@ pub(crate) struct PlaceArgs<'a> {
     pub hosts: &'a BTreeMap<HostId, Timestamp>,
     pub wanted: u64,
     pub horizon: Duration,
+    /// The writer's round trip to the table (`BlockRequest::round_trip`).
+    pub round_trip: Duration,
     pub anchor: WallClock,
     pub now: Timestamp,
 }
@@ -183,7 +185,7 @@ pub(crate) fn place(calendar: &mut ItemCalendar, args: &PlaceArgs<'_>) -> Placem
         let policy = effective.policy;
         let window = SpendWindow::for_policy(policy.rate_per_second(), policy.burst());
         let spacing = secs_ceil(1.0 / (policy.rate_per_second() * args.factor));
-        let mut start = at.max(now + window.lead());
+        let mut start = at.max(now + window.lead_for(args.round_trip));
         if let Some(b) = boundary {
             // The segment's first token opens at the boundary or later: e₁ − W ≥ B.
             start = start.max((b + window.open_before).saturating_sub(spacing));

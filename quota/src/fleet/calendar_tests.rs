@@ -43,6 +43,7 @@ fn request(host: &str, wanted: u64, declared: &Declared) -> BlockRequest {
         retry_want: 0,
         retry_refund: 0,
         horizon: Duration::from_secs(2),
+        round_trip: Duration::ZERO,
         declared: Some(declared.clone()),
     }
 }

@@ -207,6 +207,9 @@ pub struct HostLedger {
     allowance: Option<AllowanceSeen>,
     /// The hosts last warned about for declaring a different calendar.
     warned: Vec<HostId>,
+    /// How long the last block request took to be answered (sent with the next one, so
+    /// its first tokens are placed to be open when the answer arrives).
+    round_trip: Duration,
 }
 
 impl HostLedger {
@@ -232,6 +235,7 @@ impl HostLedger {
             fleet_policy: None,
             allowance: None,
             warned: Vec::new(),
+            round_trip: Duration::ZERO,
         }
     }
 
@@ -385,10 +389,17 @@ impl HostLedger {
             retry_want: target.saturating_sub(self.retry_held),
             retry_refund: reports.refunds,
             horizon: self.config.horizon_for(self.hosts_seen),
+            round_trip: self.round_trip,
             declared: self.declared.clone(),
         };
         self.in_flight = Some(reports);
         request
+    }
+
+    /// The last block request took `took` from its start to its answer (reads, writes
+    /// and lost writes included; at most [`ROUND_TRIP_MAX`] is kept).
+    pub fn answered_after(&mut self, took: Duration) {
+        self.round_trip = took.min(ROUND_TRIP_MAX);
     }
 
     /// The request's answer arrived. Returns a transition if the key was degraded.
@@ -535,6 +546,10 @@ impl HostLedger {
         last_open.max(spent_by) <= now + PREFETCH
     }
 }
+
+/// The longest round trip a block request's placement allows for: beyond it the lead
+/// would push first tokens toward the horizon.
+pub const ROUND_TRIP_MAX: Duration = Duration::from_millis(500);
 
 /// How long a degraded key waits before its next attempt to rejoin, after `failures`
 /// failed requests in a row: [`REJOIN_FIRST`], doubling, at most [`REJOIN_MAX`].

@@ -63,7 +63,7 @@ use std::time::Duration;
 
 pub use calendar::{effective_at, AllowanceSeen, Effective, ItemCalendar};
 pub use declaration::{Declaration, Declared, MalformedDeclaration};
-pub use host::{FleetGate, FleetMode, FleetView, HostLedger, KeyUse, Transition};
+pub use host::{FleetGate, FleetMode, FleetView, HostLedger, KeyUse, Transition, ROUND_TRIP_MAX};
 pub use item::{FleetItem, HostId};
 pub use penalty::{FleetPenalty, FLEET_COOLDOWN, MIN_FACTOR};
 pub use share::LocalShare;

@@ -36,6 +36,10 @@ pub struct BlockRequest {
     /// Refuse the grant if its first token's window would open later than this after the
     /// writer's `now` ([`super::FleetConfig::horizon`]).
     pub horizon: Duration,
+    /// How long the writer's requests to the table take to be answered (the longest it
+    /// measured lately; zero if unknown): the first token's window closes at least this
+    /// long after `now` too ([`SpendWindow::lead_for`]).
+    pub round_trip: Duration,
     /// The writer's calendar for the key (`None`: no schedule or allowance, only the
     /// policy above). Recorded on the item when it or the item has a calendar.
     pub declared: Option<Declared>,
@@ -108,6 +112,7 @@ pub fn take_block(
                     hosts: &item.hosts,
                     wanted: request.wanted,
                     horizon: request.horizon,
+                    round_trip: request.round_trip,
                     anchor,
                     now,
                 },
@@ -151,7 +156,7 @@ fn plain_run(
 ) -> (TokenRun, Option<Timestamp>) {
     let window = SpendWindow::for_policy(item.rate, item.burst);
     let spacing = secs_ceil(1.0 / (item.rate * item.penalty.factor));
-    let first_due = item.tat.max(now + window.lead()) + spacing;
+    let first_due = item.tat.max(now + window.lead_for(request.round_trip)) + spacing;
     let mut run = TokenRun {
         first_due,
         spacing,
@@ -219,6 +224,7 @@ mod tests {
             retry_want: 0,
             retry_refund: 0,
             horizon: Duration::from_secs(2),
+            round_trip: Duration::ZERO,
             declared: None,
         }
     }

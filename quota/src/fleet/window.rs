@@ -50,6 +50,19 @@ impl SpendWindow {
     pub fn lead(&self) -> Duration {
         self.tolerance().min(SPEND_LEAD)
     }
+
+    /// [`SpendWindow::lead`] for a writer whose answers take `round_trip` to come back:
+    /// at least the round trip plus half the lead, so the first token is still open when
+    /// the grant arrives. Without it a table slower than the lead (a loaded dynalite: 100
+    /// ms and more) hands every block's first tokens out already closed; a host whose
+    /// blocks are small then starves and asks again and again, and the hosts race each
+    /// other's writes. Placing tokens later never adds any to an interval (the bound).
+    pub fn lead_for(&self, round_trip: Duration) -> Duration {
+        if round_trip.is_zero() {
+            return self.lead();
+        }
+        self.lead().max(round_trip + self.lead() / 2)
+    }
 }
 
 /// `count` tokens due at `first_due + j·spacing` (j = 0..count), each spendable in its
@@ -99,6 +112,20 @@ mod tests {
         assert_eq!(w.close_before, Duration::from_millis(50));
         assert_eq!(w.open_before, Duration::from_millis(250));
         assert_eq!(w.lead(), SPEND_LEAD);
+    }
+
+    #[test]
+    fn a_slow_table_pushes_the_first_token_past_its_round_trip() {
+        let w = SpendWindow::for_policy(200.0, 20.0); // lead = W − C = 95 ms
+        let ms = Duration::from_millis;
+        for (round_trip, lead) in [
+            (ms(0), ms(95)),
+            (ms(20), ms(95)),
+            (ms(100), Duration::from_micros(147_500)),
+            (ms(400), Duration::from_micros(447_500)),
+        ] {
+            assert_eq!(w.lead_for(round_trip), lead, "round trip {round_trip:?}");
+        }
     }
 
     #[test]
