@@ -54,6 +54,12 @@ pub struct RawTarget {
     pub role_arn: Option<Spanned<String>>,
     pub external_id: Option<Spanned<String>>,
     pub session_name: Option<Spanned<String>>,
+    pub regions_fallback: Option<Spanned<Vec<String>>>,
+    pub organization: Option<Spanned<bool>>,
+    pub role_name: Option<Spanned<String>>,
+    pub accounts: Option<Spanned<Vec<String>>>,
+    pub exclude_accounts: Option<Spanned<Vec<String>>>,
+    pub max_accounts_in_flight: Option<Spanned<i64>>,
 }
 
 /// One `[[schedule]]`.
