@@ -83,10 +83,10 @@ impl History {
     }
 
     /// Write a finished scan's record and report, then flush both to disk.
-    pub async fn finish(
+    pub async fn finish<R: serde::Serialize + ?Sized>(
         &self,
         record: &ScanRecord,
-        report: Option<&DiscoveryReport>,
+        report: Option<&R>,
     ) -> Result<(), HistoryError> {
         if let Some(report) = report {
             let text = serde_json::to_vec_pretty(report)

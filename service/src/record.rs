@@ -123,6 +123,9 @@ pub struct ScanRecord {
     pub datasets: Vec<String>,
     /// Each dataset's last progress, kept when the scan finishes.
     pub final_progress: Vec<ProgressView>,
+    /// An organization scan's accounts as they ended (empty for a one-account scan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub final_accounts: Vec<AccountView>,
 }
 
 /// A scan as `GET /v1/scans` lists it.
@@ -165,6 +168,81 @@ pub struct ScanDetail {
     /// without a report, and when nothing eventful happened.
     #[serde(default)]
     pub throttling: Option<tollgate_engine::output::ThrottlingSummary>,
+    /// An organization scan's accounts: live progress while it runs, each account's
+    /// outcome after (absent for a one-account scan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organization: Option<OrganizationView>,
+}
+
+/// An organization scan as `GET /v1/scans/{id}` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrganizationView {
+    /// Accounts `ListAccounts` returned; `null` while listing.
+    pub listed: Option<u64>,
+    /// Every account the scan covers (skipped ones included), in start order.
+    pub accounts: Vec<AccountView>,
+}
+
+/// Where one member account of an organization scan is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccountState {
+    /// Waiting for a slot.
+    Queued,
+    /// Assuming its role or scanning.
+    Running,
+    /// Its scan finished (`status` says how).
+    Done,
+    /// Not scanned (`reason` says why).
+    Skipped,
+}
+
+/// One member account's progress or outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountView {
+    /// The account id.
+    pub account: String,
+    /// Where it is.
+    pub state: AccountState,
+    /// Datasets of its scan finished.
+    pub datasets_done: u64,
+    /// Datasets its scan covers (0 before its scan started).
+    pub datasets_total: u64,
+    /// Done: its worst dataset status (`complete`, `partial`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Skipped: why (`excluded`, `role_not_assumable`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl From<&tollgate_engine::organization::AccountProgress> for AccountView {
+    fn from(p: &tollgate_engine::organization::AccountProgress) -> Self {
+        use tollgate_engine::organization::AccountPhase;
+        let (state, status, reason) = match p.phase {
+            AccountPhase::Queued => (AccountState::Queued, None, None),
+            AccountPhase::Assuming | AccountPhase::Scanning => (AccountState::Running, None, None),
+            AccountPhase::Finished(s) => (AccountState::Done, Some(s.as_str().to_string()), None),
+            AccountPhase::Skipped(r) => (AccountState::Skipped, None, Some(r.as_str().to_string())),
+        };
+        AccountView {
+            account: p.account.clone(),
+            state,
+            datasets_done: p.datasets.iter().filter(|d| d.finished.is_some()).count() as u64,
+            datasets_total: p.datasets.len() as u64,
+            status,
+            reason,
+        }
+    }
+}
+
+impl From<&tollgate_engine::organization::OrganizationProgress> for OrganizationView {
+    fn from(p: &tollgate_engine::organization::OrganizationProgress) -> Self {
+        OrganizationView {
+            listed: p.listed,
+            accounts: p.accounts.iter().map(AccountView::from).collect(),
+        }
+    }
 }
 
 fn rfc3339(micros: u64) -> String {
@@ -195,6 +273,7 @@ impl ScanRecord {
                 .map(|d| d.name().to_string())
                 .collect(),
             final_progress: Vec::new(),
+            final_accounts: Vec::new(),
         }
     }
 

@@ -12,7 +12,7 @@ use tollgate_engine::aws::telemetry::TelemetrySink;
 use tollgate_engine::fleet_degraded::DegradedNotes;
 use tollgate_engine::supervisor::SupervisorDeps;
 use tollgate_engine::throttling::ScanTelemetry;
-use tollgate_engine::{Discovery, DiscoveryRequest};
+use tollgate_engine::Discovery;
 use tollgate_quota::{Clock, PolicyTable};
 
 use crate::config::ServiceConfig;
@@ -20,7 +20,7 @@ use crate::history::{History, HistoryError};
 use crate::http::{self, ApiState};
 use crate::manager::{ManagerDeps, ScanManager};
 use crate::metrics::ServiceMetrics;
-use crate::scan_request::ScanOrigin;
+use crate::scan_request::{ScanOrigin, ScanRequest};
 use crate::scheduler::{run_entry, CursorStore};
 use crate::state_dir::StateDir;
 use crate::token::{ApiToken, TokenError};
@@ -126,7 +126,7 @@ fn start_schedules(
 /// A scheduled submission: the same credentials check `POST /v1/scans` makes, then the
 /// submission; a refusal is stored as a failed scan saying why (nobody is there to read
 /// an HTTP error).
-async fn submit_scheduled(manager: ScanManager, target: String, request: DiscoveryRequest) {
+async fn submit_scheduled(manager: ScanManager, target: String, request: ScanRequest) {
     if let Err(e) = tollgate_engine::aws::check_credentials(&request).await {
         let why = e.to_string();
         match manager

@@ -1,11 +1,55 @@
 //! What a scan asks for, built once from a config target or an API body into the engine's
-//! validated [`DiscoveryRequest`], and the [`JoinKey`] that says when two requests are
-//! the same scan.
+//! validated [`ScanRequest`] (one account's [`DiscoveryRequest`], or an organization's
+//! [`OrganizationRequest`]), and the [`JoinKey`] that says when two requests are the
+//! same scan.
 
+use std::collections::BTreeSet;
+use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use tollgate_engine::request::{AssumeRole, RequestError};
+use tollgate_engine::organization::{
+    AccountFilter, OrganizationRequest, OrganizationRequestError, DEFAULT_ROLE_NAME,
+};
+use tollgate_engine::request::{AssumeRole, RegionSource, RequestError};
 use tollgate_engine::{Dataset, DiscoveryRequest};
+
+/// A validated scan: one account, or every member account of an organization. Derefs to
+/// the account part (regions, datasets, endpoint, profile, deadline), which an
+/// organization scan applies to every member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanRequest {
+    /// One account (the caller's, or `role_arn`'s).
+    Account(DiscoveryRequest),
+    /// Every member account (`organization = true`).
+    Organization(OrganizationRequest),
+}
+
+impl ScanRequest {
+    /// The organization part, if this is an organization scan.
+    pub fn organization(&self) -> Option<&OrganizationRequest> {
+        match self {
+            ScanRequest::Account(_) => None,
+            ScanRequest::Organization(org) => Some(org),
+        }
+    }
+}
+
+impl std::ops::Deref for ScanRequest {
+    type Target = DiscoveryRequest;
+
+    fn deref(&self) -> &DiscoveryRequest {
+        match self {
+            ScanRequest::Account(request) => request,
+            ScanRequest::Organization(org) => &org.scan,
+        }
+    }
+}
+
+impl From<DiscoveryRequest> for ScanRequest {
+    fn from(request: DiscoveryRequest) -> Self {
+        ScanRequest::Account(request)
+    }
+}
 
 /// The unchecked fields of a scan request (config target or API body).
 #[derive(Debug, Clone, Default)]
@@ -28,6 +72,19 @@ pub struct ScanFields {
     pub session_name: Option<String>,
     /// Read the items' CloudWatch activity (`metrics = true`; GetMetricData is paid).
     pub metrics: bool,
+    /// With `regions = ["all"]`: the regions scanned where `ListRegions` gives no answer.
+    pub regions_fallback: Vec<String>,
+    /// Scan every member account of the caller's organization.
+    pub organization: bool,
+    /// With `organization`: the role assumed in each member (default
+    /// `OrganizationAccountAccessRole`).
+    pub role_name: Option<String>,
+    /// With `organization`: only these account ids.
+    pub accounts: Vec<String>,
+    /// With `organization`: never these account ids.
+    pub exclude_accounts: Vec<String>,
+    /// With `organization`: accounts scanned at once (default 8).
+    pub max_accounts_in_flight: Option<i64>,
 }
 
 /// Where a submission comes from, for the guard rails (`crate::manager::guard`): an
@@ -65,8 +122,104 @@ impl FieldError {
 }
 
 impl ScanFields {
-    /// Check every field and build the validated engine request.
-    pub fn into_request(self) -> Result<DiscoveryRequest, FieldError> {
+    /// Check every field and build the validated request.
+    pub fn into_request(mut self) -> Result<ScanRequest, FieldError> {
+        let (regions, region_source) = self.region_source()?;
+        self.regions = regions;
+        if !self.organization {
+            for (field, set) in [
+                ("role_name", self.role_name.is_some()),
+                ("accounts", !self.accounts.is_empty()),
+                ("exclude_accounts", !self.exclude_accounts.is_empty()),
+                (
+                    "max_accounts_in_flight",
+                    self.max_accounts_in_flight.is_some(),
+                ),
+            ] {
+                if set {
+                    return Err(FieldError::new(field, "needs organization = true"));
+                }
+            }
+            return Ok(ScanRequest::Account(
+                self.into_account_request(region_source)?,
+            ));
+        }
+        if self.role_arn.is_some() {
+            return Err(FieldError::new(
+                "role_arn",
+                "not allowed with organization = true (each member's role is role_name)",
+            ));
+        }
+        let max = match self.max_accounts_in_flight {
+            None => None,
+            Some(n) => Some(
+                usize::try_from(n)
+                    .ok()
+                    .and_then(NonZeroUsize::new)
+                    .ok_or_else(|| {
+                        FieldError::new("max_accounts_in_flight", "must be a positive number")
+                    })?,
+            ),
+        };
+        let external_id = self.external_id.take();
+        let session_name = self.session_name.take();
+        let role_name = self.role_name.take();
+        let only: BTreeSet<String> = std::mem::take(&mut self.accounts).into_iter().collect();
+        let exclude: BTreeSet<String> = std::mem::take(&mut self.exclude_accounts)
+            .into_iter()
+            .collect();
+        let scan = self.into_account_request(region_source)?;
+        let mut org = OrganizationRequest::new(scan);
+        org.role_name = role_name.unwrap_or_else(|| DEFAULT_ROLE_NAME.to_owned());
+        org.external_id = external_id;
+        org.session_name = session_name;
+        org.accounts = AccountFilter { only, exclude };
+        if let Some(max) = max {
+            org.max_accounts_in_flight = max;
+        }
+        let org = org.validate().map_err(|e| match e {
+            OrganizationRequestError::BadAccountId(_) => {
+                FieldError::new("accounts", e.to_string().replace("--", ""))
+            }
+            OrganizationRequestError::BadRoleName(_) => {
+                FieldError::new("role_name", e.to_string().replace("--", ""))
+            }
+            OrganizationRequestError::Role(role) => FieldError::new(role.field(), role.to_string()),
+            other => FieldError::new("organization", other.to_string()),
+        })?;
+        Ok(ScanRequest::Organization(org))
+    }
+
+    /// `regions = ["all"]` (with `regions_fallback`) or the listed regions.
+    fn region_source(&self) -> Result<(Vec<String>, RegionSource), FieldError> {
+        if self.regions.iter().any(|r| r == "all") {
+            if self.regions.len() > 1 {
+                return Err(FieldError::new(
+                    "regions",
+                    "\"all\" cannot be combined with other regions",
+                ));
+            }
+            return Ok((
+                Vec::new(),
+                RegionSource::Enabled {
+                    fallback: self.regions_fallback.clone(),
+                },
+            ));
+        }
+        if !self.regions_fallback.is_empty() {
+            return Err(FieldError::new(
+                "regions_fallback",
+                "needs regions = [\"all\"]",
+            ));
+        }
+        Ok((self.regions.clone(), RegionSource::Listed))
+    }
+
+    /// The one-account part (an organization applies it to every member).
+    fn into_account_request(
+        self,
+        region_source: RegionSource,
+    ) -> Result<DiscoveryRequest, FieldError> {
         let datasets = self
             .datasets
             .iter()
@@ -102,7 +255,7 @@ impl ScanFields {
                 .unwrap_or(tollgate_engine::request::DEFAULT_TIMEOUT),
             credentials: None,
             role,
-            region_source: Default::default(),
+            region_source,
             metrics: self.metrics,
         };
         request.validate().map_err(|e| match e {
@@ -131,20 +284,45 @@ pub struct JoinKey {
     role: Option<AssumeRole>,
     endpoint_url: Option<String>,
     regions: Vec<String>,
+    /// `regions = ["all"]`'s fallback regions; `None` for listed regions.
+    enabled_fallback: Option<Vec<String>>,
     datasets: Vec<Dataset>,
     metrics: bool,
+    /// An organization scan's role and filters (never equal to a one-account scan's).
+    organization: Option<OrganizationKey>,
+}
+
+/// What makes two organization scans different beyond the account part.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct OrganizationKey {
+    role_name: String,
+    external_id: Option<String>,
+    session_name: Option<String>,
+    only: BTreeSet<String>,
+    exclude: BTreeSet<String>,
 }
 
 impl JoinKey {
     /// The key of a validated request (regions and datasets already sorted).
-    pub fn of(request: &DiscoveryRequest) -> JoinKey {
+    pub fn of(request: &ScanRequest) -> JoinKey {
         JoinKey {
             profile: request.profile.clone(),
             role: request.role.clone(),
             endpoint_url: request.endpoint_url.clone(),
             regions: request.regions.clone(),
+            enabled_fallback: match &request.region_source {
+                RegionSource::Listed => None,
+                RegionSource::Enabled { fallback } => Some(fallback.clone()),
+            },
             datasets: request.datasets.clone(),
             metrics: request.metrics,
+            organization: request.organization().map(|org| OrganizationKey {
+                role_name: org.role_name.clone(),
+                external_id: org.external_id.clone(),
+                session_name: org.session_name.clone(),
+                only: org.accounts.only.clone(),
+                exclude: org.accounts.exclude.clone(),
+            }),
         }
     }
 }

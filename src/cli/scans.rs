@@ -295,5 +295,54 @@ fn print_scan(out: &mut impl Write, scan: &serde_json::Value, json: bool) -> any
             p["items"],
         )?;
     }
+    if let Some(accounts) = scan["organization"]["accounts"].as_array() {
+        writeln!(
+            out,
+            "organization · {} listed\n{:<14} {:<8} {:>9}  status/reason",
+            scan["organization"]["listed"], "account", "state", "datasets"
+        )?;
+        for a in accounts {
+            writeln!(
+                out,
+                "{:<14} {:<8} {:>9}  {}",
+                a["account"].as_str().unwrap_or("?"),
+                a["state"].as_str().unwrap_or("?"),
+                format!("{}/{}", a["datasets_done"], a["datasets_total"]),
+                a["status"].as_str().or(a["reason"].as_str()).unwrap_or("-"),
+            )?;
+        }
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::print_scan;
+
+    #[test]
+    fn an_organization_scan_prints_one_line_per_account() {
+        let scan = serde_json::json!({
+            "scan_id": "scan-1", "status": "running", "target": "org", "account": null,
+            "progress": [],
+            "organization": {"listed": 2, "accounts": [
+                {"account": "111111111111", "state": "running", "datasets_done": 1, "datasets_total": 2},
+                {"account": "222222222222", "state": "skipped", "datasets_done": 0, "datasets_total": 0, "reason": "excluded"}
+            ]}
+        });
+        let mut out = Vec::new();
+        print_scan(&mut out, &scan, false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("organization · 2 listed"), "{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with("111111111111")
+                && l.contains("running")
+                && l.contains("1/2")),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("222222222222") && l.contains("excluded")),
+            "{text}"
+        );
+    }
 }

@@ -49,12 +49,11 @@ use std::time::Duration;
 
 pub use error::ConfigError;
 use error::Locator;
-use tollgate_engine::DiscoveryRequest;
 use tollgate_fleet::FleetValues;
 
 use crate::duration::parse_duration;
 use crate::manager::guard::{GuardSettings, DEFAULT_MAX_SCANS_PER_ACCOUNT};
-use crate::scan_request::ScanFields;
+use crate::scan_request::{ScanFields, ScanRequest};
 use crate::scheduler::{CronNext, ScheduleEntry};
 use std::sync::Arc;
 use tollgate_quota::schedule::CronSchedule;
@@ -78,7 +77,7 @@ pub struct ServiceConfig {
     /// Run a schedule missed while the service was down once at start-up.
     pub catch_up: bool,
     /// Named targets.
-    pub targets: BTreeMap<String, DiscoveryRequest>,
+    pub targets: BTreeMap<String, ScanRequest>,
     /// `[[schedule]]` entries, each naming a target.
     pub schedules: Vec<ScheduleEntry>,
     /// `[fleet]`, checked; `tollgate serve` lets `TOLLGATE_FLEET_*` win over each value.
@@ -247,6 +246,12 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
             "role_arn" => target.role_arn.as_ref().map(|r| r.span()),
             "external_id" => target.external_id.as_ref().map(|r| r.span()),
             "session_name" => target.session_name.as_ref().map(|r| r.span()),
+            "regions_fallback" => target.regions_fallback.as_ref().map(|r| r.span()),
+            "organization" => target.organization.as_ref().map(|r| r.span()),
+            "role_name" => target.role_name.as_ref().map(|r| r.span()),
+            "accounts" => target.accounts.as_ref().map(|r| r.span()),
+            "exclude_accounts" => target.exclude_accounts.as_ref().map(|r| r.span()),
+            "max_accounts_in_flight" => target.max_accounts_in_flight.as_ref().map(|r| r.span()),
             _ => Some(target.name.span()),
         };
         let fields = ScanFields {
@@ -267,6 +272,12 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
             external_id: target.external_id.as_ref().map(|r| r.get_ref().clone()),
             session_name: target.session_name.as_ref().map(|r| r.get_ref().clone()),
             metrics: target.metrics,
+            regions_fallback: list(&target.regions_fallback),
+            organization: target.organization.as_ref().is_some_and(|o| *o.get_ref()),
+            role_name: target.role_name.as_ref().map(|r| r.get_ref().clone()),
+            accounts: list(&target.accounts),
+            exclude_accounts: list(&target.exclude_accounts),
+            max_accounts_in_flight: target.max_accounts_in_flight.as_ref().map(|n| *n.get_ref()),
         };
         let request = fields
             .into_request()
@@ -314,6 +325,14 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
         schedules,
         fleet,
     })
+}
+
+/// A list-valued key's strings (absent: none).
+fn list(value: &Option<toml::Spanned<Vec<String>>>) -> Vec<String> {
+    value
+        .as_ref()
+        .map(|v| v.get_ref().clone())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -57,6 +57,12 @@ pub struct RawTarget {
     /// Read the items' CloudWatch activity (GetMetricData, paid); default false.
     #[serde(default)]
     pub metrics: bool,
+    pub regions_fallback: Option<Spanned<Vec<String>>>,
+    pub organization: Option<Spanned<bool>>,
+    pub role_name: Option<Spanned<String>>,
+    pub accounts: Option<Spanned<Vec<String>>>,
+    pub exclude_accounts: Option<Spanned<Vec<String>>>,
+    pub max_accounts_in_flight: Option<Spanned<i64>>,
 }
 
 /// One `[[schedule]]`.

@@ -225,3 +225,57 @@ fn a_bad_fleet_value_names_file_line_and_key() {
     let missing = parse("[fleet]\non_error = \"stop\"\n").unwrap_err();
     assert!(missing.message.contains("table"), "{missing}");
 }
+
+#[test]
+fn an_organization_target_reads_its_filters_and_bad_ones_name_line_and_key() {
+    let config = parse(
+        "[[target]]\nname = \"org\"\norganization = true\nregions = [\"all\"]\n\
+         regions_fallback = [\"eu-west-1\"]\nrole_name = \"Scanner\"\n\
+         exclude_accounts = [\"222222222222\"]\nmax_accounts_in_flight = 3\n",
+    )
+    .unwrap();
+    let org = config.targets["org"]
+        .organization()
+        .expect("an organization");
+    assert_eq!(org.role_name, "Scanner");
+    assert!(org.accounts.exclude.contains("222222222222"));
+    assert_eq!(org.max_accounts_in_flight.get(), 3);
+    assert_eq!(
+        org.scan.region_source,
+        tollgate_engine::request::RegionSource::Enabled {
+            fallback: vec!["eu-west-1".into()]
+        }
+    );
+    let head = "[[target]]\nname = \"org\"\n";
+    for (rest, line, key) in [
+        ("role_name = \"x\"\n", 3, "target[0].role_name"),
+        (
+            "organization = true\naccounts = [\"12\"]\n",
+            4,
+            "target[0].accounts",
+        ),
+        (
+            "organization = true\nmax_accounts_in_flight = 0\n",
+            4,
+            "target[0].max_accounts_in_flight",
+        ),
+        (
+            "organization = true\nrole_arn = \"arn:aws:iam::111111111111:role/x\"\n",
+            4,
+            "target[0].role_arn",
+        ),
+        (
+            "regions_fallback = [\"us-east-1\"]\n",
+            3,
+            "target[0].regions_fallback",
+        ),
+    ] {
+        let text = format!("{head}{rest}");
+        let err = parse(&text).unwrap_err();
+        assert_eq!(
+            (err.line, err.key.as_deref()),
+            (Some(line), Some(key)),
+            "{text}: {err}"
+        );
+    }
+}

@@ -23,6 +23,7 @@ fn record(
         regions: vec!["us-east-1".into()],
         datasets: vec!["kms-keys".into()],
         final_progress: Vec::new(),
+        final_accounts: Vec::new(),
     }
 }
 

@@ -4,14 +4,19 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use tollgate_engine::DiscoveryRequest;
 
 use super::error::ApiError;
 use crate::duration::{duration_from_seconds, parse_duration};
-use crate::scan_request::ScanFields;
+use crate::scan_request::{ScanFields, ScanRequest};
 
-const FIELDS: [&str; 10] = [
+const FIELDS: [&str; 16] = [
     "target",
+    "regions_fallback",
+    "organization",
+    "role_name",
+    "accounts",
+    "exclude_accounts",
+    "max_accounts_in_flight",
     "force",
     "regions",
     "datasets",
@@ -50,7 +55,7 @@ pub struct Submission {
     /// The config target it names, if it names one.
     pub target: Option<String>,
     /// The validated request.
-    pub request: DiscoveryRequest,
+    pub request: ScanRequest,
     /// `"force": true`: skip the cooldown (docs/service.md, "Guard rails").
     pub force: bool,
 }
@@ -59,7 +64,7 @@ pub struct Submission {
 /// or the scan's fields.
 pub fn parse_submission(
     body: &[u8],
-    targets: &BTreeMap<String, DiscoveryRequest>,
+    targets: &BTreeMap<String, ScanRequest>,
 ) -> Result<Submission, ApiError> {
     let mut value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_field("body", format!("not JSON ({e})")))?;
@@ -79,8 +84,8 @@ pub fn parse_submission(
 /// The target or the scan's fields of a body (without `force`).
 fn parse_scan(
     value: Value,
-    targets: &BTreeMap<String, DiscoveryRequest>,
-) -> Result<(Option<String>, DiscoveryRequest), ApiError> {
+    targets: &BTreeMap<String, ScanRequest>,
+) -> Result<(Option<String>, ScanRequest), ApiError> {
     let Value::Object(map) = value else {
         return Err(ApiError::bad_field("body", "must be a JSON object"));
     };
@@ -136,6 +141,28 @@ fn parse_scan(
     if let Some(v) = map.get("session_name") {
         fields.session_name = Some(string("session_name", v)?);
     }
+    if let Some(v) = map.get("regions_fallback") {
+        fields.regions_fallback = strings("regions_fallback", v)?;
+    }
+    if let Some(v) = map.get("organization") {
+        fields.organization = v
+            .as_bool()
+            .ok_or_else(|| ApiError::bad_field("organization", "must be true or false"))?;
+    }
+    if let Some(v) = map.get("role_name") {
+        fields.role_name = Some(string("role_name", v)?);
+    }
+    if let Some(v) = map.get("accounts") {
+        fields.accounts = strings("accounts", v)?;
+    }
+    if let Some(v) = map.get("exclude_accounts") {
+        fields.exclude_accounts = strings("exclude_accounts", v)?;
+    }
+    if let Some(v) = map.get("max_accounts_in_flight") {
+        fields.max_accounts_in_flight = Some(v.as_i64().ok_or_else(|| {
+            ApiError::bad_field("max_accounts_in_flight", "must be a positive number")
+        })?);
+    }
     if let Some(v) = map.get("timeout") {
         let timeout = match v {
             Value::String(text) => {
@@ -166,11 +193,15 @@ fn parse_scan(
 mod tests {
     use super::*;
 
-    fn parse(body: &str) -> Result<(Option<String>, DiscoveryRequest), String> {
+    fn parse(body: &str) -> Result<(Option<String>, ScanRequest), String> {
         let mut targets = BTreeMap::new();
         targets.insert(
             "prod".to_string(),
-            DiscoveryRequest::default().validate().unwrap(),
+            ScanRequest::from(
+                tollgate_engine::DiscoveryRequest::default()
+                    .validate()
+                    .unwrap(),
+            ),
         );
         parse_submission(body.as_bytes(), &targets)
             .map(|s| (s.target, s.request))
@@ -195,7 +226,11 @@ mod tests {
         let mut targets = BTreeMap::new();
         targets.insert(
             "prod".to_string(),
-            DiscoveryRequest::default().validate().unwrap(),
+            ScanRequest::from(
+                tollgate_engine::DiscoveryRequest::default()
+                    .validate()
+                    .unwrap(),
+            ),
         );
         let forced = parse_submission(br#"{"target":"prod","force":true}"#, &targets).unwrap();
         assert!(forced.force);

@@ -25,7 +25,6 @@ use std::sync::Arc;
 
 use actix_web::{web, App, HttpServer};
 use tollgate_actors::AdmissionHandle;
-use tollgate_engine::DiscoveryRequest;
 
 use crate::manager::ScanManager;
 use crate::metrics::ServiceMetrics;
@@ -44,7 +43,7 @@ pub struct ApiState {
     /// The admission directory and how it was chosen, for `/v1/quotas`.
     pub admission_dir: (String, String),
     /// Named targets from the configuration.
-    pub targets: BTreeMap<String, DiscoveryRequest>,
+    pub targets: BTreeMap<String, crate::scan_request::ScanRequest>,
 }
 
 /// A bound, not yet running server.

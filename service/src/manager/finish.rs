@@ -4,13 +4,14 @@
 use actix::Addr;
 use tokio::sync::oneshot;
 use tollgate_engine::aws::ScanId;
+use tollgate_engine::organization::{OrganizationHandle, OrganizationReport};
 use tollgate_engine::output::{rfc3339, DatasetReport, Reason, ReasonKind};
 use tollgate_engine::supervisor::{AwaitReport, ForgetScan, Supervisor};
 use tollgate_engine::{DatasetStatus, DiscoveryReport, DiscoveryRequest};
 use tollgate_quota::Timestamp;
 
 use super::{Active, ManagerError, ScanManager};
-use crate::record::{ProgressView, ScanRecord, ScanStatus};
+use crate::record::{OrganizationView, ProgressView, ScanRecord, ScanStatus};
 
 /// Wait for an engine scan's report; `None` if the discovery runtime went away.
 pub(super) async fn await_report(
@@ -213,6 +214,70 @@ impl ScanManager {
             .metrics
             .scan_finished(record.status, seconds);
         self.leave(scan_id, Some(engine_id));
+    }
+
+    /// An organization scan's report arrived (or the runtime went away): stored with
+    /// each account's outcome, its status the report's worst.
+    pub(super) async fn finish_organization(
+        &self,
+        scan_id: &str,
+        handle: &OrganizationHandle,
+        report: Option<OrganizationReport>,
+    ) {
+        let (mut record, cancel_requested, interrupted) = {
+            let state = self.state();
+            let Some(active) = state.active.get(scan_id) else {
+                return;
+            };
+            (
+                active.record.clone(),
+                active.cancel_requested,
+                active.interrupted,
+            )
+        };
+        let now = self.now();
+        let report = report.map(|mut r| {
+            r.scan_id = scan_id.to_string();
+            r
+        });
+        record.status = match &report {
+            _ if interrupted => ScanStatus::Interrupted,
+            None => ScanStatus::Failed,
+            Some(r) => match r.overall_status() {
+                DatasetStatus::Complete => ScanStatus::Complete,
+                _ if cancel_requested => ScanStatus::Cancelled,
+                DatasetStatus::Partial => ScanStatus::Partial,
+                DatasetStatus::Failed => ScanStatus::Failed,
+                _ => ScanStatus::Cancelled,
+            },
+        };
+        record.finished_at = Some(now);
+        record.account = report
+            .as_ref()
+            .and_then(|r| r.organization.caller_account.clone());
+        record.final_accounts = OrganizationView::from(&handle.progress()).accounts;
+        if let Err(e) = self
+            .shared
+            .deps
+            .history
+            .finish(&record, report.as_ref())
+            .await
+        {
+            tracing::error!(%scan_id, error = %e, "could not store a finished organization scan");
+        }
+        let seconds = record
+            .started_at
+            .map(|s| now.saturating_sub(s) as f64 / 1e6);
+        self.shared
+            .deps
+            .metrics
+            .scan_finished(record.status, seconds);
+        self.shared
+            .deps
+            .metrics
+            .scan_accounts()
+            .forget(&handle.id().to_string());
+        self.leave(scan_id, None);
     }
 
     /// The scan is stored: drop it from the table and the supervisor, start its account's

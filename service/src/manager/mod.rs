@@ -37,15 +37,16 @@ use actix::Addr;
 use tokio::sync::Notify;
 use tollgate_engine::aws::ScanId;
 use tollgate_engine::collectors::Progress;
+use tollgate_engine::organization::OrganizationHandle;
+use tollgate_engine::supervisor::StartOrganizationScan;
 use tollgate_engine::supervisor::{CancelScan, StartScan, Supervisor, STOP_GRACE};
-use tollgate_engine::DiscoveryRequest;
 use tollgate_quota::Clock;
 
 use crate::config::Retention;
 use crate::history::{History, HistoryError};
 use crate::metrics::ServiceMetrics;
 use crate::record::{ScanRecord, ScanStatus, ScanSummary};
-use crate::scan_request::{JoinKey, ScanOrigin};
+use crate::scan_request::{JoinKey, ScanOrigin, ScanRequest};
 use guard::{AccountSelector, AccountState, GuardSettings, LatestScan, Refusal};
 
 /// How long [`ScanManager::shutdown`] waits for cancelled scans to store their reports.
@@ -135,9 +136,11 @@ struct Active {
     record: ScanRecord,
     key: JoinKey,
     account: AccountSelector,
-    request: DiscoveryRequest,
+    request: ScanRequest,
     /// The engine's scan, once started.
     engine: Option<(ScanId, Vec<Progress>)>,
+    /// An organization scan's handle, once started (per-account progress, cancel).
+    organization: Option<OrganizationHandle>,
     cancel_requested: bool,
     interrupted: bool,
 }
@@ -194,9 +197,10 @@ impl ScanManager {
     pub fn submit(
         &self,
         target: Option<String>,
-        request: DiscoveryRequest,
+        request: impl Into<ScanRequest>,
         origin: ScanOrigin,
     ) -> Result<Submitted, ManagerError> {
+        let request = request.into();
         let key = JoinKey::of(&request);
         let account = AccountSelector::of(&request);
         let mut state = self.state();
@@ -242,6 +246,7 @@ impl ScanManager {
                 account,
                 request,
                 engine: None,
+                organization: None,
                 cancel_requested: false,
                 interrupted: false,
             },
@@ -317,6 +322,9 @@ impl ScanManager {
                 if let Some((engine_id, _)) = active.engine {
                     self.shared.deps.supervisor.do_send(CancelScan(engine_id));
                 }
+                if let Some(org) = &active.organization {
+                    org.cancel();
+                }
                 let summary = active.record.summary();
                 return Ok(summary);
             }
@@ -338,6 +346,9 @@ impl ScanManager {
                 active.interrupted = true;
                 if let Some((engine_id, _)) = active.engine {
                     self.shared.deps.supervisor.do_send(CancelScan(engine_id));
+                }
+                if let Some(org) = &active.organization {
+                    org.cancel();
                 }
             }
             ids.iter()
@@ -369,7 +380,11 @@ impl ScanManager {
     }
 
     /// Open the engine scan, wait for its report, store it.
-    async fn drive(&self, scan_id: String, request: DiscoveryRequest) {
+    async fn drive(&self, scan_id: String, request: ScanRequest) {
+        let request = match request {
+            ScanRequest::Account(request) => request,
+            ScanRequest::Organization(org) => return self.drive_organization(scan_id, org).await,
+        };
         let supervisor = self.shared.deps.supervisor.clone();
         let started = match supervisor.send(StartScan(request)).await {
             Ok(Ok(started)) => started,
@@ -391,5 +406,34 @@ impl ScanManager {
         }
         let report = finish::await_report(&supervisor, started.scan_id).await;
         self.finish_started(&scan_id, started.scan_id, report).await;
+    }
+
+    /// Open the organization scan, wait for its report, store it.
+    async fn drive_organization(
+        &self,
+        scan_id: String,
+        request: tollgate_engine::organization::OrganizationRequest,
+    ) {
+        let supervisor = self.shared.deps.supervisor.clone();
+        let handle = match supervisor.send(StartOrganizationScan(request)).await {
+            Ok(Ok(handle)) => handle,
+            Ok(Err(e)) => return self.finish_failed(&scan_id, e.to_string()).await,
+            Err(_) => {
+                return self
+                    .finish_failed(&scan_id, "the discovery runtime stopped".into())
+                    .await
+            }
+        };
+        {
+            let mut state = self.state();
+            if let Some(active) = state.active.get_mut(&scan_id) {
+                active.organization = Some(handle.clone());
+                if active.cancel_requested || active.interrupted {
+                    handle.cancel();
+                }
+            }
+        }
+        let report = handle.report().await.ok();
+        self.finish_organization(&scan_id, &handle, report).await;
     }
 }

@@ -4,7 +4,7 @@
 use tollgate_engine::output::ThrottlingSummary;
 
 use super::{ManagerError, ScanManager};
-use crate::record::{ProgressView, ScanDetail, ScanRecord, ScanSummary};
+use crate::record::{OrganizationView, ProgressView, ScanDetail, ScanRecord, ScanSummary};
 
 impl ScanManager {
     /// Every scan, newest first: the active ones as they are now, the rest as stored.
@@ -51,10 +51,19 @@ impl ScanManager {
                         .collect(),
                     None => active.record.stored_progress(),
                 };
+                let organization = match (&active.organization, active.request.organization()) {
+                    (Some(handle), _) => Some(OrganizationView::from(&handle.progress())),
+                    (None, Some(_)) => Some(OrganizationView {
+                        listed: None,
+                        accounts: Vec::new(),
+                    }),
+                    (None, None) => None,
+                };
                 return Ok(ScanDetail {
                     summary: self.active_summary(active),
                     progress,
                     throttling: None,
+                    organization,
                 });
             }
         }
@@ -63,10 +72,18 @@ impl ScanManager {
             true => None,
             false => self.stored_throttling(scan_id),
         };
+        let organization = match record.final_accounts.is_empty() {
+            true => None,
+            false => Some(OrganizationView {
+                listed: self.stored_listed(scan_id),
+                accounts: record.final_accounts.clone(),
+            }),
+        };
         Ok(ScanDetail {
             summary: record.summary(),
             progress: record.stored_progress(),
             throttling,
+            organization,
         })
     }
 
@@ -88,6 +105,22 @@ impl ScanManager {
         serde_json::from_slice::<OnlyThrottling>(&bytes)
             .ok()?
             .throttling
+    }
+
+    /// The stored organization report's `organization.listed` (the rest is skipped).
+    fn stored_listed(&self, scan_id: &str) -> Option<u64> {
+        #[derive(serde::Deserialize)]
+        struct Listed {
+            listed: u64,
+        }
+        #[derive(serde::Deserialize)]
+        struct OnlyOrganization {
+            organization: Listed,
+        }
+        let bytes = self.shared.deps.history.report_json(scan_id).ok()??;
+        serde_json::from_slice::<OnlyOrganization>(&bytes)
+            .ok()
+            .map(|r| r.organization.listed)
     }
 
     pub(super) fn stored(&self, scan_id: &str) -> Result<ScanRecord, ManagerError> {
