@@ -422,3 +422,28 @@ fn a_deadline_reports_the_accounts_it_did_not_reach() {
     assert!(org.scanned >= 1, "{org:#?}");
     assert_eq!(report.overall_status(), DatasetStatus::Partial);
 }
+
+#[test]
+fn a_caller_outside_an_organization_fails_the_scan_naming_list_accounts() {
+    let sim =
+        Simulator::new(Scenario::parse(bundled::DEMO, "fixtures/scenarios/demo.toml").unwrap());
+    let report =
+        paused_system().block_on(scan(&sim, request(&["us-east-1"]), PolicyTable::defaults()));
+    let error = report
+        .organization
+        .error
+        .as_ref()
+        .expect("the listing's error");
+    assert_eq!(error.operation, "organizations:ListAccounts");
+    assert_eq!(
+        error.code.as_deref(),
+        Some("AWSOrganizationsNotInUseException")
+    );
+    assert!(
+        error.message.contains("management account"),
+        "{}",
+        error.message
+    );
+    assert!(report.accounts.is_empty());
+    assert_eq!(report.overall_status(), DatasetStatus::Failed);
+}
