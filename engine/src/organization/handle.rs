@@ -56,6 +56,6 @@ impl OrganizationHandle {
             .wait_for(Option::is_some)
             .await
             .map_err(|_| DiscoveryError::Stopped)?;
-        Ok(ready.as_deref().cloned().ok_or(DiscoveryError::Stopped)?)
+        ready.as_deref().cloned().ok_or(DiscoveryError::Stopped)
     }
 }

@@ -118,7 +118,9 @@ mod tests {
             ListedAccount::new(A, "ACTIVE"),
         ];
         use SkipReason::*;
-        let rows: &[(AccountFilter, &[&str], &[(&str, SkipReason)])] = &[
+        /// filter, scanned, skipped.
+        type Row<'a> = (AccountFilter, &'a [&'a str], &'a [(&'a str, SkipReason)]);
+        let rows: &[Row] = &[
             (filter(&[], &[]), &[A, C], &[(B, Suspended)]),
             (filter(&[], &[A]), &[C], &[(A, Excluded), (B, Suspended)]),
             (filter(&[C], &[]), &[C], &[(A, Excluded), (B, Excluded)]),
