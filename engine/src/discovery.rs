@@ -46,6 +46,12 @@ pub enum DiscoveryError {
     Organization(#[from] OrganizationRequestError),
 }
 
+impl From<crate::organization::handle::RuntimeStopped> for DiscoveryError {
+    fn from(_: crate::organization::handle::RuntimeStopped) -> Self {
+        DiscoveryError::Stopped
+    }
+}
+
 impl From<MailboxError> for DiscoveryError {
     fn from(_: MailboxError) -> Self {
         DiscoveryError::Stopped
@@ -152,7 +158,11 @@ impl Discovery {
         &self,
         request: OrganizationRequest,
     ) -> Result<OrganizationReport, DiscoveryError> {
-        self.start_organization_scan(request).await?.report().await
+        Ok(self
+            .start_organization_scan(request)
+            .await?
+            .report()
+            .await?)
     }
 
     /// Stop the actor thread (scans still running are dropped).

@@ -15,7 +15,7 @@
 //!
 //! An organization scan's report ([`OrganizationReport`], `tollgate discover
 //! --organization`) holds one such report per scanned account; its types live in
-//! [`crate::organization::report`] and are re-exported here.
+//! [`crate::organization::report`].
 
 use std::collections::BTreeMap;
 
@@ -23,9 +23,6 @@ use serde::{Deserialize, Serialize};
 use tollgate_quota::Timestamp;
 
 use crate::dataset::Dataset;
-pub use crate::organization::report::{
-    OrganizationReport, OrganizationSummary, SkipReason, SkippedAccount,
-};
 
 /// One scan's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@
 //! from the environment when the value is built ([`KnownRegions::from_env`]), not cached
 //! in a process-wide static, so a test or an embedder can pass its own.
 
-use crate::aws::{AwsGate, CallContext, CallError};
+use crate::aws::CallError;
 use crate::output::{Reason, ReasonKind};
 
 /// The region used when neither the request nor the AWS configuration names one.
@@ -149,7 +149,7 @@ pub type ListRegionsAnswer = Result<Vec<String>, CallError>;
 
 /// Decide a scan's regions: the enabled ones when `ListRegions` named any; otherwise
 /// `fallback` (or `configured` when that is empty) with one reason naming the API and
-/// the error. Pure: [`enabled_regions`] makes the call.
+/// the error. Pure: the scan's setup makes the call (`account:ListRegions`).
 pub fn choose_regions(
     answer: ListRegionsAnswer,
     fallback: &[String],
@@ -199,54 +199,6 @@ pub fn choose_regions(
             count: 1,
         }),
         regions,
-    }
-}
-
-/// The regions enabled for the gate's account: `ListRegions` with `ENABLED` and
-/// `ENABLED_BY_DEFAULT`, every page through the gate (global `account:ListRegions` key).
-pub async fn enabled_regions(
-    gate: &AwsGate,
-    ctx: &CallContext,
-    sdk: &aws_config::SdkConfig,
-    signing_region: &str,
-) -> ListRegionsAnswer {
-    use aws_sdk_account::types::RegionOptStatus;
-    let config = aws_sdk_account::config::Builder::from(sdk)
-        .region(aws_config::Region::new(signing_region.to_owned()))
-        .build();
-    let client = aws_sdk_account::Client::from_conf(config);
-    let mut regions = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let page = gate
-            .call(ctx, "account", "ListRegions", None, |http| {
-                client
-                    .list_regions()
-                    .region_opt_status_contains(RegionOptStatus::Enabled)
-                    .region_opt_status_contains(RegionOptStatus::EnabledByDefault)
-                    .set_next_token(token.clone())
-                    .customize()
-                    .config_override(aws_sdk_account::Config::builder().http_client(http))
-                    .send()
-            })
-            .await?;
-        regions.extend(
-            page.regions()
-                .iter()
-                .filter(|r| {
-                    matches!(
-                        r.region_opt_status(),
-                        None | Some(RegionOptStatus::Enabled | RegionOptStatus::EnabledByDefault)
-                    )
-                })
-                .filter_map(|r| r.region_name().map(str::to_owned)),
-        );
-        match page.next_token() {
-            Some(next) if !next.is_empty() && token.as_deref() != Some(next) => {
-                token = Some(next.to_owned())
-            }
-            _ => return Ok(regions),
-        }
     }
 }
 

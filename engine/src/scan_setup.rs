@@ -26,7 +26,7 @@ use crate::aws::{
 };
 use crate::aws::{CallContext, CallerIdentity};
 use crate::output::Reason;
-use crate::regions::{choose_regions, enabled_regions, ChosenRegions, RegionSource};
+use crate::regions::{choose_regions, ChosenRegions, ListRegionsAnswer, RegionSource};
 use crate::request::{DiscoveryRequest, FALLBACK_REGION};
 use crate::throttling::ScanTelemetry;
 
@@ -170,6 +170,54 @@ async fn scan_regions(
         RegionSource::Enabled { fallback } => {
             let answer = enabled_regions(gate, &ctx, sdk, configured).await;
             choose_regions(answer, fallback, configured)
+        }
+    }
+}
+
+/// The regions enabled for the gate's account: `ListRegions` with `ENABLED` and
+/// `ENABLED_BY_DEFAULT`, every page through the gate (global `account:ListRegions` key).
+pub async fn enabled_regions(
+    gate: &AwsGate,
+    ctx: &CallContext,
+    sdk: &aws_config::SdkConfig,
+    signing_region: &str,
+) -> ListRegionsAnswer {
+    use aws_sdk_account::types::RegionOptStatus;
+    let config = aws_sdk_account::config::Builder::from(sdk)
+        .region(aws_config::Region::new(signing_region.to_owned()))
+        .build();
+    let client = aws_sdk_account::Client::from_conf(config);
+    let mut regions = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = gate
+            .call(ctx, "account", "ListRegions", None, |http| {
+                client
+                    .list_regions()
+                    .region_opt_status_contains(RegionOptStatus::Enabled)
+                    .region_opt_status_contains(RegionOptStatus::EnabledByDefault)
+                    .set_next_token(token.clone())
+                    .customize()
+                    .config_override(aws_sdk_account::Config::builder().http_client(http))
+                    .send()
+            })
+            .await?;
+        regions.extend(
+            page.regions()
+                .iter()
+                .filter(|r| {
+                    matches!(
+                        r.region_opt_status(),
+                        None | Some(RegionOptStatus::Enabled | RegionOptStatus::EnabledByDefault)
+                    )
+                })
+                .filter_map(|r| r.region_name().map(str::to_owned)),
+        );
+        match page.next_token() {
+            Some(next) if !next.is_empty() && token.as_deref() != Some(next) => {
+                token = Some(next.to_owned())
+            }
+            _ => return Ok(regions),
         }
     }
 }

@@ -74,7 +74,7 @@ pub struct DiscoverArgs {
     #[arg(long, value_name = "NAME", requires = "role_source")]
     pub session_name: Option<String>,
     #[command(flatten)]
-    pub organization: super::discover_org::OrganizationFlags,
+    pub organization: OrganizationFlags,
     /// Write the JSON report here instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -86,6 +86,40 @@ pub struct DiscoverArgs {
     pub metrics: bool,
     #[command(flatten)]
     pub scan: ScanFlags,
+}
+
+/// The organization flags of `tollgate discover`.
+#[derive(Debug, clap::Args)]
+pub struct OrganizationFlags {
+    /// Scan every ACTIVE member account of the caller's organization (the caller must be
+    /// the management account or a delegated administrator): Organizations ListAccounts,
+    /// then STS AssumeRole into each member's --role-name; the caller's own account with
+    /// its own credentials.
+    #[arg(long)]
+    pub organization: bool,
+    /// With --organization: only these accounts (comma-separated ids).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "ID",
+        requires = "organization"
+    )]
+    pub accounts: Vec<String>,
+    /// With --organization: never these accounts (comma-separated ids; the caller's
+    /// own included).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "ID",
+        requires = "organization"
+    )]
+    pub exclude_accounts: Vec<String>,
+    /// With --organization: the role assumed in each member account.
+    #[arg(long, value_name = "NAME", requires = "organization")]
+    pub role_name: Option<String>,
+    /// With --organization: accounts scanned at once (default 8).
+    #[arg(long, value_name = "N", requires = "organization")]
+    pub max_accounts_in_flight: Option<std::num::NonZeroUsize>,
 }
 
 /// The flags `discover` and `demo` share.
@@ -156,10 +190,8 @@ pub(super) fn region_flags(
     Ok((regions, RegionSource::Listed))
 }
 
+/// `tollgate discover` without `--organization` (mod.rs sends that to `discover_org`).
 pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
-    if args.organization.organization {
-        return super::discover_org::run(args);
-    }
     let ScanEnv {
         config,
         telemetry,

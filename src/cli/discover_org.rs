@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
-use std::num::NonZeroUsize;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -20,40 +19,6 @@ use tollgate_engine::request::RequestError;
 use tollgate_engine::{DiscoveryRequest, Engine, OrganizationHandle, OrganizationReport};
 
 use super::discover::{DiscoverArgs, ReportTo, ScanEnv};
-
-/// The organization flags of `tollgate discover`.
-#[derive(Debug, clap::Args)]
-pub struct OrganizationFlags {
-    /// Scan every ACTIVE member account of the caller's organization (the caller must be
-    /// the management account or a delegated administrator): Organizations ListAccounts,
-    /// then STS AssumeRole into each member's --role-name; the caller's own account with
-    /// its own credentials.
-    #[arg(long)]
-    pub organization: bool,
-    /// With --organization: only these accounts (comma-separated ids).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_name = "ID",
-        requires = "organization"
-    )]
-    pub accounts: Vec<String>,
-    /// With --organization: never these accounts (comma-separated ids; the caller's
-    /// own included).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_name = "ID",
-        requires = "organization"
-    )]
-    pub exclude_accounts: Vec<String>,
-    /// With --organization: the role assumed in each member account.
-    #[arg(long, value_name = "NAME", requires = "organization")]
-    pub role_name: Option<String>,
-    /// With --organization: accounts scanned at once (default 8).
-    #[arg(long, value_name = "N", requires = "organization")]
-    pub max_accounts_in_flight: Option<NonZeroUsize>,
-}
 
 /// The organization request from the flags.
 fn request(args: DiscoverArgs) -> anyhow::Result<OrganizationRequest> {

@@ -104,6 +104,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // (discover, demo, serve, a live status), into the spec they join admission with; the
     // others never read them, so a malformed one cannot break `tollgate policies`.
     match cli.command {
+        Command::Discover(args) if args.organization.organization => discover_org::run(args),
         Command::Discover(args) => discover::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Simulate(args) => simulate::run(args),

@@ -8,7 +8,6 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::aws::ScanId;
-use crate::discovery::DiscoveryError;
 use crate::organization::progress::{OrganizationProgress, ProgressBoard};
 use crate::organization::report::OrganizationReport;
 
@@ -50,12 +49,19 @@ impl OrganizationHandle {
     }
 
     /// Wait for the report.
-    pub async fn report(&self) -> Result<OrganizationReport, DiscoveryError> {
+    pub async fn report(&self) -> Result<OrganizationReport, RuntimeStopped> {
         let mut report = self.report.clone();
         let ready = report
             .wait_for(Option::is_some)
             .await
-            .map_err(|_| DiscoveryError::Stopped)?;
-        ready.as_deref().cloned().ok_or(DiscoveryError::Stopped)
+            .map_err(|_| RuntimeStopped)?;
+        ready.as_deref().cloned().ok_or(RuntimeStopped)
     }
 }
+
+/// The discovery runtime stopped before the organization scan's report was ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the discovery runtime stopped before the organization scan's report; start a new Discovery"
+)]
+pub struct RuntimeStopped;

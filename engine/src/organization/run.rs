@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use actix::Addr;
+use actix::Recipient;
 use aws_credential_types::provider::SharedCredentialsProvider;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::oneshot;
@@ -40,11 +40,19 @@ use crate::organization::select;
 use crate::output::{rfc3339, DiscoveryReport, Reason, ReasonKind};
 use crate::request::FALLBACK_REGION;
 use crate::scan_setup::{MemberScan, SupervisorDeps};
-use crate::supervisor::{AwaitReport, CancelScan, ForgetScan, StartMemberScan, Supervisor};
+use crate::supervisor::{AwaitReport, CancelScan, ForgetScan, StartMemberScan};
+
+/// The supervisor's messages the run sends (recipients, so the run names no actor).
+pub(crate) struct SupervisorLink {
+    pub start: Recipient<StartMemberScan>,
+    pub await_report: Recipient<AwaitReport>,
+    pub cancel: Recipient<CancelScan>,
+    pub forget: Recipient<ForgetScan>,
+}
 
 /// What every account's task shares.
 struct Env {
-    supervisor: Addr<Supervisor>,
+    supervisor: SupervisorLink,
     request: OrganizationRequest,
     /// The caller's configuration (base credentials).
     sdk: aws_config::SdkConfig,
@@ -115,7 +123,7 @@ impl Assembly {
 
 /// Run the organization scan `scan_id` to its report.
 pub(crate) async fn run(
-    supervisor: Addr<Supervisor>,
+    supervisor: SupervisorLink,
     deps: SupervisorDeps,
     request: OrganizationRequest,
     scan_id: ScanId,
@@ -217,13 +225,12 @@ pub(crate) async fn run(
         Err(e) => {
             let kind = crate::collectors::report_builder::reason_kind(e.kind());
             let code = e.code().map(str::to_owned);
+            let message = match e.kind() {
+                CallErrorKind::Cancelled => "cancelled while listing the organization".to_owned(),
+                _ => format!("{e}; the caller must be the organization's management account or a delegated administrator, allowed organizations:ListAccounts"),
+            };
             return report
-                .failed(
-                    "organizations:ListAccounts",
-                    kind,
-                    code,
-                    format!("{e}; the caller must be the organization's management account or a delegated administrator, allowed organizations:ListAccounts"),
-                )
+                .failed("organizations:ListAccounts", kind, code, message)
                 .finish(&deps);
         }
     };
@@ -403,7 +410,7 @@ async fn scan_account(env: Arc<Env>, account: String) -> Outcome {
         identity: CallerIdentity::resolved(env.partition.clone(), id, None),
         configured_region: env.configured_region.clone(),
     };
-    let started = match env.supervisor.send(StartMemberScan(member)).await {
+    let started = match env.supervisor.start.send(StartMemberScan(member)).await {
         Ok(Ok(started)) => started,
         Ok(Err(e)) => {
             return skip(
@@ -415,7 +422,7 @@ async fn scan_account(env: Arc<Env>, account: String) -> Outcome {
     };
     env.progress.scanning(&account, started.progress.clone());
     let (reply, answer) = oneshot::channel();
-    env.supervisor.do_send(AwaitReport {
+    env.supervisor.await_report.do_send(AwaitReport {
         scan_id: started.scan_id,
         reply,
     });
@@ -424,12 +431,12 @@ async fn scan_account(env: Arc<Env>, account: String) -> Outcome {
         biased;
         answer = &mut answer => answer,
         _ = env.cancel.cancelled() => {
-            env.supervisor.do_send(CancelScan(started.scan_id));
+            env.supervisor.cancel.do_send(CancelScan(started.scan_id));
             answer.await
         }
     };
     // Its report is ours now: the supervisor need not keep it.
-    env.supervisor.do_send(ForgetScan(started.scan_id));
+    env.supervisor.forget.do_send(ForgetScan(started.scan_id));
     match answer {
         Ok(Ok(report)) => {
             env.progress

@@ -118,8 +118,9 @@ mod tests {
             ListedAccount::new(A, "ACTIVE"),
         ];
         use SkipReason::*;
-        #[allow(clippy::type_complexity)] // a table: filter, scanned, skipped
-        let rows: &[(AccountFilter, &[&str], &[(&str, SkipReason)])] = &[
+        /// filter, scanned, skipped.
+        type Row<'a> = (AccountFilter, &'a [&'a str], &'a [(&'a str, SkipReason)]);
+        let rows: &[Row] = &[
             (filter(&[], &[]), &[A, C], &[(B, Suspended)]),
             (filter(&[], &[A]), &[C], &[(A, Excluded), (B, Suspended)]),
             (filter(&[C], &[]), &[C], &[(A, Excluded), (B, Excluded)]),

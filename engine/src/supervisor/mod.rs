@@ -502,8 +502,15 @@ impl Handler<StartOrganizationScan> for Supervisor {
         let progress = ProgressBoard::default();
         let cancel = CancellationToken::new();
         let (report_tx, report) = tokio::sync::watch::channel(None);
+        let me = ctx.address();
+        let link = crate::organization::run::SupervisorLink {
+            start: me.clone().recipient(),
+            await_report: me.clone().recipient(),
+            cancel: me.clone().recipient(),
+            forget: me.recipient(),
+        };
         let run = crate::organization::run::run(
-            ctx.address(),
+            link,
             self.deps.clone(),
             request,
             scan_id,
