@@ -6,16 +6,23 @@
 //!
 //! The simulator accepts any credentials; the demo signs with static fake ones (never
 //! the user's), passed in the discovery request rather than through the environment.
+//!
+//! A scenario that declares an organization (`fixtures/scenarios/org.toml`) gets an
+//! organization scan instead (`discover --organization --regions all`): every member
+//! through its role, each account's regions from its ListRegions, falling back to every
+//! region the scenario has.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use tollgate_engine::{DiscoveryRequest, Engine};
+use tollgate_engine::request::RegionSource;
+use tollgate_engine::{DiscoveryRequest, Engine, OrganizationRequest};
 use tollgate_sim::{bundled, Scenario, Simulator};
 
 use super::discover::{run_scan, ReportTo};
+use super::discover_org::run_organization;
 
 /// `tollgate demo` flags.
 #[derive(Debug, clap::Args)]
@@ -64,7 +71,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
              tollgate demo: discovering it through tollgate's admission gate (fake credentials)\n",
             server.endpoint_url()
         );
-        let request = DiscoveryRequest {
+        let mut request = DiscoveryRequest {
             regions,
             endpoint_url: Some(server.endpoint_url()),
             timeout: args.scan.timeout,
@@ -75,9 +82,19 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             Some(path) => ReportTo::File(path),
             None => ReportTo::Nowhere,
         };
+        let organization = sim.scenario().organization.as_ref().map(|org| {
+            let mut fallback: Vec<String> = request.regions.clone();
+            fallback.extend(org.members.iter().flat_map(|m| m.scenario.regions.clone()));
+            request.regions = Vec::new();
+            request.region_source = RegionSource::Enabled { fallback };
+            OrganizationRequest::new(request.clone())
+        });
         let outcome = async {
             let engine = Engine::open(config)?;
-            let outcome = run_scan(&engine, request, report_to, telemetry).await;
+            let outcome = match organization {
+                Some(org) => run_organization(&engine, org, report_to, telemetry).await,
+                None => run_scan(&engine, request, report_to, telemetry).await,
+            };
             engine.close().await?;
             outcome
         }

@@ -56,8 +56,15 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
 /// One line about the simulated account.
 pub(crate) fn summary(scenario: &Scenario) -> String {
     let c = scenario.inventory_counts();
+    let members = match &scenario.organization {
+        Some(org) => format!(
+            "; the management account of an organization with {} member accounts",
+            org.members.len()
+        ),
+        None => String::new(),
+    };
     format!(
-        "account {} in {}: {} buckets, {} functions ({} versions), {} tables, {} keys",
+        "account {} in {}: {} buckets, {} functions ({} versions), {} tables, {} keys{members}",
         scenario.account,
         scenario.regions.join(", "),
         c.buckets,

@@ -121,10 +121,13 @@ impl std::fmt::Display for SkipReason {
 
 impl OrganizationReport {
     /// The worst status over every account's datasets and every skip (`failed` when the
-    /// organization could not be listed).
+    /// organization could not be listed, `cancelled` when that was cut short).
     pub fn overall_status(&self) -> DatasetStatus {
-        if self.organization.error.is_some() {
-            return DatasetStatus::Failed;
+        if let Some(error) = &self.organization.error {
+            return match error.kind {
+                crate::output::ReasonKind::Cancelled => DatasetStatus::Cancelled,
+                _ => DatasetStatus::Failed,
+            };
         }
         let accounts = self.accounts.iter().map(DiscoveryReport::overall_status);
         let skips = self.organization.skipped.iter().map(|s| s.reason.status());

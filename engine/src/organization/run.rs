@@ -217,13 +217,12 @@ pub(crate) async fn run(
         Err(e) => {
             let kind = crate::collectors::report_builder::reason_kind(e.kind());
             let code = e.code().map(str::to_owned);
+            let message = match e.kind() {
+                CallErrorKind::Cancelled => "cancelled while listing the organization".to_owned(),
+                _ => format!("{e}; the caller must be the organization's management account or a delegated administrator, allowed organizations:ListAccounts"),
+            };
             return report
-                .failed(
-                    "organizations:ListAccounts",
-                    kind,
-                    code,
-                    format!("{e}; the caller must be the organization's management account or a delegated administrator, allowed organizations:ListAccounts"),
-                )
+                .failed("organizations:ListAccounts", kind, code, message)
                 .finish(&deps);
         }
     };
