@@ -454,6 +454,7 @@ mod tests {
                 &["kms-keys".into()],
             ),
             cleanup_outcome: None,
+            datapoints: None,
         }
     }
 
