@@ -18,6 +18,7 @@
 //! - `service`: `bench service`, the service's soak test (RSS over N scans).
 //! - `hosts/`: `bench hosts`, fleet mode across simulated hosts on one table.
 //! - `metrics`: `bench metrics`, CloudWatch activity on a datapoint-bound scenario.
+//! - `org/`: `bench org`, an organization scan (and its hidden `org-coordinator`).
 //! - `outage/`: `bench outage`, a DynamoDB outage through a fault proxy in front of moto.
 //! - `harness/`: what families share: executables, the worker process (hidden `worker`,
 //!   `probe-socket`), the dedicated coordinator, the echo floor, windows, the table.
@@ -28,6 +29,7 @@ mod fleet;
 mod harness;
 mod hosts;
 mod metrics;
+mod org;
 mod outage;
 mod service;
 mod takeover;
@@ -78,6 +80,14 @@ enum Command {
     /// outage (server-side), completion after its end, items lost; `--control`: breakers
     /// off.
     Outage(outage::OutageArgs),
+    /// One `tollgate discover --organization --regions all` of a generated organization
+    /// (accounts × regions) through the fixture simulator: completion against the ideal
+    /// the server quotas allow, calls per account, AssumeRole and ListAccounts counts,
+    /// CPU per call, peak RSS of the scanner and the coordinator, live actors.
+    Org(org::OrgArgs),
+    /// The coordinator process of `org` (internal).
+    #[command(name = org::coordinator::ORG_COORDINATOR, hide = true)]
+    OrgCoordinator(org::coordinator::OrgCoordinatorArgs),
     /// One process of `admission --processes` and `takeover` (internal).
     #[command(name = exe::WORKER, hide = true)]
     Worker(worker::WorkerArgs),
@@ -109,6 +119,8 @@ fn main() -> ExitCode {
         Command::Metrics(args) => metrics::run(&args),
         Command::Service(args) => service::run(&args),
         Command::Hosts(args) => hosts::run(&args),
+        Command::Org(args) => org::run(&args),
+        Command::OrgCoordinator(args) => org::coordinator::run(&args),
         Command::Outage(args) => outage::run(&args),
         Command::Worker(args) => worker::run(&args),
         Command::FleetWorker(args) => fleet::sdk::run(args),

@@ -27,7 +27,7 @@
 
 #![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
 
-mod ideal;
+pub(crate) mod ideal;
 mod outage;
 mod process;
 pub mod sdk;

@@ -1,0 +1,421 @@
+//! `tollgate bench org`: one organization scan (`tollgate discover --organization
+//! --regions all`, a real process) of a generated organization (`scenario`: `--accounts`
+//! accounts × `--regions` regions, a small inventory per account-region) through the
+//! fixture simulator in this process on a loopback port, with the coordinator a process
+//! of its own (the hidden `org-coordinator`), so that each one's cost is measured apart.
+//!
+//! Per run: completion against the ideal the server quotas allow (`ideal`), calls per
+//! account, AssumeRole and ListAccounts counts (the simulator's counters), CPU time per
+//! AWS call of the scanner and of the coordinator (`/proc/<pid>/stat`), each one's peak
+//! RSS (`VmRSS`, sampled every 100 ms while the scan runs) and the coordinator's live
+//! quota actors when the scan ends. `--runs N` prints min / median / max over runs.
+//!
+//! A run that crashed, wrote no report or did not AssumeRole once per member fails the
+//! bench (exit 1) after the table.
+//!
+//! # Layout
+//! - `scenario`: the generated organization.
+//! - `ideal`: the binding server-quota constraint.
+//! - `proc_sample`: RSS and CPU time from `/proc`.
+//! - `coordinator`: the hidden coordinator process.
+
+#![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
+
+pub mod coordinator;
+mod ideal;
+mod proc_sample;
+mod scenario;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use serde::Serialize;
+use tollgate_sim::Simulator;
+
+use crate::org::scenario::Shape;
+
+/// Longest the scan may run.
+const TIMEOUT: &str = "30m";
+/// How often RSS is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// Arguments of `tollgate bench org`.
+#[derive(Debug, Args)]
+pub struct OrgArgs {
+    /// Accounts in the organization, the management account included.
+    #[arg(long, default_value_t = 50)]
+    pub accounts: usize,
+    /// Regions enabled in every account (1 to 17).
+    #[arg(long, default_value_t = 17, value_parser = clap::value_parser!(u16).range(1..=17))]
+    pub regions: u16,
+    /// Lambda functions, DynamoDB tables and KMS keys per account-region, each (plus one
+    /// S3 bucket per account).
+    #[arg(long, default_value_t = 1)]
+    pub items_per_region: usize,
+    /// Runs (each on a fresh simulator and admission directory); min / median / max.
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// Keep each run's scenario, report, telemetry and logs in DIR.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<std::path::PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One run's figures.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunResult {
+    pub completion_s: f64,
+    pub ideal_s: f64,
+    pub completion_vs_ideal: f64,
+    pub binding: String,
+    pub calls: u64,
+    pub throttled: u64,
+    pub calls_per_account: f64,
+    pub assume_role: u64,
+    pub list_accounts: u64,
+    pub scanner_cpu_us_per_call: f64,
+    pub coordinator_cpu_us_per_call: f64,
+    pub scanner_peak_rss_mb: f64,
+    pub coordinator_peak_rss_mb: f64,
+    pub live_actors: usize,
+    pub accounts_scanned: u64,
+    pub exit_code: Option<i32>,
+    pub failure: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    accounts: usize,
+    regions: u16,
+    items_per_region: usize,
+    runs: Vec<RunResult>,
+}
+
+/// Run the organization benchmark.
+pub fn run(args: &OrgArgs) -> anyhow::Result<ExitCode> {
+    let shape = Shape {
+        accounts: args.accounts.max(1),
+        regions: usize::from(args.regions),
+        items_per_region: args.items_per_region,
+    };
+    let tmp = tempfile::tempdir().context("creating a temporary directory")?;
+    let root = match &args.keep {
+        Some(dir) => dir.clone(),
+        None => tmp.path().to_path_buf(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("starting the simulator's runtime")?;
+    let mut runs = Vec::new();
+    for i in 0..args.runs.max(1) {
+        let dir = root.join(format!("run-{i}"));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        eprintln!(
+            "bench org: run {} of {}: {} accounts × {} regions ...",
+            i + 1,
+            args.runs.max(1),
+            shape.accounts,
+            shape.regions
+        );
+        runs.push(run_once(&rt, shape, &dir)?);
+    }
+    let report = Report {
+        accounts: shape.accounts,
+        regions: args.regions,
+        items_per_region: args.items_per_region,
+        runs,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_table(&report);
+    }
+    let failed: Vec<_> = report
+        .runs
+        .iter()
+        .filter_map(|r| r.failure.clone())
+        .collect();
+    for f in &failed {
+        eprintln!("bench org: FAILED: {f}");
+    }
+    Ok(if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The coordinator's `tollgate_actors::Footprint`, as it prints it.
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+struct Footprint {
+    live_actors: usize,
+}
+
+/// The coordinator process: its pid, its stdin (closed to stop it) and its answers.
+struct Coordinator {
+    child: std::process::Child,
+    answers: BufReader<std::process::ChildStdout>,
+}
+
+impl Coordinator {
+    fn start(admission: &Path, log: &Path) -> anyhow::Result<Coordinator> {
+        let mut child = Command::new(crate::harness::exe::bench()?)
+            .arg(coordinator::ORG_COORDINATOR)
+            .arg("--dir")
+            .arg(admission)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log)?)
+            .spawn()
+            .context("spawning the org coordinator")?;
+        let mut answers = BufReader::new(child.stdout.take().context("coordinator stdout")?);
+        let mut line = String::new();
+        answers.read_line(&mut line)?;
+        anyhow::ensure!(
+            line.trim() == "ready",
+            "the org coordinator did not start (said {line:?}; see {})",
+            log.display()
+        );
+        Ok(Coordinator { child, answers })
+    }
+
+    fn footprint(&mut self) -> anyhow::Result<Footprint> {
+        let stdin = self.child.stdin.as_mut().context("coordinator stdin")?;
+        writeln!(stdin, "footprint")?;
+        stdin.flush()?;
+        let mut line = String::new();
+        self.answers.read_line(&mut line)?;
+        serde_json::from_str(&line).with_context(|| format!("the footprint answer {line:?}"))
+    }
+
+    fn stop(mut self) -> anyhow::Result<()> {
+        drop(self.child.stdin.take());
+        let status = self.child.wait()?;
+        anyhow::ensure!(status.success(), "the org coordinator exited with {status}");
+        Ok(())
+    }
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn run_once(rt: &tokio::runtime::Runtime, shape: Shape, dir: &Path) -> anyhow::Result<RunResult> {
+    let scenario = scenario::scenario(shape)?;
+    std::fs::write(dir.join("scenario.toml"), scenario::toml(shape))?;
+    let simulator = Simulator::new(scenario.clone());
+    let server = rt
+        .block_on(simulator.serve(([127, 0, 0, 1], 0).into()))
+        .context("starting the simulator on loopback")?;
+    let url = format!("http://{}", server.local_addr());
+    let admission = dir.join("admission");
+    std::fs::create_dir_all(&admission)?;
+    let mut coordinator = Coordinator::start(&admission, &dir.join("coordinator.log"))?;
+    let coordinator_pid = coordinator.child.id();
+    let coordinator_before = proc_sample::read(coordinator_pid).unwrap_or_default();
+
+    simulator.reset();
+    let report_path = dir.join("report.json");
+    let started = Instant::now();
+    let mut child = Command::new(crate::harness::exe::tollgate()?)
+        .args(["discover", "--organization", "--regions", "all"])
+        .args(["--endpoint-url", &url, "--timeout", TIMEOUT, "--output"])
+        .arg(&report_path)
+        .env("TOLLGATE_ADMISSION_DIR", &admission)
+        .env("TOLLGATE_QUOTA_OVERRIDES", "")
+        .env("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
+        .env("AWS_SECRET_ACCESS_KEY", "simulator-secret")
+        .env("AWS_REGION", scenario.regions[0].as_str())
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_SESSION_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("discover.log"))?)
+        .spawn()
+        .context("spawning tollgate discover --organization")?;
+    let pid = child.id();
+    let (mut scanner_peak, mut coordinator_peak) = (0u64, 0u64);
+    let mut scanner_last = proc_sample::Reading::default();
+    loop {
+        if let Some(r) = proc_sample::read(coordinator_pid) {
+            coordinator_peak = coordinator_peak.max(r.rss_kb);
+        }
+        match proc_sample::read(pid) {
+            Some(r) => {
+                scanner_peak = scanner_peak.max(r.rss_kb);
+                scanner_last = r;
+                if r.zombie {
+                    break;
+                }
+            }
+            None => break,
+        }
+        std::thread::sleep(SAMPLE_EVERY);
+    }
+    let status = child.wait().context("waiting for tollgate discover")?;
+    let completion = started.elapsed();
+    let coordinator_after = proc_sample::read(coordinator_pid).unwrap_or_default();
+    let footprint = coordinator.footprint()?;
+    coordinator.stop()?;
+    let stats = simulator.stats();
+    rt.block_on(server.shutdown());
+
+    let op = |name: &str| stats.per_operation.get(name).map_or(0, |s| s.received);
+    let calls = stats.totals.received;
+    let members = scenario
+        .organization
+        .as_ref()
+        .map_or(0, |o| o.members.len()) as u64;
+    let report: Option<serde_json::Value> = std::fs::read_to_string(&report_path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let scanned = report
+        .as_ref()
+        .and_then(|r| r.get("accounts"))
+        .and_then(|a| a.as_array())
+        .map_or(0, |a| a.len() as u64);
+    let per_call = |cpu: Duration| cpu.as_secs_f64() * 1e6 / calls.max(1) as f64;
+    let binding = ideal::binding(&scenario);
+    let completion_s = completion.as_secs_f64();
+    let assume_role = op("sts:AssumeRole");
+    let failure = match (status.code(), &report) {
+        (None, _) => Some(format!("tollgate discover crashed: {status}")),
+        (_, None) => Some("tollgate discover wrote no report".to_owned()),
+        _ if assume_role != members => Some(format!(
+            "{assume_role} AssumeRole calls for {members} members"
+        )),
+        _ if scanned != shape.accounts as u64 => {
+            Some(format!("{scanned} accounts scanned of {}", shape.accounts))
+        }
+        _ => None,
+    };
+    Ok(RunResult {
+        completion_s,
+        ideal_s: binding.seconds,
+        completion_vs_ideal: if binding.seconds > 0.0 {
+            completion_s / binding.seconds
+        } else {
+            f64::NAN
+        },
+        binding: binding.what,
+        calls,
+        throttled: stats.totals.throttled,
+        calls_per_account: calls as f64 / shape.accounts as f64,
+        assume_role,
+        list_accounts: op("organizations:ListAccounts"),
+        scanner_cpu_us_per_call: per_call(scanner_last.cpu),
+        coordinator_cpu_us_per_call: per_call(
+            coordinator_after.cpu.saturating_sub(coordinator_before.cpu),
+        ),
+        scanner_peak_rss_mb: scanner_peak as f64 / 1024.0,
+        coordinator_peak_rss_mb: coordinator_peak as f64 / 1024.0,
+        live_actors: footprint.live_actors,
+        accounts_scanned: scanned,
+        exit_code: status.code(),
+        failure,
+    })
+}
+
+/// The table's columns, in order (the bench test checks them).
+pub const COLUMNS: &[&str] = &[
+    "completion",
+    "ideal",
+    "×ideal",
+    "calls/acct",
+    "AssumeRole",
+    "ListAccts",
+    "throttled",
+    "cpu/call scan",
+    "cpu/call coord",
+    "rss scan",
+    "rss coord",
+    "live actors",
+];
+
+fn cells(r: &RunResult) -> Vec<String> {
+    vec![
+        format!("{:.2}s", r.completion_s),
+        format!("{:.2}s", r.ideal_s),
+        format!("{:.2}", r.completion_vs_ideal),
+        format!("{:.1}", r.calls_per_account),
+        r.assume_role.to_string(),
+        r.list_accounts.to_string(),
+        r.throttled.to_string(),
+        format!("{:.0}µs", r.scanner_cpu_us_per_call),
+        format!("{:.0}µs", r.coordinator_cpu_us_per_call),
+        format!("{:.1}MB", r.scanner_peak_rss_mb),
+        format!("{:.1}MB", r.coordinator_peak_rss_mb),
+        r.live_actors.to_string(),
+    ]
+}
+
+fn row(label: &str, cells: &[String]) {
+    let mut line = format!("{label:<7}");
+    for (c, name) in cells.iter().zip(COLUMNS) {
+        let width = name.chars().count().max(8);
+        line.push_str(&format!(" {c:>width$}"));
+    }
+    println!("{line}");
+}
+
+/// The run at rank `q` (0 min, 1 median, 2 max) of each column, taken column by column.
+fn summary(runs: &[RunResult], pick: fn(&mut Vec<f64>) -> f64) -> RunResult {
+    let col = |f: fn(&RunResult) -> f64| {
+        let mut v: Vec<f64> = runs.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        pick(&mut v)
+    };
+    RunResult {
+        completion_s: col(|r| r.completion_s),
+        ideal_s: col(|r| r.ideal_s),
+        completion_vs_ideal: col(|r| r.completion_vs_ideal),
+        calls_per_account: col(|r| r.calls_per_account),
+        assume_role: col(|r| r.assume_role as f64) as u64,
+        list_accounts: col(|r| r.list_accounts as f64) as u64,
+        throttled: col(|r| r.throttled as f64) as u64,
+        scanner_cpu_us_per_call: col(|r| r.scanner_cpu_us_per_call),
+        coordinator_cpu_us_per_call: col(|r| r.coordinator_cpu_us_per_call),
+        scanner_peak_rss_mb: col(|r| r.scanner_peak_rss_mb),
+        coordinator_peak_rss_mb: col(|r| r.coordinator_peak_rss_mb),
+        live_actors: col(|r| r.live_actors as f64) as usize,
+        ..RunResult::default()
+    }
+}
+
+fn print_table(report: &Report) {
+    println!(
+        "organization benchmark: {} accounts × {} regions, {} functions/tables/keys per \
+         account-region; scanner `tollgate discover --organization --regions all`, \
+         coordinator a process of its own",
+        report.accounts, report.regions, report.items_per_region
+    );
+    if let Some(r) = report.runs.first() {
+        println!("ideal bound by: {}", r.binding);
+    }
+    row(
+        "run",
+        &COLUMNS.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+    );
+    for (i, r) in report.runs.iter().enumerate() {
+        row(&format!("{}", i + 1), &cells(r));
+    }
+    if report.runs.len() > 1 {
+        row("min", &cells(&summary(&report.runs, |v| v[0])));
+        row("median", &cells(&summary(&report.runs, |v| v[v.len() / 2])));
+        row("max", &cells(&summary(&report.runs, |v| v[v.len() - 1])));
+    }
+}

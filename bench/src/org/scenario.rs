@@ -1,0 +1,141 @@
+//! The organization `bench org` scans, generated rather than bundled: a management
+//! account and `accounts − 1` members, every one enabled in the same `regions`, each with
+//! a small inventory per region and server quotas of its own; the hub calls
+//! (ListAccounts pages, every AssumeRole) are charged to the management account's.
+//!
+//! Why generated: a 200-account file would be thousands of lines nobody reads; the shape
+//! (accounts, regions, items per region) is what the bench varies.
+
+use std::fmt::Write;
+
+use tollgate_sim::Scenario;
+
+/// Regions, in the order the first `R` are taken (AWS's commercial regions).
+pub const REGIONS: &[&str] = &[
+    "us-east-1",
+    "us-east-2",
+    "us-west-1",
+    "us-west-2",
+    "eu-west-1",
+    "eu-west-2",
+    "eu-west-3",
+    "eu-central-1",
+    "eu-north-1",
+    "ap-northeast-1",
+    "ap-northeast-2",
+    "ap-northeast-3",
+    "ap-southeast-1",
+    "ap-southeast-2",
+    "ap-south-1",
+    "ca-central-1",
+    "sa-east-1",
+];
+
+/// What the generated organization looks like.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Accounts, the management account included (at least 1).
+    pub accounts: usize,
+    /// Regions enabled in every account (1 to `REGIONS.len()`).
+    pub regions: usize,
+    /// Lambda functions, DynamoDB tables and KMS keys per account-region (each).
+    pub items_per_region: usize,
+}
+
+/// The management account's id.
+pub const MANAGEMENT: &str = "100000000000";
+
+/// The id of account `i` (0 is the management account).
+pub fn account_id(i: usize) -> String {
+    format!("{:012}", 100_000_000_000u64 + i as u64)
+}
+
+/// The scenario's TOML text (kept so that `--keep` can write it next to the reports).
+pub fn toml(shape: Shape) -> String {
+    let regions: Vec<String> = REGIONS[..shape.regions.clamp(1, REGIONS.len())]
+        .iter()
+        .map(|r| format!("{r:?}"))
+        .collect();
+    let regions = regions.join(", ");
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "account = {MANAGEMENT:?}\nregions = [{regions}]\nseed = 21\n"
+    );
+    t.push_str("[latency]\ndefault = { kind = \"lognormal\", p50_ms = 5, p99_ms = 25 }\n\n");
+    t.push_str("[quotas]\ndefault = { rate_per_second = 50.0, burst = 50 }\n\n");
+    t.push_str("[quotas.operations]\n");
+    t.push_str("\"sts:AssumeRole\" = { rate_per_second = 10.0, burst = 5 }\n");
+    t.push_str("\"organizations:ListAccounts\" = { rate_per_second = 2.0, burst = 1 }\n\n");
+    inventory(&mut t, "inventory", shape);
+    t.push_str("[organization]\nlist_accounts_page = 20\n\n");
+    for i in 1..shape.accounts.max(1) {
+        let _ = writeln!(
+            t,
+            "[[organization.members]]\naccount = {:?}\nregions = [{regions}]\n",
+            account_id(i)
+        );
+        t.push_str(
+            "[organization.members.quotas]\ndefault = { rate_per_second = 50.0, burst = 50 }\n\n",
+        );
+        inventory(&mut t, "organization.members.inventory", shape);
+    }
+    t
+}
+
+/// One account's inventory: one bucket in the first region, and `items_per_region`
+/// functions, tables and keys in every region.
+fn inventory(t: &mut String, table: &str, shape: Shape) {
+    let n = shape.items_per_region;
+    let _ = writeln!(
+        t,
+        "[[{table}.bucket_sets]]\ncount = 1\nprefix = \"bench-\"\nregion = {:?}\n",
+        REGIONS[0]
+    );
+    if n == 0 {
+        return;
+    }
+    for region in &REGIONS[..shape.regions.clamp(1, REGIONS.len())] {
+        let _ = writeln!(
+            t,
+            "[[{table}.function_sets]]\ncount = {n}\nprefix = \"fn-{region}-\"\nregion = {region:?}\n"
+        );
+        let _ = writeln!(
+            t,
+            "[[{table}.table_sets]]\ncount = {n}\nprefix = \"t-{region}-\"\nregion = {region:?}\n"
+        );
+        let _ = writeln!(
+            t,
+            "[[{table}.key_sets]]\ncount = {n}\nregion = {region:?}\n"
+        );
+    }
+}
+
+/// The scenario itself.
+pub fn scenario(shape: Shape) -> anyhow::Result<Scenario> {
+    Scenario::parse(&toml(shape), "bench org (generated)")
+        .map_err(|e| anyhow::anyhow!("the generated organization scenario: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_generated_organization_has_every_member_in_every_region() {
+        let s = scenario(Shape {
+            accounts: 3,
+            regions: 2,
+            items_per_region: 1,
+        })
+        .unwrap();
+        let org = s.organization.as_ref().unwrap();
+        assert_eq!(org.members.len(), 2);
+        for m in &org.members {
+            assert_eq!(m.scenario.regions, ["us-east-1", "us-east-2"]);
+            let c = m.scenario.inventory_counts();
+            assert_eq!((c.buckets, c.functions, c.tables, c.keys), (1, 2, 2, 2));
+        }
+        assert_eq!(s.server_quota("sts:AssumeRole"), (10.0, 5));
+    }
+}
