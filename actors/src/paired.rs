@@ -15,7 +15,9 @@
 //! 1. the *lead* key is waited for in its own FIFO until it grants (first the budget:
 //!    the datapoints are what binds, and their FIFO is what keeps a large page from
 //!    being overtaken by small ones);
-//! 2. the other key is then asked at once ([`PAIR_TRY`]: granted now, or not at all);
+//! 2. the other key is then asked at once ([`Admit::once`]: tried by the poll the ask
+//!    arrives in, in its FIFO order, granted then or not at all; not a deadline a hair
+//!    ahead, which on the real clock had always passed by the time the actor served it);
 //! 3. granted: both were charged at the same admission instant (no time passes on the
 //!    coordinator's clock between two in-process messages; on the real clock, the length
 //!    of one actor round trip). Not granted: the lead's grant is refunded
@@ -36,8 +38,6 @@
 //! both, and a refusal of either (a cost above the budget's burst: raise it with an
 //! override) ends the pairing with that refusal after refunding the other half.
 
-use std::time::Duration;
-
 use actix::Addr;
 use tollgate_quota::{AdmitRequest, Grant, Policy, ReservationId, Timestamp};
 
@@ -47,11 +47,6 @@ use crate::messages::{Admit, Refund, Release, Reserve, WaiterTag};
 use crate::ops::BudgetCharge;
 use crate::quota_actor::QuotaActor;
 use crate::AdmissionError;
-
-/// How long the second key of a round is waited for: the shortest wait the admission
-/// clock counts (1 µs), so it answers "granted now" or expires. A wait of zero would
-/// expire before being tried (the queue drops a waiter whose deadline has come).
-pub const PAIR_TRY: Duration = Duration::from_micros(1);
 
 /// The attempt's own key and the budget charged beside it.
 #[derive(Debug, Clone)]
@@ -117,8 +112,8 @@ impl LocalAdmission {
                     (&budget.key, budget.policy, budget_request),
                 ),
             };
-            let first_grant = self.admit_on(first, pair.deadline, tag).await?;
-            let tried = self.admit_on(second, self.now() + PAIR_TRY, tag).await;
+            let first_grant = self.admit_on(first, pair.deadline, false, tag).await?;
+            let tried = self.admit_on(second, pair.deadline, true, tag).await;
             let keys_grant = |second_grant| match lead {
                 Lead::Budget => second_grant,
                 Lead::Key => first_grant,
@@ -166,11 +161,13 @@ impl LocalAdmission {
         &self,
         (key, policy, request): (&CanonicalKey, Policy, AdmitRequest),
         deadline: Timestamp,
+        once: bool,
         tag: WaiterTag,
     ) -> Result<Grant, AdmissionError> {
         self.ask(key, policy, |reply| Admit {
             request,
             deadline,
+            once,
             tag,
             reply,
         })

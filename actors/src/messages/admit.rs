@@ -15,6 +15,11 @@ pub struct Admit {
     pub request: AdmitRequest,
     /// Give up waiting at this instant.
     pub deadline: Timestamp,
+    /// Tried once, in FIFO order, by the poll the message arrives in: granted then, or
+    /// answered `DeadlineExceeded` (the second key of a paired admission,
+    /// [`crate::paired`]). A deadline a hair after the sender's clock cannot say this on
+    /// the real clock: the hop to the actor outlasts it, and the waiter expires untried.
+    pub once: bool,
     /// For cancellation.
     pub tag: WaiterTag,
     /// Where the answer goes.

@@ -26,8 +26,16 @@ impl Handler<Admit> for QuotaActor {
     type Result = ();
     fn handle(&mut self, msg: Admit, ctx: &mut Context<Self>) {
         let id = self.waiter_id();
+        let once = msg.once;
         self.admitting.push(id, msg.deadline, msg);
         self.poll(ctx);
+        if once {
+            if let Some(untried) = self.admitting.cancel(id) {
+                let _ = untried.reply.send(Err(AdmissionError::DeadlineExceeded {
+                    key: self.key.clone(),
+                }));
+            }
+        }
     }
 }
 
