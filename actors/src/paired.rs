@@ -15,9 +15,10 @@
 //! 1. the *lead* key is waited for in its own FIFO until it grants (first the budget:
 //!    the datapoints are what binds, and their FIFO is what keeps a large page from
 //!    being overtaken by small ones);
-//! 2. the other key is then asked at once ([`Admit::once`]: tried by the poll the ask
-//!    arrives in, in its FIFO order, granted then or not at all; not a deadline a hair
-//!    ahead, which on the real clock had always passed by the time the actor served it);
+//! 2. the other key is then asked at once ([`Admit::once`]: tried on arrival, in its
+//!    FIFO order, and given [`PAIR_TRY`] from its arrival on the actor's clock, so
+//!    granted now or not at all; a deadline that short computed here, before the hop to
+//!    the actor, had always passed on the real clock by the time the actor served it);
 //! 3. granted: both were charged at the same admission instant (no time passes on the
 //!    coordinator's clock between two in-process messages; on the real clock, the length
 //!    of one actor round trip). Not granted: the lead's grant is refunded
@@ -38,6 +39,8 @@
 //! both, and a refusal of either (a cost above the budget's burst: raise it with an
 //! override) ends the pairing with that refusal after refunding the other half.
 
+use std::time::Duration;
+
 use actix::Addr;
 use tollgate_quota::{AdmitRequest, Grant, Policy, ReservationId, Timestamp};
 
@@ -47,6 +50,13 @@ use crate::messages::{Admit, Refund, Release, Reserve, WaiterTag};
 use crate::ops::BudgetCharge;
 use crate::quota_actor::QuotaActor;
 use crate::AdmissionError;
+
+/// How long the second key of a round is waited for from its arrival at its actor: the
+/// shortest wait the admission clock counts (1 µs), so it answers "granted now" or
+/// expires. Work that takes no time on the admission clock (a fleet block from an
+/// in-memory table in paused time) still lands inside it; on the real clock, a fleet
+/// block fetched from the table does not, and the round swaps its lead instead.
+pub const PAIR_TRY: Duration = Duration::from_micros(1);
 
 /// The attempt's own key and the budget charged beside it.
 #[derive(Debug, Clone)]
