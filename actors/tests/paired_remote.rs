@@ -5,7 +5,7 @@
 //! before the hop (1 µs ahead) had always expired on arrival: every round refunded its
 //! lead and swapped, and a lone caller on two free keys waited out its whole deadline.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tollgate_actors::{connect, CoordinatorSpec, WaitOptions};
 use tollgate_quota::{Outcome, Policy, QuotaKey};
@@ -42,20 +42,15 @@ fn a_lone_paired_admission_on_free_keys_passes_at_once_through_the_coordinator_o
                 .await
                 .unwrap();
             for _ in 0..3 {
-                let asked = Instant::now();
+                // Far more than a round takes; the bug spun rounds until this passed.
                 let wait = WaitOptions {
-                    timeout: Duration::from_secs(5),
+                    timeout: Duration::from_secs(2),
                     scope: None,
                 };
                 let grant = slot
                     .admit_with_budget(1, false, &budget_key(), budget_policy, 7_000, wait)
                     .await
                     .unwrap_or_else(|e| panic!("both keys are free: {e}"));
-                assert!(
-                    asked.elapsed() < Duration::from_secs(2),
-                    "a free pair is granted in its first round, not after {:?}",
-                    asked.elapsed()
-                );
                 slot.feedback(Outcome::Success, &grant);
             }
             drop(slot);
