@@ -238,6 +238,7 @@ impl LocalAdmission {
                     .ask(&key, policy, |reply| Admit {
                         request,
                         deadline,
+                        once: false,
                         tag,
                         reply,
                     })

@@ -15,7 +15,10 @@
 //! 1. the *lead* key is waited for in its own FIFO until it grants (first the budget:
 //!    the datapoints are what binds, and their FIFO is what keeps a large page from
 //!    being overtaken by small ones);
-//! 2. the other key is then asked at once ([`PAIR_TRY`]: granted now, or not at all);
+//! 2. the other key is then asked at once ([`Admit::once`]: tried on arrival, in its
+//!    FIFO order, and given [`PAIR_TRY`] from its arrival on the actor's clock, so
+//!    granted now or not at all; a deadline that short computed here, before the hop to
+//!    the actor, had always passed on the real clock by the time the actor served it);
 //! 3. granted: both were charged at the same admission instant (no time passes on the
 //!    coordinator's clock between two in-process messages; on the real clock, the length
 //!    of one actor round trip). Not granted: the lead's grant is refunded
@@ -48,9 +51,11 @@ use crate::ops::BudgetCharge;
 use crate::quota_actor::QuotaActor;
 use crate::AdmissionError;
 
-/// How long the second key of a round is waited for: the shortest wait the admission
-/// clock counts (1 µs), so it answers "granted now" or expires. A wait of zero would
-/// expire before being tried (the queue drops a waiter whose deadline has come).
+/// How long the second key of a round is waited for from its arrival at its actor: the
+/// shortest wait the admission clock counts (1 µs), so it answers "granted now" or
+/// expires. Work that takes no time on the admission clock (a fleet block from an
+/// in-memory table in paused time) still lands inside it; on the real clock, a fleet
+/// block fetched from the table does not, and the round swaps its lead instead.
 pub const PAIR_TRY: Duration = Duration::from_micros(1);
 
 /// The attempt's own key and the budget charged beside it.
@@ -117,8 +122,8 @@ impl LocalAdmission {
                     (&budget.key, budget.policy, budget_request),
                 ),
             };
-            let first_grant = self.admit_on(first, pair.deadline, tag).await?;
-            let tried = self.admit_on(second, self.now() + PAIR_TRY, tag).await;
+            let first_grant = self.admit_on(first, pair.deadline, false, tag).await?;
+            let tried = self.admit_on(second, pair.deadline, true, tag).await;
             let keys_grant = |second_grant| match lead {
                 Lead::Budget => second_grant,
                 Lead::Key => first_grant,
@@ -166,11 +171,13 @@ impl LocalAdmission {
         &self,
         (key, policy, request): (&CanonicalKey, Policy, AdmitRequest),
         deadline: Timestamp,
+        once: bool,
         tag: WaiterTag,
     ) -> Result<Grant, AdmissionError> {
         self.ask(key, policy, |reply| Admit {
             request,
             deadline,
+            once,
             tag,
             reply,
         })

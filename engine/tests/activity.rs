@@ -7,8 +7,9 @@
 //! report order: 500 (buckets, functions and 40 tables: shared by three datasets) and
 //! 40 (tables only); the simulator's pages of 1,000 datapoints make them 7 and 1 pages
 //! long. Every series must come back exactly, and each page be one attempt listing the
-//! datasets it serves. Without `--metrics`, no CloudWatch
-//! call is made.
+//! datasets it serves and charging its request's bound to `older-datapoints` (the paired
+//! admission on the real clock, through the engine's coordinator). Without `--metrics`,
+//! no CloudWatch call is made.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -248,6 +249,19 @@ async fn every_items_series_arrive_exactly_across_batches_and_pages() {
         .filter(|e| e.attribution.datasets.len() == 3)
         .all(|e| e.attribution.dataset.is_none()));
     assert_eq!(served(&["dynamodb-tables"]), 1);
+    // Each page charged its request's whole bound (500 or 40 daily series over 14
+    // complete days) to older-datapoints, at the gate on the real clock.
+    let charged = |e: &tollgate_engine::aws::AttemptEvent| {
+        e.datapoints
+            .as_ref()
+            .map(|d| (d.budget, d.cost, e.attribution.datasets.len()))
+    };
+    let older = tollgate_quota::DatapointBudget::Older;
+    let mut charges: Vec<_> = pages.iter().map(charged).collect();
+    charges.sort_by_key(|c| c.map(|(_, cost, _)| cost));
+    let mut expected = vec![Some((older, 560, 1))];
+    expected.extend([Some((older, 7_000, 3)); 7]);
+    assert_eq!(charges, expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,6 +11,7 @@ use super::QuotaActor;
 use crate::messages::{
     Admit, Cancel, CancelScope, Feedback, Pause, Refund, Release, ReleaseOwner, Reserve, Status,
 };
+use crate::paired::PAIR_TRY;
 use crate::AdmissionError;
 
 impl Handler<Reserve> for QuotaActor {
@@ -26,8 +27,15 @@ impl Handler<Admit> for QuotaActor {
     type Result = ();
     fn handle(&mut self, msg: Admit, ctx: &mut Context<Self>) {
         let id = self.waiter_id();
-        self.admitting.push(id, msg.deadline, msg);
-        self.poll(ctx);
+        // A `once` try's window opens on arrival, and the poll serving it reads the same
+        // instant, so it is tried before it can expire.
+        let now = self.deps.clock.now();
+        let deadline = match msg.once {
+            true => msg.deadline.min(now + PAIR_TRY),
+            false => msg.deadline,
+        };
+        self.admitting.push(id, deadline, msg);
+        self.poll_at(now, ctx);
     }
 }
 

@@ -185,6 +185,11 @@ impl QuotaActor {
     /// the next wake-up.
     fn poll(&mut self, ctx: &mut Context<Self>) {
         let now = self.deps.clock.now();
+        self.poll_at(now, ctx);
+    }
+
+    /// [`Self::poll`] at `now`, an instant just read from the actor's clock.
+    fn poll_at(&mut self, now: Timestamp, ctx: &mut Context<Self>) {
         self.last_touched = now;
         let mut next;
         loop {

@@ -2,12 +2,9 @@
 //! [`MetricDataRequest`] the datapoint budget is charged from.
 //!
 //! Every page of the activity collector goes through [`send_page`], the one place that
-//! calls the gate for CloudWatch, so that charging datapoints is a change of one line
-//! here: `gate.call_metric_data(ctx, region, &request, send)` (same `send` contract)
-//! instead of `gate.call(..)`. (Switched, it never admitted a page on a real admission
-//! directory in `engine/tests/activity.rs`: deadline exceeded, nothing sent; it does in
-//! paused time. Left on `call` until that is understood.) The request carries every query of the page's batch and its window, not
-//! `NextToken`: each page reserves the whole request's bound (seed 000: prior responses
+//! calls the gate for CloudWatch: `gate.call_metric_data(ctx, region, &request, send)`
+//! charges each attempt's request token and its datapoint budget together. The request
+//! carries every query of the page's batch and its window, not `NextToken`: each page reserves the whole request's bound (seed 000: prior responses
 //! never reduce a later page's reservation).
 
 use aws_sdk_cloudwatch::operation::get_metric_data::GetMetricDataOutput;
@@ -103,14 +100,7 @@ pub async fn send_page(
             .send()
     };
     tracing::trace!(queries = request.queries.len(), "GetMetricData page");
-    gate.call(
-        ctx,
-        GET_METRIC_DATA.service(),
-        GET_METRIC_DATA.name(),
-        Some(region),
-        send,
-    )
-    .await
+    gate.call_metric_data(ctx, region, &request, send).await
 }
 
 #[cfg(test)]
