@@ -76,7 +76,7 @@ impl ActorCache {
             return;
         }
         self.addrs.retain(|_, a| a.connected());
-        crate::registry::shrink_if_sparse(&mut self.addrs);
+        crate::sparse::shrink_if_sparse(&mut self.addrs);
         self.high_water = (2 * self.addrs.len()).max(MIN_HIGH_WATER);
         self.pruned_at = now;
     }

@@ -273,7 +273,7 @@ impl ReservationGuard {
 
     /// Final admission for one attempt that also charges `budget_cost` to `budget` (a
     /// GetMetricData attempt's datapoint budget, under `budget_policy`): both keys are
-    /// charged at one instant or neither is ([`crate::paired`]). The grant is this key's:
+    /// charged at one instant or neither is (`local::paired`). The grant is this key's:
     /// feedback, pauses and refunds go to it.
     pub async fn admit_with_budget(
         &self,

@@ -36,12 +36,14 @@
 //! - [`schedules`]: [`Schedules`], the keys' schedules and allowances (seed 003) and the
 //!   clock's anchor on the calendar.
 //! - [`join`]: [`connect`] and [`Admission`]: become the coordinator or its client.
+//! - `sparse`: `shrink_if_sparse`, spare room given back by the maps that empty after an
+//!   organization's keys are evicted.
 //! - `spec`: [`CoordinatorSpec`], what a coordinator started for a `connect` enforces
 //!   (schedules, fleet mode), passed as a value and kept by the client for failover.
 //! - [`coordinator`]: the [`Coordinator`] role: state, actors and socket of the lock
 //!   holder (used by `join` and by a client's failover, importing neither).
 //! - [`remote`]: the coordinator socket: frames, protocol, server, client with failover.
-//! - [`paired`]: paired admission, one attempt charged on two keys at one instant or on
+//! - `local::paired`: paired admission, one attempt charged on two keys at one instant or on
 //!   neither (a GetMetricData attempt's request token and its datapoint budget).
 //! - `local`: the in-process backend: `LocalAdmission::serve`, the one match over the
 //!   operations (and what the socket server hands every remote operation to).
@@ -67,13 +69,13 @@ mod local;
 pub mod messages;
 pub mod offline_status;
 pub mod ops;
-pub mod paired;
 pub mod persist;
 pub mod quota_actor;
 pub mod registry;
 pub mod remote;
 pub mod runtime;
 pub mod schedules;
+mod sparse;
 mod spec;
 mod wait;
 

@@ -7,6 +7,8 @@
 //! because the server acts for many processes (and their connections) through one set of
 //! actors; the in-process handle passes its own.
 
+pub(crate) mod paired;
+
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -24,7 +26,6 @@ use crate::messages::{
     WaiterTag, IN_PROCESS,
 };
 use crate::ops::{Answer, CoordinationStatus, Operation};
-use crate::paired::Pair;
 use crate::persist::Persister;
 use crate::quota_actor::QuotaActor;
 use crate::registry::{
@@ -32,6 +33,7 @@ use crate::registry::{
 };
 use crate::remote::ClientTable;
 use crate::AdmissionError;
+use paired::Pair;
 
 pub use crate::wait::DEFAULT_RESERVATION_TTL;
 

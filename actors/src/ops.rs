@@ -68,7 +68,7 @@ pub enum Operation {
     /// Final admission for one attempt that must also charge a second key, atomically: a
     /// GetMetricData attempt's request token and its datapoints (seed 000: "Final
     /// admission atomically charges request capacity and CloudWatch datapoints").
-    /// Answered like `Admit`, with the grant of `key`; see [`crate::paired`].
+    /// Answered like `Admit`, with the grant of `key`; see `local::paired`.
     AdmitWithBudget {
         /// The key (its slot is held).
         key: CanonicalKey,

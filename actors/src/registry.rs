@@ -23,6 +23,7 @@ use crate::footprint::CountActors;
 use crate::key::CanonicalKey;
 use crate::messages::{Cancel, CancelScope, KeyStatus, ReleaseOwner, Status};
 use crate::quota_actor::{ActorDeps, QuotaActor, Retire};
+use crate::sparse::shrink_if_sparse;
 
 /// How long a key must be idle before its actor is evicted.
 pub const DEFAULT_EVICT_AFTER: Duration = Duration::from_secs(300);
@@ -129,14 +130,6 @@ impl Actor for Registry {
                 ctx.spawn(fut);
             }
         });
-    }
-}
-
-/// Give a map's spare room back once it is mostly empty (after an organization's keys
-/// were evicted, the table they filled would otherwise stay at its peak size).
-pub(crate) fn shrink_if_sparse<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>) {
-    if map.capacity() > 4 * map.len() + 64 {
-        map.shrink_to(2 * map.len());
     }
 }
 

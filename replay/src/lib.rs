@@ -18,6 +18,7 @@
 //! - [`script`]: the JSON format, its defaults, validation into a [`Script`].
 //! - `metric_data`: a GetMetricData request's `metric_data` (queries and window), whose
 //!   attempts also charge a datapoint budget.
+//! - `serde_message`: serde's error text without its position, for both of those.
 //! - `transport`: the scripted inner HTTP client (awsJson 1.1 answers).
 //! - [`runner`]: the paused actix system, processes, timeline, cancellation.
 //! - [`report`]: results, totals, JSON and the table.
@@ -30,6 +31,7 @@ mod metric_data;
 pub mod report;
 pub mod runner;
 pub mod script;
+mod serde_message;
 mod transport;
 
 pub use report::{AttemptReport, AttemptResult, Report, RequestReport, RequestResult, Totals};

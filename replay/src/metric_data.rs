@@ -89,7 +89,7 @@ pub(crate) fn parse(
             at.clone(),
             format!(
                 "{}; metric_data has start_time, end_time (RFC 3339), max_datapoints and queries ([{{\"period_s\", \"return_data\"}} or {{\"expression\"}}])",
-                crate::script::message(&e)
+                crate::serde_message::message(&e)
             ),
         )
     })?;

@@ -45,6 +45,7 @@ use tollgate_quota::{
     AccountScope, MetricDataRequest, Partition, PolicyTable, QuotaKey, WallClock,
 };
 
+use crate::serde_message::message;
 use crate::ScriptError;
 use tollgate_engine::aws::{Jitter, RetrySettings};
 
@@ -206,16 +207,6 @@ struct RawResponse {
 #[derive(Deserialize)]
 struct IdOnly {
     id: Option<serde_json::Value>,
-}
-
-/// serde's message without its position: positions inside one request would mislead,
-/// since the location already says which request.
-pub(crate) fn message(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" at line ") {
-        Some(i) if e.line() > 0 => text[..i].to_owned(),
-        _ => text,
-    }
 }
 
 fn located(location: impl Into<String>, problem: impl Into<String>) -> ScriptError {

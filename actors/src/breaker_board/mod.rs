@@ -127,7 +127,7 @@ impl BreakerBoard {
         // A closed breaker nobody waits for is the default, and an idle scope is
         // forgotten: see the module docs.
         self.scopes.retain(|_, e| keep(e, now));
-        crate::registry::shrink_if_sparse(&mut self.scopes);
+        crate::sparse::shrink_if_sparse(&mut self.scopes);
         self.start_claims(ctx);
         match (next, self.wake) {
             (Some(at), Some((scheduled, _))) if scheduled <= at && scheduled > now => {}

@@ -7,7 +7,7 @@
 //! granted, refused, timed out or cancelled. A caller that drops its receiver (its future
 //! was dropped) is treated as cancelled and never starts.
 
-mod admit;
+pub(crate) mod admit;
 mod breaker_pass;
 mod breaker_report;
 mod breakers;

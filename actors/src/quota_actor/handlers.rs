@@ -8,10 +8,10 @@ use std::time::Duration;
 use actix::{ActorContext, Context, Handler, Message};
 
 use super::QuotaActor;
+use crate::messages::admit::PAIR_TRY;
 use crate::messages::{
     Admit, Cancel, CancelScope, Feedback, Pause, Refund, Release, ReleaseOwner, Reserve, Status,
 };
-use crate::paired::PAIR_TRY;
 use crate::AdmissionError;
 
 impl Handler<Reserve> for QuotaActor {

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::fleet::declaration::Declaration;
-use crate::fleet::item::HostId;
+use crate::fleet::host_id::HostId;
 use crate::fleet::window::{SpendWindow, TokenRun};
 use crate::fleet::HOSTS_SEEN_WINDOW;
 use crate::policy::Policy;

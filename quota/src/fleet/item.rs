@@ -12,8 +12,7 @@ use crate::fleet::calendar::ItemCalendar;
 use crate::fleet::penalty::FleetPenalty;
 use crate::time::Timestamp;
 
-/// A host's identity on the item (see `tollgate-fleet` for how it is chosen).
-pub type HostId = String;
+pub use crate::fleet::host_id::HostId;
 
 /// The state of one key shared by the fleet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -35,7 +35,7 @@
 //! it is the exact bucket bound. Tested with skewed clocks in `tests/fleet.rs`.
 //!
 //! # Layout
-//! - [`item`]: the item (`FleetItem`).
+//! - [`item`]: the item (`FleetItem`); `host_id`: [`HostId`], a host's name on it.
 //! - [`declaration`]: a host's declared calendar (base policy, schedule or allowance).
 //! - [`calendar`]: the calendar on the item: the strictest declaration of the hosts seen,
 //!   the valid-until stamp, the fleet's allowance counter, blocks placed on segments.
@@ -52,6 +52,7 @@ pub mod calendar;
 pub mod declaration;
 mod hand;
 pub mod host;
+mod host_id;
 pub mod item;
 pub mod penalty;
 pub mod share;
@@ -64,7 +65,8 @@ use std::time::Duration;
 pub use calendar::{effective_at, AllowanceSeen, Effective, ItemCalendar};
 pub use declaration::{Declaration, Declared, MalformedDeclaration};
 pub use host::{FleetGate, FleetMode, FleetView, HostLedger, KeyUse, Transition, ROUND_TRIP_MAX};
-pub use item::{FleetItem, HostId};
+pub use host_id::HostId;
+pub use item::FleetItem;
 pub use penalty::{FleetPenalty, FLEET_COOLDOWN, MIN_FACTOR};
 pub use share::LocalShare;
 pub use sizing::DemandMeter;

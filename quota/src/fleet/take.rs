@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use crate::fleet::calendar::{self, AllowanceSeen, ItemCalendar, PlaceArgs};
 use crate::fleet::declaration::{Declaration, Declared};
-use crate::fleet::item::{FleetItem, HostId};
+use crate::fleet::host_id::HostId;
+use crate::fleet::item::FleetItem;
 use crate::fleet::window::{SpendWindow, TokenRun};
 use crate::fleet::{HOSTS_FORGET_AFTER, HOSTS_SEEN_WINDOW};
 use crate::policy::Policy;

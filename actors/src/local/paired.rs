@@ -16,7 +16,7 @@
 //!    the datapoints are what binds, and their FIFO is what keeps a large page from
 //!    being overtaken by small ones);
 //! 2. the other key is then asked at once ([`Admit::once`]: tried on arrival, in its
-//!    FIFO order, and given [`PAIR_TRY`] from its arrival on the actor's clock, so
+//!    FIFO order, and given [`PAIR_TRY`](crate::messages::admit::PAIR_TRY) from its arrival on the actor's clock, so
 //!    granted now or not at all; a deadline that short computed here, before the hop to
 //!    the actor, had always passed on the real clock by the time the actor served it);
 //! 3. granted: both were charged at the same admission instant (no time passes on the
@@ -39,8 +39,6 @@
 //! both, and a refusal of either (a cost above the budget's burst: raise it with an
 //! override) ends the pairing with that refusal after refunding the other half.
 
-use std::time::Duration;
-
 use actix::Addr;
 use tollgate_quota::{AdmitRequest, Grant, Policy, ReservationId, Timestamp};
 
@@ -50,13 +48,6 @@ use crate::messages::{Admit, Refund, Release, Reserve, WaiterTag};
 use crate::ops::BudgetCharge;
 use crate::quota_actor::QuotaActor;
 use crate::AdmissionError;
-
-/// How long the second key of a round is waited for from its arrival at its actor: the
-/// shortest wait the admission clock counts (1 µs), so it answers "granted now" or
-/// expires. Work that takes no time on the admission clock (a fleet block from an
-/// in-memory table in paused time) still lands inside it; on the real clock, a fleet
-/// block fetched from the table does not, and the round swaps its lead instead.
-pub const PAIR_TRY: Duration = Duration::from_micros(1);
 
 /// The attempt's own key and the budget charged beside it.
 #[derive(Debug, Clone)]
