@@ -7,9 +7,9 @@
 //! tokens are placed from the instant of the write they go into.
 
 use std::sync::Arc;
-use std::time::Duration;
-
-use tollgate_quota::fleet::{take_block, BlockGrant, BlockRequest, ROUND_TRIP_MAX};
+use tollgate_quota::fleet::{
+    conflict_backoff, take_block, BlockGrant, BlockRequest, HOSTS_SEEN_WINDOW, ROUND_TRIP_MAX,
+};
 use tollgate_quota::Clock;
 
 use super::store::{FleetError, FleetErrorKind, FleetStore, PutOutcome, Versioned};
@@ -61,8 +61,15 @@ pub async fn exchange(
             }
             PutOutcome::Conflict => {
                 conflicted = true;
-                // Back off a little (0.5 ms doubling), so racing hosts spread out.
-                tokio::time::sleep(Duration::from_micros(500 << attempt)).await;
+                // Back off at random over a few round trips per contender, so racing
+                // hosts spread out instead of racing again (`conflict_backoff`).
+                let hosts = base
+                    .as_ref()
+                    .map_or(0, |v| v.item.hosts_seen(now, HOSTS_SEEN_WINDOW));
+                let version = expected.unwrap_or(0);
+                let wait =
+                    conflict_backoff(&request.host, version, attempt, request.round_trip, hosts);
+                tokio::time::sleep(wait).await;
                 base = store.get(&key).await?;
             }
         }

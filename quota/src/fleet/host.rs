@@ -210,6 +210,8 @@ pub struct HostLedger {
     /// How long the last block request took to be answered (sent with the next one, so
     /// its first tokens are placed to be open when the answer arrives).
     round_trip: Duration,
+    /// A grant has brought tokens: later blocks are sized from the demand measured.
+    granted_any: bool,
 }
 
 impl HostLedger {
@@ -236,6 +238,7 @@ impl HostLedger {
             allowance: None,
             warned: Vec::new(),
             round_trip: Duration::ZERO,
+            granted_any: false,
         }
     }
 
@@ -391,6 +394,7 @@ impl HostLedger {
             horizon: self.config.horizon_for(self.hosts_seen),
             round_trip: self.round_trip,
             declared: self.declared.clone(),
+            first_block: (!self.granted_any).then_some(self.config),
         };
         self.in_flight = Some(reports);
         request
@@ -412,6 +416,12 @@ impl HostLedger {
         self.fleet_policy = Some((grant.rate, grant.burst));
         if grant.allowance.is_some() || grant.run.count > 0 {
             self.allowance = grant.allowance.clone();
+        }
+        if grant.run.count > 0 {
+            // A first block is sized by the write (`first_block_sized`): the next may
+            // double from what came, not from what was asked.
+            self.granted_any = true;
+            self.sizing.last_size = self.sizing.last_size.max(grant.run.count);
         }
         let was = self.mode();
         let mut hand = match std::mem::replace(&mut self.mode, Mode::FRESH) {

@@ -35,6 +35,7 @@
 //! it is the exact bucket bound. Tested with skewed clocks in `tests/fleet.rs`.
 //!
 //! # Layout
+//! - [`backoff`]: the wait after a lost conditional write (jittered, per contender).
 //! - [`item`]: the item (`FleetItem`); `host_id`: [`HostId`], a host's name on it.
 //! - [`declaration`]: a host's declared calendar (base policy, schedule or allowance).
 //! - [`calendar`]: the calendar on the item: the strictest declaration of the hosts seen,
@@ -48,6 +49,7 @@
 //! - `hand`: the tokens in hand and the window each may be spent in.
 //! - [`share`]: degraded mode's local share when the table does not answer.
 
+pub mod backoff;
 pub mod calendar;
 pub mod declaration;
 mod hand;
@@ -62,6 +64,7 @@ pub mod window;
 
 use std::time::Duration;
 
+pub use backoff::conflict_backoff;
 pub use calendar::{effective_at, AllowanceSeen, Effective, ItemCalendar};
 pub use declaration::{Declaration, Declared, MalformedDeclaration};
 pub use host::{FleetGate, FleetMode, FleetView, HostLedger, KeyUse, Transition, ROUND_TRIP_MAX};

@@ -12,7 +12,7 @@ use crate::fleet::declaration::{Declaration, Declared};
 use crate::fleet::host_id::HostId;
 use crate::fleet::item::FleetItem;
 use crate::fleet::window::{SpendWindow, TokenRun};
-use crate::fleet::{HOSTS_FORGET_AFTER, HOSTS_SEEN_WINDOW};
+use crate::fleet::{FleetConfig, HOSTS_FORGET_AFTER, HOSTS_SEEN_WINDOW};
 use crate::policy::Policy;
 use crate::schedule::WallClock;
 use crate::time::{secs_ceil, Timestamp};
@@ -44,6 +44,10 @@ pub struct BlockRequest {
     /// The writer's calendar for the key (`None`: no schedule or allowance, only the
     /// policy above). Recorded on the item when it or the item has a calendar.
     pub declared: Option<Declared>,
+    /// `Some` for a host's first block (it has measured no demand yet): the block is
+    /// sized from the hosts seen on the item it is taken from, not on a guess made before
+    /// the read ([`first_block_sized`]).
+    pub first_block: Option<FleetConfig>,
 }
 
 /// What a write granted, and what the writer should know of the item.
@@ -81,6 +85,8 @@ pub fn take_block(
     request: &BlockRequest,
     now: Timestamp,
 ) -> (FleetItem, BlockGrant) {
+    let sized = first_block_sized(item, request, now);
+    let request = sized.as_ref().unwrap_or(request);
     let mut item = item
         .cloned()
         .unwrap_or_else(|| FleetItem::fresh(request.rate, request.burst, request.retry_capacity));
@@ -147,6 +153,34 @@ pub fn take_block(
         disagreeing,
     };
     (item, grant)
+}
+
+/// A first block (issue 23: a start-up flat in the hosts) is sized to the writer's fair
+/// share of one refresh at the hosts seen on the item as read, the writer counted, and
+/// may reach as far ahead as the horizon of those hosts: hosts that start together then
+/// take one block each that lasts them a refresh, instead of a slow start from one
+/// token (a write per doubling, each contended: 16 hosts made about three writes each
+/// in their first 3 s), and the last of them is not refused by a horizon guessed before
+/// it saw the others. `None`: not a first block, `request` as it is.
+pub fn first_block_sized(
+    item: Option<&FleetItem>,
+    request: &BlockRequest,
+    now: Timestamp,
+) -> Option<BlockRequest> {
+    let config = request.first_block?;
+    let others = item.map_or(0, |i| {
+        let since = now.saturating_sub(HOSTS_SEEN_WINDOW);
+        i.hosts
+            .iter()
+            .filter(|(h, seen)| **h != request.host && **seen >= since)
+            .count()
+    });
+    let hosts = others + 1;
+    let share = request.rate * config.refresh_for(hosts).as_secs_f64() / hosts as f64;
+    let mut sized = request.clone();
+    sized.wanted = request.wanted.max(share.ceil() as u64);
+    sized.horizon = request.horizon.max(config.horizon_for(hosts));
+    Some(sized)
 }
 
 /// The tokens of a key without a calendar: at the writer's policy from `tat` on.
@@ -227,6 +261,7 @@ mod tests {
             horizon: Duration::from_secs(2),
             round_trip: Duration::ZERO,
             declared: None,
+            first_block: None,
         }
     }
 
