@@ -348,4 +348,35 @@ mod tests {
             "the window is the policy's, not the penalized rate's"
         );
     }
+
+    #[test]
+    fn a_first_block_is_a_fair_share_of_a_refresh_at_the_hosts_on_the_item_as_read() {
+        // 10/s: alone, a refresh (1 s) of the rate; with 3 others seen, a quarter of it;
+        // 15 others: 8 s refresh over 16 hosts, 5 tokens, and their 16 s horizon. Hosts
+        // not seen for a minute do not count; a request that is no first block is as is.
+        let config = FleetConfig::default();
+        let mut item = take_block(None, &request("a", 1), ms(100_000)).0;
+        let with_hosts = |item: &mut FleetItem, n: usize, at_ms: u64| {
+            for i in 0..n {
+                item.hosts.insert(format!("o{i}"), ms(at_ms));
+            }
+        };
+        // (case, other hosts, last seen ms, first block, wanted, horizon ms)
+        let table = [
+            ("alone on a fresh key", 0, 0, true, 10, 2_000),
+            ("3 others: a quarter", 3, 99_000, true, 3, 2_000),
+            ("15 others: 16 hosts' refresh", 15, 99_000, true, 5, 16_000),
+            ("others gone a minute ago", 15, 30_000, true, 10, 2_000),
+            ("not a first block", 15, 99_000, false, 1, 2_000),
+        ];
+        for (case, others, seen, first, wanted, horizon) in table {
+            item.hosts.retain(|h, _| h == "a");
+            with_hosts(&mut item, others, seen);
+            let mut r = request("a", 1); // the writer itself is not counted twice
+            r.first_block = first.then_some(config);
+            let sized = first_block_sized(Some(&item), &r, ms(100_000)).unwrap_or(r);
+            assert_eq!(sized.wanted, wanted, "{case}");
+            assert_eq!(sized.horizon, Duration::from_millis(horizon), "{case}");
+        }
+    }
 }
