@@ -161,13 +161,22 @@ pub fn take_block(
 /// take one block each that lasts them a refresh, instead of a slow start from one
 /// token (a write per doubling, each contended: 16 hosts made about three writes each
 /// in their first 3 s), and the last of them is not refused by a horizon guessed before
-/// it saw the others. `None`: not a first block, `request` as it is.
+/// it saw the others. `None`: not a first block, or a key with a calendar (an allowance
+/// charges every token granted, spent or not, so its blocks stay sized by the demand):
+/// `request` as it is.
 pub fn first_block_sized(
     item: Option<&FleetItem>,
     request: &BlockRequest,
     now: Timestamp,
 ) -> Option<BlockRequest> {
     let config = request.first_block?;
+    let declares = request
+        .declared
+        .as_ref()
+        .is_some_and(|d| d.declaration.has_calendar());
+    if declares || item.is_some_and(|i| i.calendar.is_some()) {
+        return None;
+    }
     let others = item.map_or(0, |i| {
         let since = now.saturating_sub(HOSTS_SEEN_WINDOW);
         i.hosts
@@ -378,5 +387,17 @@ mod tests {
             assert_eq!(sized.wanted, wanted, "{case}");
             assert_eq!(sized.horizon, Duration::from_millis(horizon), "{case}");
         }
+        item.calendar = Some(ItemCalendar {
+            declarations: Default::default(),
+            valid_until: Timestamp::ZERO,
+            allowance: None,
+        });
+        let mut r = request("a", 1);
+        r.first_block = Some(config);
+        assert_eq!(
+            first_block_sized(Some(&item), &r, ms(100_000)),
+            None,
+            "a key with a calendar: sized by the demand as before"
+        );
     }
 }
