@@ -285,7 +285,7 @@ mod tests {
                 declaration: Declaration::new(policy, t.read_time_for_name(&name).cloned()),
                 anchor: WallClock::UNIX_EPOCH,
             }),
-            first_block: None,
+            item_sizing: None,
         }
     }
 

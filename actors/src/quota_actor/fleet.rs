@@ -137,10 +137,11 @@ impl QuotaActor {
             Ok((grant, item, conflicted)) => {
                 // Start from the cache next time (one PutItem) unless this write lost to
                 // another host or others wrote since our previous one (the version moved
-                // by more than ours): the key is shared busily, and a read first is
-                // cheaper than a failed write.
+                // by more than ours; on a first write, unless it created the item): the
+                // key is shared busily, and a read first is cheaper than a failed write.
                 let previous = f.cached.as_ref().map(|v| v.version);
-                f.trust_cache = !conflicted && previous.is_none_or(|p| item.version == p + 1);
+                f.trust_cache =
+                    !conflicted && previous.map_or(item.version == 1, |p| item.version == p + 1);
                 f.cached = Some(item);
                 if let Some(hosts) = f.ledger.disagreement(&grant) {
                     tracing::warn!(

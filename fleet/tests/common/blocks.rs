@@ -39,7 +39,7 @@ pub fn block(host: &str, wanted: u64) -> BlockRequest {
         horizon: Duration::from_secs(2),
         round_trip: Duration::ZERO,
         declared: None,
-        first_block: None,
+        item_sizing: None,
     }
 }
 

@@ -45,7 +45,7 @@ fn request(host: &str, wanted: u64, declared: &Declared) -> BlockRequest {
         horizon: Duration::from_secs(2),
         round_trip: Duration::ZERO,
         declared: Some(declared.clone()),
-        first_block: None,
+        item_sizing: None,
     }
 }
 

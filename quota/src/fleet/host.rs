@@ -28,7 +28,7 @@ use crate::fleet::declaration::Declared;
 use crate::fleet::hand::Hand;
 use crate::fleet::share::LocalShare;
 use crate::fleet::sizing::{DemandMeter, SizeHints};
-use crate::fleet::take::{BlockGrant, BlockRequest};
+use crate::fleet::take::{BlockGrant, BlockRequest, ItemSizing};
 use crate::fleet::{FleetConfig, HostId, OnError};
 use crate::penalty::Outcome;
 use crate::policy::Policy;
@@ -394,7 +394,10 @@ impl HostLedger {
             horizon: self.config.horizon_for(self.hosts_seen),
             round_trip: self.round_trip,
             declared: self.declared.clone(),
-            first_block: (!self.granted_any).then_some(self.config),
+            item_sizing: Some(ItemSizing {
+                config: self.config,
+                first: !self.granted_any,
+            }),
         };
         self.in_flight = Some(reports);
         request

@@ -73,7 +73,7 @@ pub use item::FleetItem;
 pub use penalty::{FleetPenalty, FLEET_COOLDOWN, MIN_FACTOR};
 pub use share::LocalShare;
 pub use sizing::DemandMeter;
-pub use take::{take_block, BlockGrant, BlockRequest};
+pub use take::{take_block, BlockGrant, BlockRequest, ItemSizing};
 pub use window::{SpendWindow, TokenRun, MIN_TOLERANCE, SPEND_LEAD};
 
 /// The default bound on clock skew between hosts (issue 13: NTP-synchronized, 1 s).

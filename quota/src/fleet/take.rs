@@ -12,7 +12,7 @@ use crate::fleet::declaration::{Declaration, Declared};
 use crate::fleet::host_id::HostId;
 use crate::fleet::item::FleetItem;
 use crate::fleet::window::{SpendWindow, TokenRun};
-use crate::fleet::{FleetConfig, HOSTS_FORGET_AFTER, HOSTS_SEEN_WINDOW};
+use crate::fleet::{FleetConfig, HOSTS_FORGET_AFTER, HOSTS_PER_REFRESH, HOSTS_SEEN_WINDOW};
 use crate::policy::Policy;
 use crate::schedule::WallClock;
 use crate::time::{secs_ceil, Timestamp};
@@ -44,10 +44,18 @@ pub struct BlockRequest {
     /// The writer's calendar for the key (`None`: no schedule or allowance, only the
     /// policy above). Recorded on the item when it or the item has a calendar.
     pub declared: Option<Declared>,
-    /// `Some` for a host's first block (it has measured no demand yet): the block is
-    /// sized from the hosts seen on the item it is taken from, not on a guess made before
-    /// the read ([`first_block_sized`]).
-    pub first_block: Option<FleetConfig>,
+    /// The writer's fleet settings, so the write can size the block from the hosts seen
+    /// on the item it is taken from rather than from a guess made before the read
+    /// ([`first_block_sized`]); `None`: `wanted` and `horizon` as they are.
+    pub item_sizing: Option<ItemSizing>,
+}
+
+/// How a block request is adjusted to the hosts on the item as read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ItemSizing {
+    pub config: FleetConfig,
+    /// The host's first block (it has measured no demand yet).
+    pub first: bool,
 }
 
 /// What a write granted, and what the writer should know of the item.
@@ -169,7 +177,7 @@ pub fn first_block_sized(
     request: &BlockRequest,
     now: Timestamp,
 ) -> Option<BlockRequest> {
-    let config = request.first_block?;
+    let ItemSizing { config, first } = request.item_sizing?;
     let declares = request
         .declared
         .as_ref()
@@ -185,9 +193,14 @@ pub fn first_block_sized(
             .count()
     });
     let hosts = others + 1;
-    let share = request.rate * config.refresh_for(hosts).as_secs_f64() / hosts as f64;
+    let mut share = request.rate * config.refresh_for(hosts).as_secs_f64() / hosts as f64;
+    if hosts <= HOSTS_PER_REFRESH {
+        share = share.min(request.burst);
+    }
     let mut sized = request.clone();
-    sized.wanted = request.wanted.max(share.ceil() as u64);
+    if first {
+        sized.wanted = request.wanted.max(share.ceil() as u64);
+    }
     sized.horizon = request.horizon.max(config.horizon_for(hosts));
     Some(sized)
 }
@@ -270,7 +283,7 @@ mod tests {
             horizon: Duration::from_secs(2),
             round_trip: Duration::ZERO,
             declared: None,
-            first_block: None,
+            item_sizing: None,
         }
     }
 
@@ -360,9 +373,10 @@ mod tests {
 
     #[test]
     fn a_first_block_is_a_fair_share_of_a_refresh_at_the_hosts_on_the_item_as_read() {
-        // 10/s: alone, a refresh (1 s) of the rate; with 3 others seen, a quarter of it;
-        // 15 others: 8 s refresh over 16 hosts, 5 tokens, and their 16 s horizon. Hosts
-        // not seen for a minute do not count; a request that is no first block is as is.
+        // 10/s burst 5: up to 4 hosts, a share of a refresh (1 s) of the rate, at most the
+        // burst; 15 others: 8 s refresh over 16 hosts, 5 tokens, and their 16 s horizon.
+        // Hosts not seen for a minute do not count; a request that is no first block
+        // gets only the horizon of the hosts seen.
         let config = FleetConfig::default();
         let mut item = take_block(None, &request("a", 1), ms(100_000)).0;
         let with_hosts = |item: &mut FleetItem, n: usize, at_ms: u64| {
@@ -372,17 +386,24 @@ mod tests {
         };
         // (case, other hosts, last seen ms, first block, wanted, horizon ms)
         let table = [
-            ("alone on a fresh key", 0, 0, true, 10, 2_000),
+            ("alone on a fresh key: the burst", 0, 0, true, 5, 2_000),
             ("3 others: a quarter", 3, 99_000, true, 3, 2_000),
             ("15 others: 16 hosts' refresh", 15, 99_000, true, 5, 16_000),
-            ("others gone a minute ago", 15, 30_000, true, 10, 2_000),
-            ("not a first block", 15, 99_000, false, 1, 2_000),
+            ("others gone a minute ago", 15, 30_000, true, 5, 2_000),
+            (
+                "not a first block: the horizon only",
+                15,
+                99_000,
+                false,
+                1,
+                16_000,
+            ),
         ];
         for (case, others, seen, first, wanted, horizon) in table {
             item.hosts.retain(|h, _| h == "a");
             with_hosts(&mut item, others, seen);
             let mut r = request("a", 1); // the writer itself is not counted twice
-            r.first_block = first.then_some(config);
+            r.item_sizing = Some(ItemSizing { config, first });
             let sized = first_block_sized(Some(&item), &r, ms(100_000)).unwrap_or(r);
             assert_eq!(sized.wanted, wanted, "{case}");
             assert_eq!(sized.horizon, Duration::from_millis(horizon), "{case}");
@@ -393,7 +414,10 @@ mod tests {
             allowance: None,
         });
         let mut r = request("a", 1);
-        r.first_block = Some(config);
+        r.item_sizing = Some(ItemSizing {
+            config,
+            first: true,
+        });
         assert_eq!(
             first_block_sized(Some(&item), &r, ms(100_000)),
             None,
