@@ -2,8 +2,10 @@
 //!
 //! Start from the item this host last wrote (saves a read when nobody else wrote since:
 //! an uncontended refresh is one PutItem), apply `take_block` at the clock's `now`, write
-//! it on condition of the version; on a conflict back off briefly, read the item and try
-//! again, up to [`MAX_ATTEMPTS`] writes. Each attempt reads the clock afresh, so the
+//! it on condition of the version; on a conflict back off at random over a few round
+//! trips per contender (`conflict_backoff`: losers that retried at once lost again, O(N²)
+//! requests for N hosts starting together), read the item and try again, up to
+//! [`MAX_ATTEMPTS`] writes. Each attempt reads the clock afresh, so the
 //! tokens are placed from the instant of the write they go into.
 
 use std::sync::Arc;

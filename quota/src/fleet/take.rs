@@ -163,15 +163,18 @@ pub fn take_block(
     (item, grant)
 }
 
-/// A first block (issue 23: a start-up flat in the hosts) is sized to the writer's fair
-/// share of one refresh at the hosts seen on the item as read, the writer counted, and
-/// may reach as far ahead as the horizon of those hosts: hosts that start together then
-/// take one block each that lasts them a refresh, instead of a slow start from one
-/// token (a write per doubling, each contended: 16 hosts made about three writes each
-/// in their first 3 s), and the last of them is not refused by a horizon guessed before
-/// it saw the others. `None`: not a first block, or a key with a calendar (an allowance
-/// charges every token granted, spent or not, so its blocks stay sized by the demand):
-/// `request` as it is.
+/// A request adjusted to the hosts seen on the item as read, the writer counted (issue
+/// 23: a start-up flat in the hosts). A first block is the writer's fair share of one
+/// refresh at those hosts (up to [`HOSTS_PER_REFRESH`] hosts at most the burst: a full
+/// share there made 4 hosts × 2 workers at 20/s burst 5 slower and held a throttle's
+/// halved factor back from a host for more than a cooldown), so hosts that start
+/// together take one block each instead of a slow start from one token (a write per
+/// doubling, each contended: 16 hosts made about three writes each in their first 3 s).
+/// Every request may reach as far ahead as the horizon of those hosts, so the last of
+/// many hosts starting together is not refused by a horizon it computed while it saw
+/// nobody. `None`: no [`ItemSizing`], or a key with a calendar (an allowance charges
+/// every token granted, spent or not, so its blocks stay sized by the demand): `request`
+/// as it is.
 pub fn first_block_sized(
     item: Option<&FleetItem>,
     request: &BlockRequest,
