@@ -5,8 +5,9 @@
 //! allocator. The test prints what one key costs while it is live; docs/architecture.md
 //! ("Memory per key") quotes it.
 //!
-//! One test in this binary: the allocator counts the whole process, so a second test
-//! running beside it would blur the figures.
+//! One test in this binary, and a binary of its own (not a module of
+//! tests/integration/): the allocator counts the whole process, so any other test running
+//! beside it would blur the figures.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};

@@ -57,7 +57,7 @@ fn ideal_ms(n: u32, rate: f64, burst: f64) -> f64 {
 /// the rolling window (at most ⌊4⌋ starts in any 1 s) holds the fifth start until the
 /// window of the starts at 0 has passed, at 1000, when the bucket has refilled to its
 /// burst of 2 (4/s over 500 ms); then 1250 and 1500. This is the same schedule as the
-/// actor-level fixture (actors/tests/fixtures.rs), now through the gate, the SDK and the
+/// actor-level fixture (actors/tests/integration/fixtures.rs), now through the gate, the SDK and the
 /// retry owner. The seed's own total queue wait (5,526 ms) is this schedule's 5,500 ms
 /// plus its host overhead.
 #[test]

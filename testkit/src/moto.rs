@@ -33,9 +33,9 @@ pub const MOTO_ACCOUNT: &str = "123456789012";
 /// waits a real opening of 5 s, one probe at a time: with the three keys the suite's tests
 /// leave in the shared moto, a scan spent about a minute waiting (and a second test's scan
 /// longer, as keys accumulate). Those timing rules are proven on paused time
-/// (`engine/tests/aws_gate.rs`: `a_call_meeting_a_breaker_open_past_its_deadline_fails_unsent_naming_the_scope`,
+/// (`engine/tests/integration/aws_gate.rs`: `a_call_meeting_a_breaker_open_past_its_deadline_fails_unsent_naming_the_scope`,
 /// `a_call_whose_deadline_allows_waits_for_the_probe_and_completes_after_the_outage`;
-/// the breaker's real opening across processes in `actors/tests/processes.rs`). With a
+/// the breaker's real opening across processes in `actors/tests/integration/processes.rs`). With a
 /// capacity of one, one retry of the 500 is still sent to moto and the others are refused
 /// by the spent allowance, so the read is still retried, given up and reported, and with
 /// fewer than five keys in moto the breaker never opens.

@@ -30,7 +30,7 @@
 //! policy allows; the lease keeps its charge, and in fleet mode the table tokens the
 //! grant spent from the host's hand stay spent (which token to give back is not known
 //! exactly, and the wrong one could be spent twice), both of which err toward admitting
-//! less: contended pairing in fleet mode wastes table capacity (actors/tests/fleet.rs
+//! less: contended pairing in fleet mode wastes table capacity (actors/tests/integration/fleet.rs
 //! measures 29.9 s for what the budget key alone does in 12.6 s), never over-admits. Each failed round means the other key was granted to
 //! someone else, so the system makes progress; a lone caller passes in the first round.
 //! The budget's slot (it is a key like any other, with a concurrency) is held only for

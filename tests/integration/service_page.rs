@@ -6,7 +6,7 @@
 //! just before), and a chart of every quota key's recent admissions in its account's
 //! group.
 
-mod service_support;
+use crate::service_support;
 
 use std::path::PathBuf;
 use std::process::Command;

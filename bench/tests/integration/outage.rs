@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-mod support;
+use crate::support;
 
 #[test]
 fn a_three_second_outage_is_met_counted_and_recovered_from_with_nothing_lost() {

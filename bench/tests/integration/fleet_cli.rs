@@ -8,7 +8,7 @@
 
 use std::process::Command;
 
-mod support;
+use crate::support;
 
 const TINY: &str = r#"
 account = "123456789012"

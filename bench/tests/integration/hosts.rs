@@ -12,7 +12,7 @@
 
 use std::process::{Command, Output};
 
-mod support;
+use crate::support;
 
 use tollgate_testkit::dynalite_url;
 

@@ -3,7 +3,7 @@
 //! client. Submit, join, queue past the cap, cancel, reports, auth, and a SIGKILL
 //! mid-scan followed by a restart.
 
-mod service_support;
+use crate::service_support;
 
 use std::path::Path;
 use std::process::Command;

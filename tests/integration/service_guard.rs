@@ -4,7 +4,7 @@
 //! per-account cap queue, and one more is refused `busy`; `tollgate scans submit` prints
 //! the refusal and the latest scan's id. A finished clean scan shows `"throttling": null`.
 
-mod service_support;
+use crate::service_support;
 
 use std::process::Command;
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! allowance untouched), the dataset is `partial` when a per-item read was lost and
 //! `failed` when the listing was, and the secret reaches neither error nor report.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -68,7 +68,7 @@ fn harness(provider: ExpiringProvider, status: u16, body: &'static str) -> StsGa
 }
 
 impl StsGate {
-    async fn call_once(&self) -> Result<(), CallError> {
+    async fn call_mid_scan(&self) -> Result<(), CallError> {
         self.call(16).await
     }
 
@@ -100,9 +100,9 @@ fn credentials_failing_mid_scan_are_kind_credentials_and_spend_no_retry() {
     paused_system().block_on(async {
         let p = provider(2);
         let h = harness(p.clone(), 200, IDENTITY_XML);
-        h.call_once().await.unwrap();
-        h.call_once().await.unwrap();
-        let err = h.call_once().await.unwrap_err();
+        h.call_mid_scan().await.unwrap();
+        h.call_mid_scan().await.unwrap();
+        let err = h.call_mid_scan().await.unwrap_err();
         assert_eq!(err.kind(), CallErrorKind::Credentials, "{err}");
         assert_eq!(err.attempts(), 0, "nothing was sent: {err}");
         assert!(err.message().contains("exit status: 2"), "{err}");
@@ -140,7 +140,7 @@ fn credentials_failing_mid_scan_are_kind_credentials_and_spend_no_retry() {
 fn an_expired_token_answer_is_kind_credentials_after_one_attempt() {
     paused_system().block_on(async {
         let h = harness(provider(u32::MAX), 400, EXPIRED_XML);
-        let err = h.call_once().await.unwrap_err();
+        let err = h.call_mid_scan().await.unwrap_err();
         assert_eq!(err.kind(), CallErrorKind::Credentials, "{err}");
         assert_eq!(
             (err.code(), err.attempts()),

@@ -12,8 +12,6 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType, TableStatus,
 };
 
-mod support;
-
 use tollgate_testkit::{dynalite_url, emulator_credentials, unique_table};
 
 async fn client(url: &str) -> aws_sdk_dynamodb::Client {

@@ -2,7 +2,7 @@
 //! demo's throttle storm throttles S3 lifecycle reads and Lambda version listings, so the
 //! block names each throttled key in `messages` with the rate tollgate slowed it to, and
 //! the stderr summary prints those lines. (A clean scan's `"throttling": null` is checked
-//! over the service in tests/service_guard.rs.)
+//! over the service in tests/integration/service_guard.rs.)
 
 use std::process::Command;
 

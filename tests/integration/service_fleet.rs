@@ -8,7 +8,7 @@
 //!   that value (the scan completes under a local share), the file's table still applies.
 //! - A bad `[fleet]` value: serve refuses to start, naming file, line and key.
 
-mod service_support;
+use crate::service_support;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;

@@ -9,7 +9,7 @@
 //! - A refused `AssumeRole` (a loopback STS that answers AccessDenied) is a failed scan
 //!   whose reason names the role, and never the external id.
 
-mod service_support;
+use crate::service_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;

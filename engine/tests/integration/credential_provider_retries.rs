@@ -9,7 +9,7 @@
 //! within the attempt limit, nothing sent; missing or expired credentials stay
 //! `credentials` and are asked for once.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 //!
 //! Each test runs its own moto (moto's default account manages one organization at most).
 
-mod service_support;
+use crate::service_support;
 
 use std::time::Duration;
 

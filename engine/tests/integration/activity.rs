@@ -54,10 +54,17 @@ fn config(dir: &std::path::Path) -> EngineConfig {
             temp_dir: std::env::temp_dir(),
             uid: tollgate_storage::current_uid(),
         },
-        policies: tollgate_quota::PolicyTable::defaults(),
+        policies: tollgate_quota::PolicyTable::with_overrides(FAST_LAMBDA, "test overrides")
+            .unwrap(),
         fleet: None,
     }
 }
+
+/// Lambda's control plane (ListFunctions and ListVersionsByFunction) is 15/s by default,
+/// so the 200 functions alone took 13 s of discovery before the first CloudWatch page:
+/// this test is about the activity phase, and the simulator's own Lambda quota is
+/// unlimited, so the engine may list as fast as it can.
+const FAST_LAMBDA: &str = r#"{"lambda:control-plane": {"ratePerSecond": 1000, "burst": 100}}"#;
 
 struct Scan {
     report: DiscoveryReport,

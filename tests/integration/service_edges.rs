@@ -4,7 +4,7 @@
 //! ("cannot convert float seconds to Duration", the client got an empty reply) and the
 //! configuration made `serve` exit 101 with a panic.
 
-mod service_support;
+use crate::service_support;
 
 use std::process::Command;
 

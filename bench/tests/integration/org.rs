@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-mod support;
+use crate::support;
 
 /// The header's columns, in order (as `bench/src/org` prints them).
 const COLUMNS: &[&str] = &[

@@ -23,7 +23,7 @@ const PER_PROCESS: usize = 30;
 /// No test run may take longer than this; children are killed then.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
 
-mod support;
+use crate::support;
 
 use support::{bench_exe, tollgate_exe};
 

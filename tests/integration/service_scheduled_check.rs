@@ -11,7 +11,7 @@
 //! (`service/src/scheduler/tests.rs`: `fires_on_each_instant_in_simulated_time`,
 //! `a_missed_instant_runs_once_at_start_with_catch_up_and_not_without`).
 
-mod service_support;
+use crate::service_support;
 
 use std::time::Duration;
 

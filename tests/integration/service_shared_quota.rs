@@ -22,13 +22,13 @@
 //! (no overlap, a failed test); the service's own scan starts in-process, at once.
 //!
 //! Test time: the timing rule itself (one key's window across processes) is checked on
-//! real time by `bench/tests/coordination.rs`
+//! real time by `bench/tests/integration/coordination.rs`
 //! (`four_processes_share_one_key_and_never_exceed_the_window`) and the bucket's bound by
 //! the quota crate's property tests; this test checks the wiring (serve's coordinator,
 //! discover as its client, the overrides in both), so its rate is one that keeps the run
 //! to seconds while two unshared buckets would still exceed the bound ([`RATE`] > [`BURST`]).
 
-mod service_support;
+use crate::service_support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
