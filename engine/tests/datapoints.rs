@@ -464,7 +464,7 @@ fn a_datapoint_keys_charge_in_any_window_stays_within_the_burst_less_the_arrival
             .iter()
             .map(|&(at, p)| (at - start, costs[p]))
             .collect();
-        sends.sort_by(|a, b| a.0.cmp(&b.0));
+        sends.sort_by_key(|a| a.0);
         assert_eq!(sends.len(), 18);
         // Every interval that ends with a page the gate's bucket can hold charges at
         // most 8,000 + 10,000/s × its length; one that ends with an oversize page at
