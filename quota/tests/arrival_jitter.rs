@@ -7,6 +7,8 @@
 //! micro-tokens) after a random delay in `[d, d + j]`. The server must never reject.
 //! Without the allowance (`j = 0` in the gate, the same delays) a delay pattern that
 //! makes the server reject exists, and is shown, so the first property can fail.
+//! Last, the fleet path: a host asks the table for the admission burst, and an oversize
+//! page spends at most that many fleet tokens.
 
 use proptest::prelude::*;
 use tollgate_quota::{Admission, AdmitRequest, Owner, Policy, QuotaState, Timestamp};
@@ -262,4 +264,36 @@ fn the_stop_28_pattern_is_throttled_without_the_allowance_and_accepted_with_it()
         .zip(costs)
         .collect();
     assert_eq!(server_rejects(8_000, 8_000, &pages), None);
+}
+
+#[test]
+fn a_fleet_host_asks_the_table_for_the_admission_burst_and_spends_its_windows() {
+    use tollgate_quota::fleet::{take_block, FleetConfig, HostLedger, SpendWindow};
+    let policy = Policy::new(8_000.0, 8_000.0, 10, 20)
+        .and_then(|p| p.with_arrival_jitter_ms(100))
+        .unwrap();
+    let mut ledger = HostLedger::new("h1".into(), FleetConfig::default());
+    let request = ledger.begin(7_000, 7_000, &policy, Timestamp::ZERO);
+    assert_eq!((request.rate, request.burst), (8_000.0, 7_200.0));
+    let (item, grant) = take_block(None, &request, Timestamp::ZERO);
+    assert_eq!(item.burst, 7_200.0);
+    assert_eq!(grant.run.window, SpendWindow::for_policy(8_000.0, 7_200.0));
+    // An oversize page (7,500 of the server's 8,000) spends at most the admission burst
+    // of fleet tokens, so the hand can hold them; the local bucket charges all 7,500.
+    let reservation = QuotaState::new(policy, Timestamp::ZERO)
+        .reserve(OWNER, FAR, Timestamp::ZERO)
+        .unwrap();
+    let oversize = AdmitRequest {
+        reservation,
+        cost: 7_500,
+        retry: false,
+    };
+    assert_eq!(oversize.fleet_units(&policy), 7_200);
+    let fits = AdmitRequest {
+        cost: 7_000,
+        ..oversize
+    };
+    assert_eq!(fits.fleet_units(&policy), 7_000);
+    let plain = Policy::new(8_000.0, 8_000.0, 10, 20).unwrap();
+    assert_eq!(oversize.fleet_units(&plain), 7_500);
 }
