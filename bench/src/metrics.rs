@@ -3,7 +3,9 @@
 //! (`fixtures/scenarios/metrics.toml`), in two worker kinds:
 //! - `tollgate`: K `tollgate discover --metrics` processes sharing one admission
 //!   directory, their datapoint budgets set to the scenario's server quotas
-//!   (TOLLGATE_QUOTA_OVERRIDES, as a user matches a lowered account quota);
+//!   (TOLLGATE_QUOTA_OVERRIDES, as a user matches a lowered account quota), with the
+//!   default arrival-jitter allowance (100 ms: the gate's bucket holds the burst less
+//!   100 ms of refill, so pages arriving a little closer than admitted are not throttled);
 //! - `sdk-standard`: K plain aws-sdk-cloudwatch clients (standard retry: 3 attempts,
 //!   nothing shared) in this process, each reading every item's series with the same
 //!   requests as tollgate's planner (500 queries, 14 daily datapoints each), all at once.
@@ -87,13 +89,21 @@ pub fn run(args: &MetricsArgs) -> anyhow::Result<ExitCode> {
         rows.push(rt.block_on(sdk(&scenario, args.processes))?);
     }
     let c = scenario.inventory_counts();
+    let older = scenario.cloudwatch.older_datapoints;
+    let jitter = tollgate_quota::defaults::DATAPOINT_ARRIVAL_JITTER_MS;
     println!(
-        "bench metrics: {} functions, {} tables, {} buckets; older-datapoints quota {}/s (burst {}); {} readers per kind",
+        "bench metrics: {} functions, {} tables, {} buckets; older-datapoints quota {}/s (burst {}), tollgate's bucket {} ({} ms arrival jitter); {} readers per kind",
         c.functions,
         c.tables,
         c.buckets,
-        scenario.cloudwatch.older_datapoints.rate_per_second,
-        scenario.cloudwatch.older_datapoints.burst,
+        older.rate_per_second,
+        older.burst,
+        tollgate_quota::arrival_jitter::admission_burst(
+            f64::from(older.burst),
+            older.rate_per_second,
+            jitter
+        ),
+        jitter,
         args.processes
     );
     println!(

@@ -214,6 +214,34 @@ timezone = "America/New_York"
     }
 
     #[test]
+    fn a_policy_files_arrival_jitter_is_read_and_a_bad_one_refused_by_name() {
+        let (_dir, path) = file(
+            "jitter.toml",
+            "[\"cloudwatch:GetMetricData:older-datapoints\"]\nburst = 8000\nratePerSecond = 8000\narrivalJitterMs = 250\n",
+        );
+        let table = policy_file_table(&path).unwrap();
+        let older = key("aws/123456789012/us-east-1/cloudwatch:GetMetricData:older-datapoints");
+        let policy = table.policy_for_key(&older);
+        assert_eq!(
+            (policy.arrival_jitter_ms(), policy.admission_burst()),
+            (250, 6_000.0)
+        );
+        for bad in ["\"100ms\"", "-5", "0.5", "1e9"] {
+            let (_dir, path) = file(
+                "bad.toml",
+                &format!("[\"kms:ListKeys\"]\narrivalJitterMs = {bad}\n"),
+            );
+            let msg = policy_file_table(&path).unwrap_err().to_string();
+            assert!(
+                msg.contains("bad.toml")
+                    && msg.contains("arrivalJitterMs")
+                    && msg.contains("milliseconds"),
+                "{bad}: {msg}"
+            );
+        }
+    }
+
+    #[test]
     fn a_json_policy_file_reads_like_the_overrides() {
         let (_dir, path) = file("p.json", r#"{"kms:ListKeys": {"ratePerSecond": 7}}"#);
         let table = policy_file_table(&path).unwrap();

@@ -83,6 +83,14 @@ impl TokenBucket {
         self.tokens = (self.tokens - cost).max(0.0);
     }
 
+    /// Take `cost` tokens from a full bucket whose capacity is below `cost` (an
+    /// oversize page, [`crate::arrival_jitter`]): the balance goes negative by the rest,
+    /// so later grants wait until that debt is repaid instead of it being forgiven.
+    pub fn take_into_debt(&mut self, cost: f64, capacity: f64, rate: f64, now: Timestamp) {
+        self.refill(capacity, rate, now);
+        self.tokens -= cost;
+    }
+
     /// Put back `cost` tokens taken by a grant that was never sent, up to `capacity`: the
     /// balance is then at most what it would be had the grant never been made, so a
     /// refund never lets more through than the bucket allows.
@@ -129,6 +137,20 @@ mod tests {
         // Two seconds later the bucket holds 3; giving back 3 tops it up to 4, not 6.
         b.give_back(3.0, 4.0, 1.0, Timestamp::from_millis(2_000));
         assert_eq!(b.tokens(), 4.0);
+    }
+
+    #[test]
+    fn a_debt_is_repaid_before_the_bucket_grants_again() {
+        let t0 = Timestamp::ZERO;
+        let mut b = TokenBucket::full(4.0, t0);
+        b.take_into_debt(6.0, 4.0, 2.0, t0);
+        assert_eq!(b.tokens(), -2.0);
+        // 1 s repays the debt; 1 token more takes another half second.
+        assert_eq!(
+            b.ready_at(1.0, 4.0, 2.0, t0),
+            Some(Timestamp::from_millis(1_500))
+        );
+        assert_eq!(b.available(4.0, 2.0, Timestamp::from_millis(4_000)), 4.0);
     }
 
     #[test]

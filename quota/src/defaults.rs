@@ -21,6 +21,12 @@
 //! [`DEFAULT_RETRY_CAPACITY`] ([`Policy::with_rate`]); the table only varies rate and
 //! burst. Lookups resolve service aliases, so `elbv2` finds the
 //! `elasticloadbalancingv2` row.
+//!
+//! One more default is not in the seed's tables: the two datapoint budgets allow
+//! [`DATAPOINT_ARRIVAL_JITTER_MS`] of arrival jitter ([`default_arrival_jitter_ms`];
+//! `crate::arrival_jitter` says why and why 100 ms), so tollgate admits pages into a
+//! bucket 10 % smaller than AWS's and a page that reaches CloudWatch a little early still
+//! finds the datapoints there. Every other row allows none.
 
 use crate::key::canonical_service;
 use crate::policy::Policy;
@@ -37,6 +43,20 @@ pub const FALLBACK_BURST: f64 = 10.0;
 pub const RECENT_DATAPOINTS_GROUP: &str = "GetMetricData:recent-datapoints";
 /// Group of the CloudWatch datapoint budget for older `StartTime`s.
 pub const OLDER_DATAPOINTS_GROUP: &str = "GetMetricData:older-datapoints";
+
+/// The arrival jitter the two datapoint budgets allow by default, in milliseconds.
+pub const DATAPOINT_ARRIVAL_JITTER_MS: u32 = 100;
+
+/// The default arrival jitter of a `service:group`: [`DATAPOINT_ARRIVAL_JITTER_MS`] for
+/// the two `cloudwatch:GetMetricData:*-datapoints` budgets, 0 for every other key.
+pub fn default_arrival_jitter_ms(service: &str, group: &str) -> u32 {
+    let datapoints = [RECENT_DATAPOINTS_GROUP, OLDER_DATAPOINTS_GROUP].contains(&group);
+    if datapoints && canonical_service(service).is_ok_and(|s| s == "cloudwatch") {
+        DATAPOINT_ARRIVAL_JITTER_MS
+    } else {
+        0
+    }
+}
 
 /// One default policy: rate and burst for a canonical `service:group`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -222,7 +242,9 @@ pub fn fallback_policy() -> Policy {
 /// The policy a row describes.
 pub fn row_policy(row: &DefaultRow) -> Policy {
     // The table is constant and every row is validated by `every_row_is_a_valid_policy`.
-    Policy::with_rate(row.rate_per_second, row.burst).expect("default rows are valid")
+    Policy::with_rate(row.rate_per_second, row.burst)
+        .and_then(|p| p.with_arrival_jitter_ms(default_arrival_jitter_ms(row.service, row.group)))
+        .expect("default rows are valid")
 }
 
 #[cfg(test)]
@@ -239,6 +261,39 @@ mod tests {
             assert!(p.is_ok(), "{}:{}: {:?}", r.service, r.group, p);
             assert!(!r.note.is_empty(), "{}:{} has no note", r.service, r.group);
         }
+    }
+
+    #[test]
+    fn only_the_two_datapoint_budgets_allow_arrival_jitter_by_default() {
+        let jittered: Vec<(String, u32, f64)> = DEFAULT_ROWS
+            .iter()
+            .map(|r| (r, row_policy(r)))
+            .filter(|(_, p)| p.arrival_jitter_ms() > 0)
+            .map(|(r, p)| {
+                let name = format!("{}:{}", r.service, r.group);
+                (name, p.arrival_jitter_ms(), p.admission_burst())
+            })
+            .collect();
+        assert_eq!(
+            jittered,
+            [
+                (
+                    "cloudwatch:GetMetricData:recent-datapoints".to_owned(),
+                    100,
+                    162_000.0
+                ),
+                (
+                    "cloudwatch:GetMetricData:older-datapoints".to_owned(),
+                    100,
+                    356_400.0
+                ),
+            ]
+        );
+        assert_eq!(fallback_policy().arrival_jitter_ms(), 0);
+        assert_eq!(
+            default_policy("cloudwatch", "GetMetricData").arrival_jitter_ms(),
+            0
+        );
     }
 
     #[test]

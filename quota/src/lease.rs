@@ -211,7 +211,7 @@ pub fn restore(
     let slowest = policy.rate_per_second() / f64::from(1u32 << MAX_PENALTY_STEPS);
     let at_snapshot = bucket.tokens();
     let gained = slowest * now.saturating_since(lease.snapshot_at).as_secs_f64();
-    let tokens = ((at_snapshot + gained).min(policy.burst()) - lease.cost).max(0.0);
+    let tokens = ((at_snapshot + gained).min(policy.admission_burst()) - lease.cost).max(0.0);
     (TokenBucket::with_tokens(tokens, now), window)
 }
 

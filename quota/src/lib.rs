@@ -30,6 +30,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
+pub mod arrival_jitter;
 pub mod breaker;
 pub mod breaker_fleet;
 pub mod bucket;

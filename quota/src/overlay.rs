@@ -23,6 +23,8 @@ pub struct PolicyOverlay {
     concurrency: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     retry_capacity: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arrival_jitter_ms: Option<u32>,
 }
 
 impl PolicyOverlay {
@@ -32,6 +34,7 @@ impl PolicyOverlay {
         burst: None,
         concurrency: None,
         retry_capacity: None,
+        arrival_jitter_ms: None,
     };
 
     /// Check each given field on its own: a finite positive rate, a finite burst of at
@@ -61,6 +64,19 @@ impl PolicyOverlay {
             burst,
             concurrency,
             retry_capacity,
+            arrival_jitter_ms: None,
+        })
+    }
+
+    /// This overlay with an explicit arrival jitter (`None`: inherited from the base),
+    /// refused above [`crate::policy::MAX_ARRIVAL_JITTER_MS`].
+    pub fn with_arrival_jitter_ms(self, ms: Option<u32>) -> Result<Self, PolicyError> {
+        if let Some(ms) = ms.filter(|ms| *ms > crate::policy::MAX_ARRIVAL_JITTER_MS) {
+            return Err(PolicyError::ArrivalJitter(u64::from(ms)));
+        }
+        Ok(PolicyOverlay {
+            arrival_jitter_ms: ms,
+            ..self
         })
     }
 
@@ -74,7 +90,8 @@ impl PolicyOverlay {
             burst,
             self.concurrency.unwrap_or(base.concurrency()),
             self.retry_capacity.unwrap_or(base.retry_capacity()),
-        )
+        )?
+        .with_arrival_jitter_ms(self.arrival_jitter_ms.unwrap_or(base.arrival_jitter_ms()))
     }
 
     /// [`apply`](Self::apply), with an explicit burst capped at `max(1, rate)` instead of
@@ -90,6 +107,9 @@ impl PolicyOverlay {
             self.concurrency.unwrap_or(base.concurrency()),
             self.retry_capacity.unwrap_or(base.retry_capacity()),
         )
+        .and_then(|p| {
+            p.with_arrival_jitter_ms(self.arrival_jitter_ms.unwrap_or(base.arrival_jitter_ms()))
+        })
         .unwrap_or(*base)
     }
 
@@ -108,6 +128,10 @@ impl PolicyOverlay {
     /// The explicit retry capacity, if any.
     pub fn retry_capacity(&self) -> Option<u32> {
         self.retry_capacity
+    }
+    /// The explicit arrival jitter in milliseconds, if any.
+    pub fn arrival_jitter_ms(&self) -> Option<u32> {
+        self.arrival_jitter_ms
     }
 }
 

@@ -52,7 +52,8 @@ use partial::{parse_key, policy_field_error, FieldError, Node};
 /// The environment variable holding overrides.
 pub const OVERRIDES_ENV: &str = "TOLLGATE_QUOTA_OVERRIDES";
 
-const FIELDS: &str = "ratePerSecond, burst, concurrency, retryCapacity, schedule and allowance";
+const FIELDS: &str =
+    "ratePerSecond, burst, concurrency, retryCapacity, arrivalJitterMs, schedule and allowance";
 
 /// Why an overrides document was refused. `setting` names where it came from (the
 /// variable name or a config file path); no variant carries the document's values.
@@ -470,6 +471,66 @@ mod tests {
     }
 
     #[test]
+    fn an_arrival_jitter_is_inherited_overridden_or_set_to_zero() {
+        let dp = "cloudwatch:GetMetricData:older-datapoints";
+        // (overrides, key, expected jitter ms, expected admission burst)
+        let cases: &[(String, &str, u32, f64)] = &[
+            ("{}".into(), dp, 100, 356_400.0),
+            // A lowered rate and burst keep the default allowance.
+            (
+                format!(r#"{{"{dp}":{{"ratePerSecond":8000,"burst":8000}}}}"#),
+                dp,
+                100,
+                7_200.0,
+            ),
+            (
+                format!(r#"{{"{dp}":{{"arrivalJitterMs":0}}}}"#),
+                dp,
+                0,
+                396_000.0,
+            ),
+            (
+                format!(r#"{{"{dp}":{{"arrivalJitterMs":250.0}}}}"#),
+                dp,
+                250,
+                297_000.0,
+            ),
+            // Any key may have one; none has one by default.
+            (
+                r#"{"ec2:DescribeVpcs":{"arrivalJitterMs":100}}"#.into(),
+                "ec2:DescribeVpcs",
+                100,
+                9.0,
+            ),
+            ("{}".into(), "ec2:DescribeVpcs", 0, 10.0),
+            // Never below 1: 100/s for 100 ms is more than a burst of 1.
+            (
+                r#"{"kms:ListKeys":{"arrivalJitterMs":100}}"#.into(),
+                "kms:ListKeys",
+                100,
+                1.0,
+            ),
+        ];
+        for (overrides, key, jitter, admission) in cases {
+            let t = PolicyTable::with_overrides(overrides, OVERRIDES_ENV).unwrap();
+            let p = t.policy_for_name(&key.parse().unwrap());
+            assert_eq!(
+                (p.arrival_jitter_ms(), p.admission_burst()),
+                (*jitter, *admission),
+                "{overrides} {key}"
+            );
+        }
+        // A schedule entry inherits the key's allowance or sets its own.
+        let t = PolicyTable::with_overrides(
+            &format!(
+                r#"{{"{dp}":{{"schedule":[{{"cron":"* * * * *","timezone":"UTC","arrivalJitterMs":7}}]}}}}"#
+            ),
+            OVERRIDES_ENV,
+        );
+        assert!(t.is_ok(), "{t:?}");
+    }
+
+    #[test]
     fn refusals() {
         #[rustfmt::skip]
         let cases: &[(&str, &str)] = &[
@@ -484,6 +545,12 @@ mod tests {
             (r#"{"logs:DescribeLogGroups":{"concurrency":5000000000}}"#, "InvalidField(concurrency)"),
             (r#"{"logs:DescribeLogGroups":{"retryCapacity":-1}}"#, "InvalidField(retryCapacity)"),
             (r#"{"logs:DescribeLogGroups":{"retryCapacity":null}}"#, "InvalidField(retryCapacity)"),
+            (r#"{"logs:DescribeLogGroups":{"arrivalJitterMs":-1}}"#, "InvalidField(arrivalJitterMs)"),
+            (r#"{"logs:DescribeLogGroups":{"arrivalJitterMs":1.5}}"#, "InvalidField(arrivalJitterMs)"),
+            (r#"{"logs:DescribeLogGroups":{"arrivalJitterMs":60001}}"#, "InvalidField(arrivalJitterMs)"),
+            (r#"{"logs:DescribeLogGroups":{"arrivalJitterMs":1e300}}"#, "InvalidField(arrivalJitterMs)"),
+            (r#"{"logs:DescribeLogGroups":{"arrivalJitterMs":"100ms"}}"#, "InvalidField(arrivalJitterMs)"),
+            (r#"{"logs:DescribeLogGroups":{"arrivalJitterMs":null}}"#, "InvalidField(arrivalJitterMs)"),
             (r#"{"logs:DescribeLogGroups":{"rate":5}}"#, "UnknownField"),
             (r#"{"logs:DescribeLogGroups":{"burst":1,"burst":1}}"#, "DuplicateField(burst)"),
             (r#"{"logs:DescribeLogGroups":5}"#, "NotAPolicy"),

@@ -5,6 +5,12 @@
 //! takes a `Policy` and never re-checks. The rules are seed 000's: the rate is finite and
 //! positive (fractional rates allowed), `1 ≤ burst ≤ max(1, rate)`, concurrency is
 //! positive and retry capacity is non-negative.
+//!
+//! A fifth field, `arrivalJitterMs` (issue 22's follow-up, 0 unless set), is tollgate's
+//! own: how much later one request may reach the server than another, relative to their
+//! admission instants. The gate's bucket then holds the *admission burst*
+//! `max(1, burst − rate·jitter)` instead of `burst`; `arrival_jitter.rs` says why that is
+//! enough for a server bucket of `rate` and `burst` refilled by arrival time.
 
 use std::fmt;
 
@@ -24,7 +30,13 @@ pub struct Policy {
     burst: f64,
     concurrency: u32,
     retry_capacity: u32,
+    arrival_jitter_ms: u32,
 }
+
+/// The largest arrival jitter a policy accepts, in milliseconds (one minute): beyond it
+/// the allowance is no longer about scheduling and transport jitter, and the reduced
+/// burst of any realistic key would be down to 1.
+pub const MAX_ARRIVAL_JITTER_MS: u32 = 60_000;
 
 /// Why a policy was refused. The messages name the field and the rule, never the raw
 /// input document.
@@ -39,6 +51,8 @@ pub enum PolicyError {
     Burst { got: f64, max: f64 },
     #[error("concurrency must be a positive integer")]
     Concurrency,
+    #[error("arrivalJitterMs must be a whole number of milliseconds from 0 through {MAX_ARRIVAL_JITTER_MS} (got {0})")]
+    ArrivalJitter(u64),
 }
 
 impl Policy {
@@ -67,6 +81,19 @@ impl Policy {
             burst,
             concurrency,
             retry_capacity,
+            arrival_jitter_ms: 0,
+        })
+    }
+
+    /// This policy with an arrival jitter of `ms` milliseconds (see the module docs);
+    /// refused above [`MAX_ARRIVAL_JITTER_MS`].
+    pub fn with_arrival_jitter_ms(self, ms: u32) -> Result<Self, PolicyError> {
+        if ms > MAX_ARRIVAL_JITTER_MS {
+            return Err(PolicyError::ArrivalJitter(u64::from(ms)));
+        }
+        Ok(Self {
+            arrival_jitter_ms: ms,
+            ..self
         })
     }
 
@@ -96,6 +123,24 @@ impl Policy {
     pub fn retry_capacity(&self) -> u32 {
         self.retry_capacity
     }
+    /// How much later one request may arrive than another, relative to their admission
+    /// instants, in milliseconds (0: not allowed for).
+    pub fn arrival_jitter_ms(&self) -> u32 {
+        self.arrival_jitter_ms
+    }
+
+    /// The capacity of the gate's own bucket: `burst` less what arrival jitter can bring
+    /// together, `max(1, burst − rate·jitter)` ([`crate::arrival_jitter`]). Equal to
+    /// [`burst`](Self::burst) when the jitter is 0. Every bucket the gate keeps for this
+    /// policy (local, coordinator, fleet) is sized by this, not by `burst`; `burst`
+    /// stays the server's figure, the one a cost may never exceed.
+    pub fn admission_burst(&self) -> f64 {
+        crate::arrival_jitter::admission_burst(
+            self.burst,
+            self.rate_per_second,
+            self.arrival_jitter_ms,
+        )
+    }
 
     /// The field-by-field strictest of two policies: lower rate, burst, concurrency and
     /// retry capacity. Used when processes with different policies share one key.
@@ -106,6 +151,8 @@ impl Policy {
             burst: self.burst.min(other.burst).min(rate.max(1.0)),
             concurrency: self.concurrency.min(other.concurrency),
             retry_capacity: self.retry_capacity.min(other.retry_capacity),
+            // A longer allowance is stricter: it admits less at once.
+            arrival_jitter_ms: self.arrival_jitter_ms.max(other.arrival_jitter_ms),
         }
     }
 
@@ -115,6 +162,7 @@ impl Policy {
             && self.burst <= other.burst
             && self.concurrency <= other.concurrency
             && self.retry_capacity <= other.retry_capacity
+            && self.arrival_jitter_ms >= other.arrival_jitter_ms
     }
 }
 
@@ -124,7 +172,11 @@ impl fmt::Display for Policy {
             f,
             "{}/s burst {} concurrency {} retry capacity {}",
             self.rate_per_second, self.burst, self.concurrency, self.retry_capacity
-        )
+        )?;
+        if self.arrival_jitter_ms > 0 {
+            write!(f, " arrival jitter {} ms", self.arrival_jitter_ms)?;
+        }
+        Ok(())
     }
 }
 
@@ -136,6 +188,14 @@ struct RawPolicy {
     burst: f64,
     concurrency: u32,
     retry_capacity: u32,
+    /// Absent in records and messages written before the field existed, and left out
+    /// when 0, so every policy without an allowance serializes as before.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    arrival_jitter_ms: u32,
+}
+
+fn is_zero(ms: &u32) -> bool {
+    *ms == 0
 }
 
 impl TryFrom<RawPolicy> for Policy {
@@ -146,7 +206,8 @@ impl TryFrom<RawPolicy> for Policy {
             raw.burst,
             raw.concurrency,
             raw.retry_capacity,
-        )
+        )?
+        .with_arrival_jitter_ms(raw.arrival_jitter_ms)
     }
 }
 
@@ -157,6 +218,7 @@ impl From<Policy> for RawPolicy {
             burst: p.burst,
             concurrency: p.concurrency,
             retry_capacity: p.retry_capacity,
+            arrival_jitter_ms: p.arrival_jitter_ms,
         }
     }
 }
@@ -194,6 +256,35 @@ mod tests {
         let s = a.strictest(&b);
         assert_eq!(s, Policy::new(5.0, 1.0, 3, 2).unwrap());
         assert!(s.is_at_least_as_strict_as(&a) && s.is_at_least_as_strict_as(&b));
+    }
+
+    #[test]
+    fn an_arrival_jitter_is_kept_through_serde_and_left_out_when_zero() {
+        let plain = Policy::with_rate(8_000.0, 8_000.0).unwrap();
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("arrivalJitterMs"), "{json}");
+        let jittered = plain.with_arrival_jitter_ms(100).unwrap();
+        let json = serde_json::to_string(&jittered).unwrap();
+        assert!(json.contains(r#""arrivalJitterMs":100"#), "{json}");
+        assert_eq!(serde_json::from_str::<Policy>(&json).unwrap(), jittered);
+        assert_eq!(jittered.admission_burst(), 7_200.0);
+        assert_eq!(plain.admission_burst(), 8_000.0);
+        assert!(plain
+            .with_arrival_jitter_ms(MAX_ARRIVAL_JITTER_MS + 1)
+            .is_err());
+        assert!(serde_json::from_str::<Policy>(
+            r#"{"ratePerSecond":1,"burst":1,"concurrency":1,"retryCapacity":0,"arrivalJitterMs":60001}"#
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn the_strictest_of_two_policies_keeps_the_longer_arrival_jitter() {
+        let a = Policy::with_rate(100.0, 100.0).unwrap();
+        let b = a.with_arrival_jitter_ms(100).unwrap();
+        assert_eq!(a.strictest(&b).arrival_jitter_ms(), 100);
+        assert!(b.is_at_least_as_strict_as(&a));
+        assert!(!a.is_at_least_as_strict_as(&b));
     }
 
     #[test]

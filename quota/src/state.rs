@@ -10,6 +10,10 @@
 //! the cooldown, the window and the bucket each may defer it; only when all pass is
 //! anything charged, so a deferred request costs nothing.
 //!
+//! The bucket holds the policy's admission burst ([`Policy::admission_burst`]: the burst
+//! less the arrival-jitter allowance, see `arrival_jitter`). A cost above the burst is
+//! refused; one between the two waits for a full bucket and leaves it in debt.
+//!
 //! A server's Retry-After hint pauses the whole key ([`QuotaState::pause`], seed 001/002:
 //! capped at [`MAX_PAUSE`] to survive bogus headers): every waiter of every process is
 //! told "not until the pause ends" ([`WaitReason::Paused`]), checked right after the
@@ -19,6 +23,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::arrival_jitter::{self, Fit};
 use crate::bucket::TokenBucket;
 use crate::lease::{self, Lease};
 use crate::penalty::{Outcome, Penalty};
@@ -51,6 +56,15 @@ impl AdmitRequest {
     /// The tokens a grant charges: the cost, at least 1.
     pub fn charged_cost(&self) -> f64 {
         f64::from(self.cost.max(1))
+    }
+
+    /// The fleet tokens a grant under `policy` spends: the cost, at least 1, at most the
+    /// admission burst (rounded down). A fleet host's spend windows never hold more than
+    /// the admission burst at once, so an oversize page (`arrival_jitter`) spends a full
+    /// window's worth instead of waiting forever; the local bucket charges it all.
+    pub fn fleet_units(&self, policy: &Policy) -> u64 {
+        let cap = policy.admission_burst().floor().max(1.0) as u64;
+        u64::from(self.cost.max(1)).min(cap)
     }
 }
 
@@ -131,7 +145,7 @@ impl QuotaState {
     pub fn new(policy: Policy, now: Timestamp) -> Self {
         QuotaState {
             policy,
-            bucket: TokenBucket::full(policy.burst(), now),
+            bucket: TokenBucket::full(policy.admission_burst(), now),
             window: RollingWindow::default(),
             penalty: Penalty::default(),
             retry: RetryAllowance::full(RETRY_COSTS, policy.retry_capacity()),
@@ -190,9 +204,10 @@ impl QuotaState {
         }
         // Settle the bucket under the old rate before the rate changes.
         self.bucket
-            .refill(self.policy.burst(), self.effective_rate(), now);
+            .refill(self.policy.admission_burst(), self.effective_rate(), now);
         self.policy = next;
-        self.bucket.refill(next.burst(), self.effective_rate(), now);
+        self.bucket
+            .refill(next.admission_burst(), self.effective_rate(), now);
         self.retry.clamp(RETRY_COSTS, next.retry_capacity());
         true
     }
@@ -205,10 +220,10 @@ impl QuotaState {
             return false;
         }
         self.bucket
-            .refill(self.policy.burst(), self.effective_rate(), now);
+            .refill(self.policy.admission_burst(), self.effective_rate(), now);
         self.policy = policy;
         self.bucket
-            .refill(policy.burst(), self.effective_rate(), now);
+            .refill(policy.admission_burst(), self.effective_rate(), now);
         self.retry.clamp(RETRY_COSTS, policy.retry_capacity());
         true
     }
@@ -248,7 +263,9 @@ impl QuotaState {
             return Admission::Refused(Refusal::UnknownReservation);
         }
         let cost = request.charged_cost();
-        if cost > self.policy.burst() {
+        let capacity = self.policy.admission_burst();
+        let fit = arrival_jitter::fit(cost, capacity, self.policy.burst());
+        if fit == Fit::TooLarge {
             return Admission::Refused(Refusal::CostExceedsBurst {
                 cost: request.cost,
                 burst: self.policy.burst(),
@@ -276,15 +293,21 @@ impl QuotaState {
                 reason: WaitReason::Window,
             };
         }
-        let (burst, rate) = (self.policy.burst(), self.effective_rate());
-        if let Some(at) = self.bucket.ready_at(cost, burst, rate, now) {
+        let rate = self.effective_rate();
+        // An oversize cost (above the admission burst, within the server's) waits for a
+        // full bucket and then leaves it in debt (`arrival_jitter`'s module docs).
+        let wanted = cost.min(capacity);
+        if let Some(at) = self.bucket.ready_at(wanted, capacity, rate, now) {
             return Admission::NotUntil {
                 at,
                 reason: WaitReason::Tokens,
             };
         }
         self.window.record(shape, now);
-        self.bucket.take(cost, burst, rate, now);
+        match fit {
+            Fit::Oversize => self.bucket.take_into_debt(cost, capacity, rate, now),
+            _ => self.bucket.take(cost, capacity, rate, now),
+        }
         let retry_spent = request.retry && self.retry.try_spend(RETRY_COSTS, self.last_failure);
         self.last_active_at = self.last_active_at.max(now);
         Admission::Granted(Grant {
@@ -299,7 +322,8 @@ impl QuotaState {
     /// event (the penalty deepened).
     pub fn feedback(&mut self, outcome: Outcome, admitted_at: Timestamp, now: Timestamp) -> bool {
         let rate_before = self.effective_rate();
-        self.bucket.refill(self.policy.burst(), rate_before, now);
+        self.bucket
+            .refill(self.policy.admission_burst(), rate_before, now);
         let changed = self.penalty.observe(outcome, admitted_at, now);
         match outcome {
             Outcome::Success => self
@@ -320,8 +344,8 @@ impl QuotaState {
     /// side of admitting less.
     pub fn refund_unsent(&mut self, cost: u32, grant: &Grant, now: Timestamp) {
         let cost = f64::from(cost.max(1));
-        let (burst, rate) = (self.policy.burst(), self.effective_rate());
-        self.bucket.give_back(cost, burst, rate, now);
+        let (capacity, rate) = (self.policy.admission_burst(), self.effective_rate());
+        self.bucket.give_back(cost, capacity, rate, now);
         let shape = self.shape();
         self.window.forget(shape, grant.admitted_at);
         let retry_spent = grant.retry_spent;
@@ -341,7 +365,9 @@ impl QuotaState {
         let rate = self.effective_rate();
         QuotaSnapshot {
             policy: self.policy,
-            tokens: self.bucket.available(self.policy.burst(), rate, now),
+            tokens: self
+                .bucket
+                .available(self.policy.admission_burst(), rate, now),
             effective_rate_per_second: rate,
             penalty_steps: self.penalty.steps(),
             cooldown_remaining_ms: self
@@ -363,7 +389,7 @@ impl QuotaState {
     /// window, the bucket brought up to `now`); [`Handover`] says what may follow it.
     pub fn to_record(&self, handover: Handover, now: Timestamp) -> QuotaRecord {
         let mut bucket = self.bucket;
-        bucket.refill(self.policy.burst(), self.effective_rate(), now);
+        bucket.refill(self.policy.admission_burst(), self.effective_rate(), now);
         QuotaRecord {
             format: QuotaRecord::FORMAT,
             durable: Durable {

@@ -132,6 +132,13 @@ fn both_datapoint_budgets_are_listed_as_verified_and_take_overrides() {
     assert_eq!(recent["policy"]["burst"], 90_000.0);
     assert_eq!(recent["policy"]["concurrency"], 4);
     assert_eq!(row("GetMetricData")["origin"], "default");
+    // The arrival-jitter allowance: kept by an override of other fields, and shown only
+    // where it is not 0.
+    assert_eq!(older["policy"]["arrivalJitterMs"], 100);
+    assert_eq!(recent["policy"]["arrivalJitterMs"], 100);
+    assert!(row("GetMetricData")["policy"]
+        .get("arrivalJitterMs")
+        .is_none());
 }
 
 #[test]

@@ -64,7 +64,7 @@ impl QuotaActor {
                     Admission::Granted(g) => {
                         ledger.charge(a.request.charged_cost());
                         if let Some(f) = fleet.as_mut() {
-                            let units = u64::from(a.request.cost.max(1));
+                            let units = a.request.fleet_units(state.policy());
                             f.ledger.charge(units, a.request.retry, now);
                         }
                         calendar.charge(a.request.cost, now);
@@ -148,7 +148,7 @@ impl Gates for AdmitGates<'_> {
         let f = self
             .fleet
             .filter(|_| request.charged_cost() <= self.state.policy().burst())?;
-        let units = u64::from(request.cost.max(1));
+        let units = request.fleet_units(self.state.policy());
         let gate = f.ledger.gate(units, request.retry, self.now);
         let underway =
             || f.ledger.in_flight() || f.ledger.wants_request(KeyUse::NeedsBlock, self.now);

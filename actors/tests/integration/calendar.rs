@@ -226,8 +226,10 @@ fn a_datapoint_budgets_schedule_paces_paired_get_metric_data_admissions() {
     // Issue 22: the budget is a key like any other, so its schedule applies to the
     // datapoints a GetMetricData attempt charges beside its request token. Base:
     // 1,000 datapoints/s (burst 1,000); from 09:00 in Berlin (08:00Z in winter) 10,000/s.
+    // The arrival-jitter allowance is pinned to 0: this is about the schedule (with the
+    // default 100 ms, 10,000/s would leave a burst of 1,000 no room at all).
     let overrides = r#"{"cloudwatch:GetMetricData:older-datapoints": {
-        "ratePerSecond": 1000, "burst": 1000,
+        "ratePerSecond": 1000, "burst": 1000, "arrivalJitterMs": 0,
         "schedule": [{"cron": "* 9-16 * * MON-FRI", "timezone": "Europe/Berlin",
                       "ratePerSecond": 10000}]}}"#;
     let table = PolicyTable::with_overrides(overrides, "test overrides").unwrap();

@@ -39,13 +39,16 @@ const REGION: &str = "us-east-1";
 const DAY_MS: i64 = 86_400_000;
 
 /// The budgets under test, small enough to bind within seconds: older datapoints 10,000/s
-/// (burst 10,000), the request key 5/s (burst 1).
+/// (burst 10,000, with the default 100 ms arrival jitter: the gate's bucket holds 9,000),
+/// the request key 5/s (burst 1).
 const OVERRIDES: &str = r#"{
     "cloudwatch:GetMetricData": {"ratePerSecond": 5, "burst": 1},
     "cloudwatch:GetMetricData:older-datapoints": {"ratePerSecond": 10000, "burst": 10000}
 }"#;
 const DATAPOINT_RATE: f64 = 10_000.0;
 const DATAPOINT_BURST: f64 = 10_000.0;
+/// The gate's bucket: the burst less 100 ms of refill (the default arrival jitter).
+const DATAPOINT_ADMISSION_BURST: f64 = 9_000.0;
 const REQUEST_RATE: f64 = 5.0;
 const REQUEST_BURST: f64 = 1.0;
 
@@ -102,7 +105,16 @@ fn owner(pid: u32) -> Owner {
 }
 
 fn gate(handle: AdmissionHandle, http: SharedHttpClient, telemetry: &MemoryTelemetry) -> AwsGate {
-    let policies = PolicyTable::with_overrides(OVERRIDES, "TOLLGATE_QUOTA_OVERRIDES").unwrap();
+    gate_with(OVERRIDES, handle, http, telemetry)
+}
+
+fn gate_with(
+    overrides: &str,
+    handle: AdmissionHandle,
+    http: SharedHttpClient,
+    telemetry: &MemoryTelemetry,
+) -> AwsGate {
+    let policies = PolicyTable::with_overrides(overrides, "TOLLGATE_QUOTA_OVERRIDES").unwrap();
     AwsGate::new(handle, policies, &identity(), http)
         .with_retry(RetrySettings {
             jitter: Jitter::None,
@@ -233,6 +245,12 @@ fn two_processes_pages_are_paced_by_the_datapoint_budget_and_the_request_bound_h
             excess <= 1e-6,
             "datapoints over the bound by {excess}: {sends:?}"
         );
+        // ...and within the gate's own, smaller bucket (the arrival-jitter allowance).
+        let excess = worst_excess(&sends, DATAPOINT_RATE, DATAPOINT_ADMISSION_BURST);
+        assert!(
+            excess <= 1e-6,
+            "datapoints over the admission burst by {excess}: {sends:?}"
+        );
         let busiest = busiest_second(&sends);
         assert!(
             busiest <= DATAPOINT_BURST + DATAPOINT_RATE,
@@ -247,7 +265,7 @@ fn two_processes_pages_are_paced_by_the_datapoint_budget_and_the_request_bound_h
         );
         assert!(busiest_second(&requests) <= REQUEST_RATE, "{sends:?}");
         // It was the datapoint budget that bound: 16 requests alone need 3 s, the
-        // datapoints beyond the burst (79,600) about 8 s.
+        // datapoints beyond the admission burst (80,600) about 8 s.
         let last = sends.iter().map(|s| s.0).max().unwrap();
         assert!(last >= Duration::from_millis(7_960), "{last:?}: {sends:?}");
         assert!(last < Duration::from_secs(10), "{last:?}: {sends:?}");
@@ -311,7 +329,8 @@ fn a_page_waiting_for_datapoints_that_is_cancelled_never_goes_and_leaves_no_slot
         let (handle, gate, sent) = one_process(clock.clone());
         let client = sts_client(clock);
         let page7000 = daily_page(500);
-        // The first page takes 7,000 of the 10,000 burst; the second needs 4,000 more.
+        // The first page takes 7,000 of the 9,000 the gate's bucket holds; the second
+        // needs 5,000 more.
         page(&gate, &client, &page7000).await.unwrap();
         let mut ctx = context();
         let cancel = ctx.cancel.clone();
@@ -372,8 +391,10 @@ fn recent_pages_are_not_held_back_by_an_exhausted_older_budget() {
         let (_handle, gate, sent) = one_process(clock.clone());
         let client = sts_client(clock);
         let start = monotonic_now();
-        // Older: 7,000 at 0, then the next 7,000 not before 400 ms. Recent (180,000/s):
-        // 120 × 3 at once, paced only by the request key (5/s burst 1).
+        // Older: 7,000 at 0 (of the 9,000 the gate's bucket holds: the burst of 10,000
+        // less the default 100 ms of arrival jitter), then the next 7,000 not before
+        // 500 ms. Recent (180,000/s): 120 × 3 at once, paced only by the request key
+        // (5/s burst 1).
         let (older, recent) = (daily_page(500), recent_page(3));
         let (a, b, c) = tokio::join!(
             page(&gate, &client, &older),
@@ -393,8 +414,102 @@ fn recent_pages_are_not_held_back_by_an_exhausted_older_budget() {
         );
         assert_eq!(
             at[2],
-            Duration::from_millis(400),
+            Duration::from_millis(500),
             "the second older page, at the datapoints' pace: {at:?}"
         );
     });
+}
+
+/// The arrival-jitter allowance set in the overrides: 200 ms of 10,000/s, so the gate's
+/// bucket holds 8,000 of the burst's 10,000.
+const JITTER_OVERRIDES: &str = r#"{
+    "cloudwatch:GetMetricData": {"ratePerSecond": 50, "burst": 50},
+    "cloudwatch:GetMetricData:older-datapoints":
+        {"ratePerSecond": 10000, "burst": 10000, "arrivalJitterMs": 200}
+}"#;
+
+#[test]
+fn a_datapoint_keys_charge_in_any_window_stays_within_the_burst_less_the_arrival_jitter() {
+    paused_system().block_on(async {
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let handle = start_in_current_system(RuntimeConfig::simulated(owner(100)), clock.clone());
+        let sent: Sent = Arc::default();
+        let costs = [7_000.0, 4_200.0, 9_800.0];
+        let gates: Vec<AwsGate> = (0..3)
+            .map(|p| {
+                gate_with(
+                    JITTER_OVERRIDES,
+                    handle.clone(),
+                    transport(sent.clone(), p),
+                    &MemoryTelemetry::new(),
+                )
+            })
+            .collect();
+        let client = sts_client(clock);
+        // 500, 300 and 700 daily series a page (7,000, 4,200 and 9,800 datapoints), 6
+        // pages each, all at once. 9,800 is above the gate's 8,000 but within the
+        // server's 10,000: admitted on a full bucket, which it leaves in debt.
+        let pages = [daily_page(500), daily_page(300), daily_page(700)];
+        let start = monotonic_now();
+        let scans = (0..3).flat_map(|p| {
+            let (gate, client, request) = (&gates[p], &client, &pages[p]);
+            (0..6).map(move |_| page(gate, client, request))
+        });
+        for result in join_all(scans).await {
+            result.unwrap();
+        }
+        let mut sends: Vec<(Duration, f64)> = sent
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|&(at, p)| (at - start, costs[p]))
+            .collect();
+        sends.sort_by_key(|a| a.0);
+        assert_eq!(sends.len(), 18);
+        // Every interval that ends with a page the gate's bucket can hold charges at
+        // most 8,000 + 10,000/s × its length; one that ends with an oversize page at
+        // most that page + 10,000/s × its length (arrival_jitter's weaker case).
+        let admission_burst = 8_000.0;
+        for end in 0..sends.len() {
+            let ends_oversize = sends[end].1 > admission_burst;
+            let allowed = if ends_oversize {
+                sends[end].1
+            } else {
+                admission_burst
+            };
+            let excess = worst_excess_ending_at(&sends, end, DATAPOINT_RATE, allowed);
+            assert!(
+                excess <= 1e-6,
+                "{excess} over the bound in an interval ending at send {end}: {sends:?}"
+            );
+        }
+        // And the bound is what paced them, not something slower: 126,000 datapoints
+        // less at most 9,800 at once need at least 11.62 s at 10,000/s, and the gate
+        // keeps its bucket busy, so not much more.
+        let total: f64 = sends.iter().map(|s| s.1).sum();
+        assert_eq!(total, 126_000.0);
+        let last = sends.last().unwrap().0;
+        assert!(last >= Duration::from_millis(11_620), "{last:?}: {sends:?}");
+        assert!(last < Duration::from_millis(12_500), "{last:?}: {sends:?}");
+        let older = handle
+            .status()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|k| k.key.ends_with("cloudwatch:GetMetricData:older-datapoints"))
+            .expect("the budget is a key of its own");
+        assert_eq!(older.state.policy.arrival_jitter_ms(), 200);
+        assert_eq!(older.state.policy.admission_burst(), admission_burst);
+    });
+}
+
+/// [`worst_excess`] over the intervals `[t_i, t_end]` only.
+fn worst_excess_ending_at(sends: &[(Duration, f64)], end: usize, rate: f64, burst: f64) -> f64 {
+    (0..=end)
+        .map(|i| {
+            let charged: f64 = sends[i..=end].iter().map(|s| s.1).sum();
+            let length = (sends[end].0 - sends[i].0).as_secs_f64();
+            charged - (burst + rate * length)
+        })
+        .fold(f64::MIN, f64::max)
 }

@@ -183,7 +183,7 @@ pub(crate) fn place(calendar: &mut ItemCalendar, args: &PlaceArgs<'_>) -> Placem
             break;
         };
         let policy = effective.policy;
-        let window = SpendWindow::for_policy(policy.rate_per_second(), policy.burst());
+        let window = SpendWindow::for_policy(policy.rate_per_second(), policy.admission_burst());
         let spacing = secs_ceil(1.0 / (policy.rate_per_second() * args.factor));
         let mut start = at.max(now + window.lead_for(args.round_trip));
         if let Some(b) = boundary {

@@ -9,7 +9,7 @@
 //!
 //! On the table a declaration is stored as the JSON of an override entry
 //! (`TOLLGATE_POLICY_OVERRIDES`' shape: `ratePerSecond`, `burst`, `concurrency`,
-//! `retryCapacity` and `schedule` or `allowance`), and read back through the same parser,
+//! `retryCapacity`, `arrivalJitterMs` when not 0, and `schedule` or `allowance`), and read back through the same parser,
 //! so a declaration the parser would refuse never enters a host's resolution.
 
 use serde_json::{json, Value};
@@ -73,6 +73,10 @@ impl Declaration {
             "concurrency": p.concurrency(),
             "retryCapacity": p.retry_capacity(),
         });
+        // Only when set, so every declaration without an allowance reads as before.
+        if p.arrival_jitter_ms() > 0 {
+            v["arrivalJitterMs"] = json!(p.arrival_jitter_ms());
+        }
         match &self.read_time {
             Some(ReadTime::Schedule(s)) => {
                 v["schedule"] = serde_json::to_value(s).unwrap_or(Value::Null);

@@ -386,7 +386,8 @@ impl HostLedger {
             host: self.host.clone(),
             wanted,
             rate: policy.rate_per_second(),
-            burst: policy.burst(),
+            // The admission burst: the fleet's spend windows allow for arrival jitter too.
+            burst: policy.admission_burst(),
             retry_capacity: policy.retry_capacity(),
             throttled: reports.throttled,
             retry_want: target.saturating_sub(self.retry_held),
@@ -468,9 +469,9 @@ impl HostLedger {
         let (rate, burst) = match self.fleet_policy {
             Some((rate, burst)) => (
                 rate.min(policy.rate_per_second()),
-                burst.min(policy.burst()),
+                burst.min(policy.admission_burst()),
             ),
-            None => (policy.rate_per_second(), policy.burst()),
+            None => (policy.rate_per_second(), policy.admission_burst()),
         };
         let fallback = match self.config.on_error {
             OnError::LocalShare => Fallback::LocalShare(

@@ -138,7 +138,7 @@ pub fn take_block(
                 item.tat = placed.run.last_due();
             }
             item.rate = placed.policy.rate_per_second();
-            item.burst = placed.policy.burst();
+            item.burst = placed.policy.admission_burst();
             (placed.run, placed.next_at, placed.allowance, disagreeing)
         }
         None => {

@@ -12,13 +12,15 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use super::OverrideError;
 use crate::key::{KeyError, ServiceGroup};
 use crate::overlay::PolicyOverlay;
-use crate::policy::PolicyError;
+use crate::policy::{PolicyError, MAX_ARRIVAL_JITTER_MS};
 
 const RATE_RULE: &str =
     "must be a finite number greater than 0 (fractions such as 0.5 are allowed)";
 const BURST_RULE: &str = "must be a number from 1 through max(1, ratePerSecond)";
 const CONCURRENCY_RULE: &str = "must be a positive integer (at most 4294967295)";
 const RETRY_RULE: &str = "must be a non-negative integer (0 disables retries)";
+const JITTER_RULE: &str =
+    "must be a whole number of milliseconds from 0 through 60000 (such as 100; 0 allows for none)";
 
 /// Parse an override key, returning a reason that does not quote it.
 pub(super) fn parse_key(raw: &str) -> Result<ServiceGroup, &'static str> {
@@ -110,6 +112,7 @@ pub(super) struct PolicyFields {
     burst: Option<f64>,
     concurrency: Option<f64>,
     retry: Option<f64>,
+    jitter: Option<f64>,
 }
 
 impl PolicyFields {
@@ -120,6 +123,7 @@ impl PolicyFields {
             "burst" => ("burst", &mut self.burst, BURST_RULE),
             "concurrency" => ("concurrency", &mut self.concurrency, CONCURRENCY_RULE),
             "retryCapacity" => ("retryCapacity", &mut self.retry, RETRY_RULE),
+            "arrivalJitterMs" => ("arrivalJitterMs", &mut self.jitter, JITTER_RULE),
             _ => return Ok(false),
         };
         if slot.is_some() {
@@ -155,7 +159,13 @@ impl PolicyFields {
             Some(None) => return Err(FieldError::Invalid("retryCapacity", RETRY_RULE)),
             None => None,
         };
+        let jitter = match self.jitter.map(whole_u32) {
+            Some(Some(ms)) if ms <= MAX_ARRIVAL_JITTER_MS => Some(ms),
+            Some(_) => return Err(FieldError::Invalid("arrivalJitterMs", JITTER_RULE)),
+            None => None,
+        };
         PolicyOverlay::new(self.rate, self.burst, concurrency, retry)
+            .and_then(|o| o.with_arrival_jitter_ms(jitter))
             .map_err(|e| policy_field_error(&e))
     }
 }
@@ -165,6 +175,7 @@ pub(super) fn policy_field_error(e: &PolicyError) -> FieldError {
     match e {
         PolicyError::Rate(_) => FieldError::Invalid("ratePerSecond", RATE_RULE),
         PolicyError::Concurrency => FieldError::Invalid("concurrency", CONCURRENCY_RULE),
+        PolicyError::ArrivalJitter(_) => FieldError::Invalid("arrivalJitterMs", JITTER_RULE),
         _ => FieldError::Invalid("burst", BURST_RULE),
     }
 }

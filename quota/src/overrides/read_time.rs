@@ -19,7 +19,8 @@ use crate::schedule::{
     MAX_SCHEDULE_ENTRIES,
 };
 
-const ENTRY_FIELDS: &str = "cron, timezone, ratePerSecond, burst, concurrency and retryCapacity";
+const ENTRY_FIELDS: &str =
+    "cron, timezone, ratePerSecond, burst, concurrency, retryCapacity and arrivalJitterMs";
 const ALLOWANCE_FIELDS: &str = "amount, resets and timezone";
 const CRON_RULE: &str =
     "must be a string holding a 5-field cron pattern, such as \"* 9-17 * * MON-FRI\"";
