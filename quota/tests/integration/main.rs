@@ -6,6 +6,7 @@
 //! crate"). A new test file goes here with a `mod` line below; run one file's tests
 //! with `cargo test --workspace --locked --test integration FILE::`.
 
+mod arrival_jitter;
 mod bounds;
 mod fleet;
 mod lease;
