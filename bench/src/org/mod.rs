@@ -10,8 +10,16 @@
 //! RSS (`VmRSS`, sampled every 100 ms while the scan runs) and the coordinator's live
 //! quota actors when the scan ends. `--runs N` prints min / median / max over runs.
 //!
-//! A run that crashed, wrote no report or did not AssumeRole once per member fails the
-//! bench (exit 1) after the table.
+//! tollgate runs with its quota overrides set to the scenario's server quotas for every
+//! operation the scenario gives one (`overrides`: the hub's `sts:AssumeRole` and
+//! `organizations:ListAccounts` here), as `bench metrics` does for its budgets: the bench
+//! measures how close tollgate comes to the quotas it is told, and a default policy
+//! above the server's (AssumeRole's 600/s against the hub's 10/s) would only measure
+//! the server's throttling and the retries it causes.
+//!
+//! A run that crashed, wrote no report, or did not send exactly one AssumeRole request
+//! per member (as the server counts them, retries included) fails the bench (exit 1)
+//! after the table.
 //!
 //! # Layout
 //! - `scenario`: the generated organization.
@@ -235,7 +243,7 @@ fn run_once(rt: &tokio::runtime::Runtime, shape: Shape, dir: &Path) -> anyhow::R
         .args(["--endpoint-url", &url, "--timeout", TIMEOUT, "--output"])
         .arg(&report_path)
         .env("TOLLGATE_ADMISSION_DIR", &admission)
-        .env("TOLLGATE_QUOTA_OVERRIDES", "")
+        .env("TOLLGATE_QUOTA_OVERRIDES", overrides(&scenario))
         .env("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
         .env("AWS_SECRET_ACCESS_KEY", "simulator-secret")
         .env("AWS_REGION", scenario.regions[0].as_str())
@@ -330,6 +338,25 @@ fn run_once(rt: &tokio::runtime::Runtime, shape: Shape, dir: &Path) -> anyhow::R
     })
 }
 
+/// tollgate's overrides: every operation the scenario (the management account or a
+/// member) gives a server quota of its own, at that quota. A burst above what a policy
+/// allows (`max(1, rate)`) is capped there, a policy at most as generous as the server.
+fn overrides(scenario: &tollgate_sim::Scenario) -> String {
+    let members = scenario.organization.iter().flat_map(|o| &o.members);
+    let accounts = std::iter::once(scenario).chain(members.map(|m| &m.scenario));
+    let mut entries = serde_json::Map::new();
+    for account in accounts {
+        for (operation, (_, quota)) in &account.quotas.operations {
+            let cap = quota.rate_per_second.max(1.0).floor() as u32;
+            let burst = quota.burst.clamp(1, cap);
+            entries.entry(operation.clone()).or_insert_with(
+                || serde_json::json!({"ratePerSecond": quota.rate_per_second, "burst": burst}),
+            );
+        }
+    }
+    serde_json::Value::Object(entries).to_string()
+}
+
 /// The table's columns, in order (the bench test checks them).
 pub const COLUMNS: &[&str] = &[
     "completion",
@@ -417,5 +444,38 @@ fn print_table(report: &Report) {
         row("min", &cells(&summary(&report.runs, |v| v[0])));
         row("median", &cells(&summary(&report.runs, |v| v[v.len() / 2])));
         row("max", &cells(&summary(&report.runs, |v| v[v.len() - 1])));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tollgate_quota::PolicyTable;
+
+    #[test]
+    fn tollgate_is_told_the_hub_quotas_the_server_enforces() {
+        let s = scenario::scenario(Shape {
+            accounts: 3,
+            regions: 1,
+            items_per_region: 1,
+        })
+        .unwrap();
+        let table = PolicyTable::with_overrides(&overrides(&s), "bench org").unwrap();
+        for (service, group, operation) in [
+            ("sts", "AssumeRole", "sts:AssumeRole"),
+            (
+                "organizations",
+                "ListAccounts",
+                "organizations:ListAccounts",
+            ),
+        ] {
+            let policy = table.policy_for(service, group);
+            let (rate, burst) = s.server_quota(operation);
+            assert_eq!(
+                (policy.rate_per_second(), policy.burst()),
+                (rate, f64::from(burst)),
+                "{operation}"
+            );
+        }
     }
 }
