@@ -23,6 +23,8 @@
 //! start-up, CPU time, the accounts-in-flight limit and the order between accounts, so a
 //! real run is above it by those.
 
+use std::collections::BTreeMap;
+
 use tollgate_sim::Scenario;
 
 /// One constraint: what it is and how long it needs, in seconds.
@@ -60,8 +62,8 @@ impl Path {
     fn of(hub: &Scenario, member: &Scenario, pages: u64) -> Path {
         let fastest = member
             .expected_calls_by_region()
-            .into_iter()
-            .flat_map(|(_, calls)| calls.into_keys())
+            .into_values()
+            .flat_map(BTreeMap::into_keys)
             .map(|op| latency(member, &op))
             .fold(f64::INFINITY, f64::min);
         let fastest = if fastest.is_finite() { fastest } else { 0.0 };
