@@ -1,15 +1,29 @@
 //! The ideal completion of `bench org`: the shortest time the scenario's server quotas
-//! allow for one organization scan, the maximum over the binding constraints:
-//! - per account-region: each account's own buckets (`fleet::ideal::per_operation` of
-//!   the account's scenario, one discovery), since a member's calls are charged to its
-//!   own quotas;
-//! - the hub, charged to the management account in its home region: ListAccounts'
-//!   pages and one AssumeRole per member, each `(calls − burst) / rate`;
-//! - ListRegions, once per account, charged to the account that signs it (its own).
+//! and its latencies allow for one organization scan.
 //!
-//! Like `bench fleet`'s, the figure ignores latency, the accounts-in-flight limit and the
-//! order between calls (a member's scan cannot start before its AssumeRole), so a real
-//! run is above it by those.
+//! Each constraint is one server bucket's drain, `(calls − burst) / rate` (0 when its
+//! calls fit the burst), plus the calls that must be answered one after another around
+//! it (the *path*, each at its operation's median latency in the scenario):
+//! `GetCallerIdentity`, the `ListAccounts` pages (each needs the previous page's token),
+//! the member's `AssumeRole`, its `ListRegions`, and in a region a listing followed by a
+//! call about one listed item (every generated account-region has one: a function, a
+//! table, a key, or the bucket). The ideal is the largest constraint:
+//! - the hub's `AssumeRole`, one per member, charged to the management account in its
+//!   home region: the first cannot be sent before the last page's answer and the last
+//!   member's scan cannot start before its answer, so the whole path plus the drain;
+//! - the hub's `ListAccounts` pages: the drain, plus the path without the pages' own
+//!   latencies but the last page's (the drain already spaces the pages);
+//! - `ListRegions`, once per account, and each account-region's buckets
+//!   (`fleet::ideal::per_operation` of the account's scenario, one discovery), charged
+//!   to the account itself: the drain plus the path (without `AssumeRole` for the
+//!   management account, which scans with its own credentials).
+//!
+//! With no bucket drained (a small organization) the ideal is the path alone, so the
+//! ratio is defined at every size. Like `bench fleet`'s, the figure ignores process
+//! start-up, CPU time, the accounts-in-flight limit and the order between accounts, so a
+//! real run is above it by those.
+
+use std::collections::BTreeMap;
 
 use tollgate_sim::Scenario;
 
@@ -26,6 +40,63 @@ fn drain(scenario: &Scenario, operation: &str, calls: u64) -> f64 {
     (calls as f64 - f64::from(burst)).max(0.0) / share
 }
 
+/// The median latency of `operation` in `scenario`, in seconds.
+fn latency(scenario: &Scenario, operation: &str) -> f64 {
+    scenario.latency.of(operation).median().as_secs_f64()
+}
+
+/// The calls every member's scan answers one after another, in seconds: what the hub
+/// leads with (`GetCallerIdentity`, then `pages` pages), then the member's `AssumeRole`
+/// (charged to the hub: `hub`'s latency), `ListRegions` and a listing followed by one
+/// item call (the fastest pair of the member's operations).
+struct Path {
+    identity: f64,
+    page: f64,
+    pages: u64,
+    assume_role: f64,
+    list_regions: f64,
+    region_pair: f64,
+}
+
+impl Path {
+    fn of(hub: &Scenario, member: &Scenario, pages: u64) -> Path {
+        let fastest = member
+            .expected_calls_by_region()
+            .into_values()
+            .flat_map(BTreeMap::into_keys)
+            .map(|op| latency(member, &op))
+            .fold(f64::INFINITY, f64::min);
+        let fastest = if fastest.is_finite() { fastest } else { 0.0 };
+        Path {
+            identity: latency(hub, "sts:GetCallerIdentity"),
+            page: latency(hub, "organizations:ListAccounts"),
+            pages,
+            assume_role: latency(hub, "sts:AssumeRole"),
+            list_regions: latency(member, "account:ListRegions"),
+            region_pair: 2.0 * fastest,
+        }
+    }
+
+    /// The whole path (a member's).
+    fn member(&self) -> f64 {
+        self.identity
+            + self.page * self.pages as f64
+            + self.assume_role
+            + self.list_regions
+            + self.region_pair
+    }
+
+    /// The management account's own path (no `AssumeRole`).
+    fn management(&self) -> f64 {
+        self.member() - self.assume_role
+    }
+
+    /// Around the pages' drain: every call but the pages, and the last page's answer.
+    fn around_pages(&self) -> f64 {
+        self.member() - self.page * self.pages.saturating_sub(1) as f64
+    }
+}
+
 /// Every constraint of one scan of `scenario`'s organization (every member scanned).
 pub fn constraints(scenario: &Scenario) -> Vec<Constraint> {
     let mut out = Vec::new();
@@ -39,31 +110,44 @@ pub fn constraints(scenario: &Scenario) -> Vec<Constraint> {
         .map_or(20, |o| o.list_accounts_page);
     let listed = members.len() as u64 + 1;
     let pages = listed.div_ceil(page as u64);
-    out.push(Constraint {
-        what: format!("hub organizations:ListAccounts ({pages} pages)"),
-        seconds: drain(scenario, "organizations:ListAccounts", pages),
-    });
-    out.push(Constraint {
-        what: format!("hub sts:AssumeRole ({} members)", members.len()),
-        seconds: drain(scenario, "sts:AssumeRole", members.len() as u64),
-    });
-    let accounts = std::iter::once(scenario).chain(members.iter().map(|m| &m.scenario));
-    for account in accounts {
+    // The hub's constraints hold for every member; the slowest member path bounds them.
+    let hub_path = members
+        .iter()
+        .map(|m| Path::of(scenario, &m.scenario, pages))
+        .max_by(|a, b| a.member().total_cmp(&b.member()));
+    if let Some(path) = &hub_path {
+        out.push(Constraint {
+            what: format!("hub organizations:ListAccounts ({pages} pages)"),
+            seconds: drain(scenario, "organizations:ListAccounts", pages) + path.around_pages(),
+        });
+        out.push(Constraint {
+            what: format!("hub sts:AssumeRole ({} members)", members.len()),
+            seconds: drain(scenario, "sts:AssumeRole", members.len() as u64) + path.member(),
+        });
+    }
+    let own = Path::of(scenario, scenario, pages);
+    let accounts = std::iter::once((scenario, own.management())).chain(
+        members
+            .iter()
+            .map(|m| (&m.scenario, Path::of(scenario, &m.scenario, pages).member())),
+    );
+    for (account, path) in accounts {
         out.push(Constraint {
             what: format!("{} account:ListRegions", account.account),
-            seconds: drain(account, "account:ListRegions", 1),
+            seconds: drain(account, "account:ListRegions", 1) + path,
         });
         for (region, op, seconds) in crate::fleet::ideal::per_operation(account, 1) {
             out.push(Constraint {
                 what: format!("{} {region} {op}", account.account),
-                seconds,
+                seconds: seconds + path,
             });
         }
     }
     out
 }
 
-/// The binding constraint (the slowest), or a zero one.
+/// The binding constraint (the slowest; there is always one, the management account's
+/// `ListRegions`).
 pub fn binding(scenario: &Scenario) -> Constraint {
     constraints(scenario)
         .into_iter()
@@ -82,6 +166,13 @@ mod tests {
     use super::*;
     use crate::org::scenario::{scenario, Shape};
 
+    /// The generated scenario's median latency (5 ms) times the calls of a member's path
+    /// with `pages` pages: GetCallerIdentity, the pages, AssumeRole, ListRegions, a
+    /// listing and an item call.
+    fn path(pages: u64) -> f64 {
+        0.005 * (5 + pages) as f64
+    }
+
     #[test]
     fn fifty_members_assume_roles_through_the_hub_quota_which_binds() {
         let s = scenario(Shape {
@@ -91,15 +182,43 @@ mod tests {
         })
         .unwrap();
         let b = binding(&s);
-        // 50 AssumeRoles at 10/s after a burst of 5: 4.5 s; 51 accounts in 3 pages of 20
-        // at 2/s after 1: 1 s; each account-region's few calls fit its burst of 50.
-        assert!((b.seconds - 4.5).abs() < 1e-9, "{b:?}");
+        // 50 AssumeRoles at 10/s after a burst of 5: 4.5 s, plus the path (3 pages);
+        // 51 accounts in 3 pages of 20 at 2/s after 1: 1 s plus the path without two
+        // pages; each account-region's few calls fit its burst of 50.
+        assert!((b.seconds - (4.5 + path(3))).abs() < 1e-9, "{b:?}");
         assert!(b.what.contains("sts:AssumeRole"), "{b:?}");
         let pages = constraints(&s)
             .into_iter()
             .find(|c| c.what.contains("ListAccounts"))
             .unwrap();
-        assert!((pages.seconds - 1.0).abs() < 1e-9, "{pages:?}");
+        assert!((pages.seconds - (1.0 + path(1))).abs() < 1e-9, "{pages:?}");
+    }
+
+    #[test]
+    fn a_small_organization_whose_calls_fit_every_burst_is_bound_by_its_path() {
+        // 3 accounts × 2 regions (bench/tests/org.rs's size): nothing drains, so the
+        // ideal is one member's path, 6 calls of 5 ms, and the ratio is defined.
+        let s = scenario(Shape {
+            accounts: 3,
+            regions: 2,
+            items_per_region: 1,
+        })
+        .unwrap();
+        let b = binding(&s);
+        assert!((b.seconds - path(1)).abs() < 1e-9, "{b:?}");
+    }
+
+    #[test]
+    fn a_management_account_alone_needs_no_assume_role() {
+        let s = scenario(Shape {
+            accounts: 1,
+            regions: 1,
+            items_per_region: 1,
+        })
+        .unwrap();
+        let b = binding(&s);
+        assert!((b.seconds - (path(1) - 0.005)).abs() < 1e-9, "{b:?}");
+        assert!(!b.what.contains("AssumeRole"), "{b:?}");
     }
 
     #[test]
@@ -112,8 +231,8 @@ mod tests {
         .unwrap();
         // one region's DynamoDB: 1 listing + 60 descriptions; KMS: 1 + 60 + 60 = 121
         // calls on the default bucket (50/s, burst 50) if grouped so; whatever binds is
-        // an account-region's, above the hub's 0 s.
+        // an account-region's, above the hub's path alone.
         let b = binding(&s);
-        assert!(b.seconds > 0.0 && !b.what.starts_with("hub"), "{b:?}");
+        assert!(b.seconds > path(1) && !b.what.starts_with("hub"), "{b:?}");
     }
 }

@@ -1,6 +1,7 @@
 //! `tollgate bench org` as a real process at a tiny size (3 accounts × 2 regions, two
 //! runs): the table has every column in order, a row per run and min / median / max, and
-//! the simulator counted exactly one AssumeRole per member and one ListAccounts page.
+//! the simulator counted exactly one AssumeRole per member and one ListAccounts page; the
+//! ratio to the ideal is a number.
 //! Benchmark figures are not asserted (speed is for the bench's table in bench-fast).
 
 use std::process::Command;
@@ -73,6 +74,10 @@ fn a_tiny_organization_prints_every_column_and_one_assume_role_per_member() {
         );
         assert_eq!(cell("ListAccts"), "1", "3 accounts fit one page: {row:?}");
         assert_ne!(cell("live actors"), "0", "{row:?}");
+        assert!(
+            cell("×ideal").parse::<f64>().is_ok_and(f64::is_finite),
+            "the ideal is defined at every size (was 0, the ratio NaN): {row:?}"
+        );
         assert!(
             cell("rss scan").ends_with("MB") && cell("rss scan") != "0.0MB",
             "{row:?}"
