@@ -159,6 +159,10 @@ impl Handler<Retire> for QuotaActor {
             return false;
         }
         self.fail_all(|| AdmissionError::Stopped);
+        // A client that exited while this coordinator retires never had its release read:
+        // its slot lapses here, as the successor would reap it on load.
+        let pid_alive = self.deps.pid_alive.clone();
+        self.state.reap(now, &|pid| pid_alive(pid));
         self.save_graceful();
         ctx.stop();
         true

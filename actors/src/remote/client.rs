@@ -16,6 +16,14 @@
 //! survive in the stored state; a slot the dead coordinator never stored is taken afresh
 //! by its guard (see `ReservationGuard::admit`).
 //!
+//! Closing settles what was already sent (releases, feedback) within [`CLEANUP_BUDGET`].
+//! A coordinator that hands over at that moment drops the connection, and with it a
+//! release it had not read yet: so when the connection is lost while releases are still
+//! unacknowledged, closing reconnects (or takes over) once, within
+//! [`CLEANUP_RETRY_BUDGET`], re-sends them, and settles again. Past that budget they lapse
+//! with the process: the coordinator releases a departed client's slots once its pid is
+//! gone, and a successor reaps dead owners when it loads the key.
+//!
 //! A client that takes over starts its coordinator with the [`CoordinatorSpec`] it was
 //! started with (the spec of the `connect` that made it), so the successor enforces the
 //! same schedules and fleet mode as the process would have had it coordinated first.
@@ -68,6 +76,10 @@ const BACKOFF_MAX: Duration = Duration::from_millis(50);
 /// How long closing waits for releases already sent to be acknowledged (seed 000: final
 /// cleanup has a separate 100 ms budget).
 pub const CLEANUP_BUDGET: Duration = Duration::from_millis(100);
+/// How long closing may spend reconnecting (or taking over) to re-send releases whose
+/// connection was lost before they were acknowledged (seed 000: a cleanup retry has at
+/// most 1 second to acquire storage).
+pub const CLEANUP_RETRY_BUDGET: Duration = Duration::from_secs(1);
 
 /// What only the connection thread can do (requests go through the [`Link`]).
 enum Command {
@@ -247,6 +259,9 @@ enum Ended {
     Lost,
     /// Every handle is gone, or shutdown was asked.
     Stop(Option<oneshot::Sender<Result<(), AdmissionError>>>),
+    /// Closing, but the connection was lost with releases not yet acknowledged:
+    /// reconnect once and re-send them (see the module docs).
+    LostClosing(Option<oneshot::Sender<Result<(), AdmissionError>>>),
 }
 
 async fn run(
@@ -262,7 +277,26 @@ async fn run(
     // The runtime that asked to read the answers, if any.
     let mut host: Option<Handle> = None;
     let mut ready = Some(ready);
+    // Set once closing lost its connection with releases unacknowledged: who asked to stop.
+    let mut closing: Option<Option<oneshot::Sender<Result<(), AdmissionError>>>> = None;
     let stop = loop {
+        if closing.is_some() {
+            let reconnected = tokio::time::timeout(
+                CLEANUP_RETRY_BUDGET,
+                establish(&dir, (&spec, take_over), owner, &mut hosted),
+            )
+            .await;
+            let Ok(Ok(stream)) = reconnected else {
+                tracing::warn!(
+                    "could not reach the admission coordinator again while closing; \
+                     unacknowledged releases lapse with this process"
+                );
+                break closing.take().flatten();
+            };
+            let current = epoch.fetch_add(1, Ordering::AcqRel) + 1;
+            converse(stream, current, &link, &mut host, &mut rx, true).await;
+            break closing.take().flatten();
+        }
         let stream = match establish(&dir, (&spec, take_over), owner, &mut hosted).await {
             Ok(s) => s,
             Err(e) => {
@@ -296,12 +330,18 @@ async fn run(
         if let Some(r) = ready.take() {
             let _ = r.send(Ok(()));
         }
-        match converse(stream, current, &link, &mut host, &mut rx).await {
+        match converse(stream, current, &link, &mut host, &mut rx, false).await {
             Ended::Lost => {
                 tracing::info!("admission coordinator connection lost; reconnecting");
                 continue;
             }
             Ended::Stop(done) => break done,
+            Ended::LostClosing(done) => {
+                tracing::info!(
+                    "admission coordinator connection lost while closing; re-sending releases"
+                );
+                closing = Some(done);
+            }
         }
     };
     link.fail_pending(&AdmissionError::Stopped, true);
@@ -326,13 +366,14 @@ impl Drop for Disconnect<'_> {
 
 /// Serve one connection until it is lost or we stop. Callers write their requests
 /// themselves (see `link`); this reads the answers, and flushes what the socket could not
-/// take at once.
+/// take at once. `closing`: only settle what is pending (re-sent on connecting), then stop.
 async fn converse(
     stream: UnixStream,
     epoch: u64,
     link: &Arc<Link>,
     host: &mut Option<Handle>,
     rx: &mut mpsc::UnboundedReceiver<Command>,
+    closing: bool,
 ) -> Ended {
     let (mut wire, writer) = match Wire::new(stream, epoch, link, host.as_ref()) {
         Ok(w) => w,
@@ -345,6 +386,10 @@ async fn converse(
         return Ended::Stop(None);
     }
     let _disconnect = Disconnect(link);
+    if closing {
+        settle(&mut wire, link).await;
+        return Ended::Stop(None);
+    }
     loop {
         tokio::select! {
             cmd = rx.recv() => match cmd {
@@ -353,13 +398,9 @@ async fn converse(
                     *host = Some(h);
                 }
                 Some(Command::Shutdown(done)) => {
-                    settle(&mut wire, link).await;
-                    return Ended::Stop(Some(done));
+                    return closed(settle(&mut wire, link).await, link, Some(done));
                 }
-                None => {
-                    settle(&mut wire, link).await;
-                    return Ended::Stop(None);
-                }
+                None => return closed(settle(&mut wire, link).await, link, None),
             },
             turned = wire.turn(link) => match turned {
                 // The caller's runtime stopped reading: later connections are read here.
@@ -371,18 +412,34 @@ async fn converse(
     }
 }
 
+/// How a conversation that settled before stopping ends: with releases unacknowledged on
+/// a lost connection, [`Ended::LostClosing`] (one more try), otherwise [`Ended::Stop`].
+fn closed(
+    lost: bool,
+    link: &Link,
+    done: Option<oneshot::Sender<Result<(), AdmissionError>>>,
+) -> Ended {
+    if lost && link.unsettled() {
+        Ended::LostClosing(done)
+    } else {
+        Ended::Stop(done)
+    }
+}
+
 /// Let releases and feedback already sent be written and acknowledged, within
-/// [`CLEANUP_BUDGET`].
-async fn settle(wire: &mut Wire, link: &Link) {
+/// [`CLEANUP_BUDGET`]. True if the connection was lost meanwhile.
+async fn settle(wire: &mut Wire, link: &Link) -> bool {
     wire.flushing = true;
-    let _ = tokio::time::timeout(CLEANUP_BUDGET, async {
+    tokio::time::timeout(CLEANUP_BUDGET, async {
         while link.unsettled() {
             if wire.turn(link).await.is_err() {
-                return;
+                return true;
             }
         }
+        false
     })
-    .await;
+    .await
+    .unwrap_or(false)
 }
 
 /// Connect to the coordinator, or become it. Errors after [`TAKEOVER_TIMEOUT`].
@@ -564,6 +621,138 @@ mod tests {
             second.expect("the waiting reservation is granted once the slot is released");
             assert_eq!(client.epoch(), 1, "the client never gave its connection up");
             client.shutdown().await.unwrap();
+            coordinator.shutdown().await.unwrap();
+        });
+    }
+
+    /// Forward every connection on `listener` to `real`, except that the first release a
+    /// client sends closes its connection unread, as a coordinator handing over does, once
+    /// `go` says the client is closing.
+    fn proxy_dropping_the_first_release(
+        listener: std::os::unix::net::UnixListener,
+        real: std::path::PathBuf,
+        go: std::sync::mpsc::Receiver<()>,
+        dropped: Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        let go = Arc::new(Mutex::new(go));
+        use std::io::{Read, Write};
+        use std::os::unix::net::UnixStream as StdStream;
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(server) = StdStream::connect(&real) else {
+                return;
+            };
+            let (mut to_client, mut from_server) =
+                (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut from_server, &mut to_client);
+            });
+            let (dropped, go) = (dropped.clone(), go.clone());
+            std::thread::spawn(move || {
+                let mut server = server;
+                loop {
+                    let mut len = [0u8; 4];
+                    if client.read_exact(&mut len).is_err() {
+                        break;
+                    }
+                    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+                    if client.read_exact(&mut body).is_err() {
+                        break;
+                    }
+                    let doc: serde_json::Value = serde_json::from_slice(&body[1..]).unwrap();
+                    if doc["body"]["op"].get("release").is_some()
+                        && !dropped.swap(true, Ordering::SeqCst)
+                    {
+                        let _ = go.lock().unwrap().recv();
+                        break;
+                    }
+                    if server
+                        .write_all(&len)
+                        .and_then(|()| server.write_all(&body))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+                let _ = client.shutdown(std::net::Shutdown::Both);
+                let _ = server.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    }
+
+    /// A coordinator that hands over while a client closes drops the release it had not
+    /// read yet: the closing client connects again and re-sends it, so the slot is free in
+    /// the coordinator's state instead of held until the lease lapses.
+    #[test]
+    fn a_release_lost_with_the_connection_while_closing_is_sent_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
+        let coordinator = crate::connect(&dir, CoordinatorSpec::none()).unwrap();
+        assert!(coordinator.is_coordinator());
+        // The coordinator keeps listening under another name; the proxy takes its path.
+        let real = tmp.path().join("real.sock");
+        std::fs::rename(dir.socket_path(), &real).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(dir.socket_path()).unwrap();
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (go, wait) = std::sync::mpsc::channel();
+        {
+            let dropped = dropped.clone();
+            std::thread::spawn(move || {
+                proxy_dropping_the_first_release(listener, real, wait, dropped)
+            });
+        }
+        let client = RemoteClient::start_with_link(
+            dir,
+            Owner {
+                pid: std::process::id(),
+                generation: 2,
+            },
+            (CoordinatorSpec::none(), crate::coordinator::take_over),
+            Link::with_times(LivenessTimes::DEFAULT),
+        )
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let key =
+            &CanonicalKey::parse("aws/123456789012/us-east-1/logs:DescribeLogStreams").unwrap();
+        let policy = Policy::new(1000.0, 10.0, 4, 20).unwrap();
+        rt.block_on(async {
+            let Ok((Answer::Reserved(slot), _)) = client
+                .call(Operation::Reserve {
+                    key: key.clone(),
+                    policy,
+                    timeout: Duration::from_secs(60),
+                    scope: None,
+                })
+                .await
+            else {
+                panic!("the reservation is granted at once");
+            };
+            client.tell(Operation::Release {
+                key: key.clone(),
+                policy,
+                reservation: slot,
+            });
+            // Ask to close first (the first poll sends the command), then drop the
+            // release: the connection is lost while the client settles.
+            let closing = client.shutdown();
+            tokio::pin!(closing);
+            tokio::select! {
+                biased;
+                _ = &mut closing => panic!("closing waits for the release's answer"),
+                () = std::future::ready(()) => {}
+            }
+            go.send(()).unwrap();
+            closing.await.unwrap();
+            assert!(
+                dropped.load(Ordering::SeqCst),
+                "the proxy dropped the release"
+            );
+            let status = coordinator.handle().status().await.unwrap();
+            let held: usize = status.iter().map(|k| k.state.reservations).sum();
+            assert_eq!(held, 0, "the release reached the coordinator: {status:?}");
             coordinator.shutdown().await.unwrap();
         });
     }

@@ -399,3 +399,57 @@ fn a_release_while_the_store_refuses_writes_is_queued_and_the_next_after_recover
         handle.shutdown().await.unwrap();
     });
 }
+
+/// A coordinator that retires while a client's release is lost (the client exited during
+/// the handover) does not store that slot as held: it reaps owners already gone before its
+/// graceful save, as a successor would on load; a live owner's slot is kept.
+#[test]
+fn a_retiring_runtime_stores_no_slot_of_an_owner_already_gone() {
+    let store: Arc<dyn QuotaStore> = Arc::new(MemoryStore::default());
+    let policy = Policy::new(10.0, 10.0, 4, 20).unwrap();
+    let gone = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    paused_system().block_on({
+        let (store, gone) = (store.clone(), gone.clone());
+        async move {
+            let mut cfg = config(store, 1);
+            let exited = gone.clone();
+            cfg.pid_alive = Arc::new(move |pid| {
+                !(pid == 2 && exited.load(std::sync::atomic::Ordering::SeqCst))
+            });
+            let handle = start_in_current_system(cfg, Arc::new(TokioClock::starting_at(START)));
+            let client = handle
+                .for_owner(Owner {
+                    pid: 2,
+                    generation: 1,
+                })
+                .unwrap();
+            let kept = handle
+                .reserve(&key(), policy, WaitOptions::default())
+                .await
+                .unwrap();
+            let lost = client
+                .reserve(&key(), policy, WaitOptions::default())
+                .await
+                .unwrap();
+            assert_eq!(handle.status().await.unwrap()[0].state.reservations, 2);
+            // The client exits without its release reaching this runtime.
+            std::mem::forget(lost);
+            gone.store(true, std::sync::atomic::Ordering::SeqCst);
+            std::mem::forget(kept);
+            handle.shutdown().await.unwrap();
+        }
+    });
+    let record = stored_record(store.as_ref(), |r| r["lease"].is_null());
+    let held = record["durable"]["reservations"]["held"]
+        .as_object()
+        .unwrap();
+    assert_eq!(
+        held.len(),
+        1,
+        "only the live owner's slot is stored: {record}"
+    );
+    assert!(
+        held.values().all(|r| r["owner"]["pid"] == 1),
+        "the gone owner's slot was reaped: {record}"
+    );
+}
