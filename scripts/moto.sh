@@ -13,6 +13,10 @@ stop_moto() {
         kill "$MOTO_PID" 2>/dev/null || true
         wait "$MOTO_PID" 2>/dev/null || true
     fi
+    # scripts/test builds while moto starts: an exit meanwhile stops that build too.
+    if declare -F stop_build >/dev/null; then
+        stop_build
+    fi
 }
 
 find_moto() {
