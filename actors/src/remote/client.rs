@@ -555,6 +555,31 @@ mod tests {
     use crate::remote::liveness::LivenessTimes;
     use tollgate_quota::Policy;
 
+    /// A client of the coordinator on `dir` as this process (a later generation than the
+    /// coordinator's), a runtime to drive it, and the key the tests use.
+    fn client_of_this_process(
+        dir: AdmissionDir,
+        times: LivenessTimes,
+    ) -> (RemoteClient, tokio::runtime::Runtime, CanonicalKey) {
+        let client = RemoteClient::start_with_link(
+            dir,
+            Owner {
+                pid: std::process::id(),
+                generation: 2,
+            },
+            (CoordinatorSpec::none(), crate::coordinator::take_over),
+            Link::with_times(times),
+        )
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let key =
+            CanonicalKey::parse("aws/123456789012/us-east-1/logs:DescribeLogStreams").unwrap();
+        (client, rt, key)
+    }
+
     /// A reservation that legitimately waits longer than the give-up delay is kept alive
     /// by pings: the client never drops a coordinator that answers them.
     #[test]
@@ -574,22 +599,8 @@ mod tests {
         // many pings mean the reservation waited longer than `unresponsive_after`.
         const PINGS: u64 = 15;
         assert!(times.ping_after * PINGS as u32 > times.unresponsive_after);
-        let client = RemoteClient::start_with_link(
-            dir,
-            Owner {
-                pid: std::process::id(),
-                generation: 2,
-            },
-            (CoordinatorSpec::none(), crate::coordinator::take_over),
-            Link::with_times(times),
-        )
-        .unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let key =
-            &CanonicalKey::parse("aws/123456789012/us-east-1/logs:DescribeLogStreams").unwrap();
+        let (client, rt, key) = client_of_this_process(dir, times);
+        let key = &key;
         // Concurrency 1: the second reservation waits for the first to go.
         let policy = Policy::new(1000.0, 10.0, 1, 20).unwrap();
         let minute = crate::WaitOptions {
@@ -701,22 +712,8 @@ mod tests {
                 proxy_dropping_the_first_release(listener, real, wait, dropped)
             });
         }
-        let client = RemoteClient::start_with_link(
-            dir,
-            Owner {
-                pid: std::process::id(),
-                generation: 2,
-            },
-            (CoordinatorSpec::none(), crate::coordinator::take_over),
-            Link::with_times(LivenessTimes::DEFAULT),
-        )
-        .unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let key =
-            &CanonicalKey::parse("aws/123456789012/us-east-1/logs:DescribeLogStreams").unwrap();
+        let (client, rt, key) = client_of_this_process(dir, LivenessTimes::DEFAULT);
+        let key = &key;
         let policy = Policy::new(1000.0, 10.0, 4, 20).unwrap();
         rt.block_on(async {
             let Ok((Answer::Reserved(slot), _)) = client
