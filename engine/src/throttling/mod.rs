@@ -18,7 +18,7 @@
 
 pub(crate) mod summary;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tollgate_actors::{BreakerStatus, KeyStatus};
@@ -38,11 +38,39 @@ struct ScanTally {
     hot: bool,
 }
 
+/// How many taken scans are remembered, so that an attempt event arriving after its
+/// scan's report took the tallies is forwarded but not tallied again (it would start a
+/// tally nobody takes: a leak per scan in a long-running service). Such events come
+/// within moments of the report; a thousand scans is far more than run at once.
+const TAKEN_REMEMBERED: usize = 1_024;
+
+/// The tallies of the scans running, and the scans already taken (oldest first).
+#[derive(Debug, Default)]
+struct Tallies {
+    scans: HashMap<String, ScanTally>,
+    taken: VecDeque<String>,
+    taken_set: HashSet<String>,
+}
+
+impl Tallies {
+    fn forget(&mut self, scan_id: &str) -> Option<ScanTally> {
+        if self.taken_set.insert(scan_id.to_owned()) {
+            self.taken.push_back(scan_id.to_owned());
+            if self.taken.len() > TAKEN_REMEMBERED {
+                if let Some(oldest) = self.taken.pop_front() {
+                    self.taken_set.remove(&oldest);
+                }
+            }
+        }
+        self.scans.remove(scan_id)
+    }
+}
+
 /// Routes attempt events to the user's sink and to per-scan tallies.
 #[derive(Debug, Clone)]
 pub struct ScanTelemetry {
     user: Arc<dyn TelemetrySink>,
-    tallies: Arc<Mutex<HashMap<String, ScanTally>>>,
+    tallies: Arc<Mutex<Tallies>>,
 }
 
 impl ScanTelemetry {
@@ -54,13 +82,14 @@ impl ScanTelemetry {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, ScanTally>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tallies> {
         self.tallies.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Every quota key one scan has used so far (quiet ones too).
     pub fn keys(&self, scan_id: &str) -> BTreeSet<String> {
         self.lock()
+            .scans
             .get(scan_id)
             .map(|t| t.keys.keys().cloned().collect())
             .unwrap_or_default()
@@ -69,6 +98,7 @@ impl ScanTelemetry {
     /// Whether one scan has something to report so far.
     pub fn is_eventful(&self, scan_id: &str) -> bool {
         self.lock()
+            .scans
             .get(scan_id)
             .is_some_and(|t| t.keys.values().any(|k| !k.counters.is_quiet()))
     }
@@ -77,6 +107,7 @@ impl ScanTelemetry {
     /// were last observed.
     pub fn hot_scans(&self) -> Vec<String> {
         self.lock()
+            .scans
             .iter()
             .filter(|(_, t)| t.hot)
             .map(|(id, _)| id.clone())
@@ -88,7 +119,7 @@ impl ScanTelemetry {
     /// breaker seen open after being seen otherwise counts an opening).
     pub fn observe(&self, scan_id: &str, keys: &[KeyStatus], breakers: &[BreakerStatus]) {
         let mut tallies = self.lock();
-        let Some(scan) = tallies.get_mut(scan_id) else {
+        let Some(scan) = tallies.scans.get_mut(scan_id) else {
             return;
         };
         scan.hot = false;
@@ -127,9 +158,10 @@ impl ScanTelemetry {
         }
     }
 
-    /// Take (and forget) one scan's block; `None` when nothing eventful happened.
+    /// Take (and forget) one scan's block; `None` when nothing eventful happened. Later
+    /// events of that scan are still forwarded, not tallied.
     pub fn take(&self, scan_id: &str) -> Option<ThrottlingSummary> {
-        let tally = self.lock().remove(scan_id).unwrap_or_default();
+        let tally = self.lock().forget(scan_id).unwrap_or_default();
         summarize(&tally.keys, &tally.breakers)
     }
 }
@@ -142,7 +174,11 @@ impl TelemetrySink for ScanTelemetry {
             .clone()
             .unwrap_or_else(|| format!("unkeyed/{}:{}", event.service, event.operation));
         let mut tallies = self.lock();
+        if tallies.taken_set.contains(&event.attribution.scan_id) {
+            return;
+        }
         let scan = tallies
+            .scans
             .entry(event.attribution.scan_id.clone())
             .or_default();
         // A GetMetricData attempt also counts under the datapoint budget it charged, so
@@ -263,6 +299,30 @@ mod tests {
         );
         assert_eq!(sink.take("b"), None, "a quiet scan has no block");
         assert_eq!(sink.take("a"), None, "taken once");
+    }
+
+    #[test]
+    fn an_event_after_its_scans_report_is_forwarded_but_starts_no_tally() {
+        let user = MemoryTelemetry::new();
+        let sink = ScanTelemetry::new(Arc::new(user.clone()));
+        use AttemptOutcome::*;
+        use RetryOutcome::*;
+        sink.record(&event("a", 1, Throttle, Retry));
+        assert!(sink.take("a").is_some());
+        sink.record(&event("a", 2, Throttle, AllowanceExhausted));
+        assert_eq!(user.events().len(), 2, "still forwarded to the user's sink");
+        assert!(sink.lock().scans.is_empty(), "no tally left behind");
+        assert!(sink.hot_scans().is_empty());
+        // Only the last TAKEN_REMEMBERED scans are remembered.
+        for i in 0..TAKEN_REMEMBERED + 5 {
+            let id = format!("s{i}");
+            sink.record(&event(&id, 1, Success, Done));
+            sink.take(&id);
+        }
+        let tallies = sink.lock();
+        assert_eq!(tallies.taken.len(), TAKEN_REMEMBERED);
+        assert_eq!(tallies.taken_set.len(), TAKEN_REMEMBERED);
+        assert!(tallies.scans.is_empty());
     }
 
     #[test]
