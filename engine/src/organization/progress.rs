@@ -45,7 +45,8 @@ pub struct AccountProgress {
 /// An organization scan's progress at one instant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OrganizationProgress {
-    /// Accounts `ListAccounts` returned; `None` while listing.
+    /// Accounts `ListAccounts` returned; `None` while listing (the accounts of the pages
+    /// already listed are in `accounts` meanwhile).
     pub listed: Option<u64>,
     /// Every account the scan covers (skipped ones included), in start order.
     pub accounts: Vec<AccountProgress>,
@@ -66,20 +67,25 @@ impl ProgressBoard {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The listing answered: `listed` accounts, of which `accounts` are queued and
-    /// `skipped` are not scanned.
-    pub(crate) fn listed(&self, listed: u64, queued: &[String], skipped: &[(String, SkipReason)]) {
+    /// A `ListAccounts` page was planned: `queued` accounts wait for a slot, `skipped`
+    /// are not scanned. Pages add to what earlier pages gave.
+    pub(crate) fn add(&self, queued: &[String], skipped: &[(String, SkipReason)]) {
         let mut board = self.board();
-        board.listed = Some(listed);
-        board.accounts = queued
-            .iter()
-            .map(|a| (a.clone(), AccountPhase::Queued, Vec::new()))
-            .chain(
-                skipped
-                    .iter()
-                    .map(|(a, r)| (a.clone(), AccountPhase::Skipped(*r), Vec::new())),
-            )
-            .collect();
+        board.accounts.extend(
+            queued
+                .iter()
+                .map(|a| (a.clone(), AccountPhase::Queued, Vec::new()))
+                .chain(
+                    skipped
+                        .iter()
+                        .map(|(a, r)| (a.clone(), AccountPhase::Skipped(*r), Vec::new())),
+                ),
+        );
+    }
+
+    /// The listing ended with `listed` accounts.
+    pub(crate) fn listed(&self, listed: u64) {
+        self.board().listed = Some(listed);
     }
 
     /// `account` moved to `phase`.
@@ -134,11 +140,14 @@ mod tests {
     fn phases_and_dataset_counters_show_in_snapshots() {
         let board = ProgressBoard::default();
         assert_eq!(board.snapshot().listed, None);
-        board.listed(
-            3,
-            &["111111111111".into(), "222222222222".into()],
+        board.add(&["111111111111".into()], &[]);
+        board.add(
+            &["222222222222".into()],
             &[("333333333333".into(), SkipReason::Suspended)],
         );
+        assert_eq!(board.snapshot().listed, None, "still listing");
+        assert_eq!(board.snapshot().accounts.len(), 3);
+        board.listed(3);
         board.set("111111111111", AccountPhase::Assuming);
         let kms = Progress::new(Dataset::KmsKeys);
         board.scanning("222222222222", vec![kms.clone()]);

@@ -4,7 +4,12 @@
 //!
 //! 1. The caller: STS `GetCallerIdentity` (the bootstrap budget); its account keys the
 //!    hub's quotas, so an unresolved caller fails the scan.
-//! 2. The listing ([`listing`]) and the plan ([`select`]).
+//! 2. The listing ([`listing`]), page by page, each page planned ([`select::Planner`])
+//!    as it arrives: the first page's accounts start while the next pages are fetched
+//!    (the hub's `ListAccounts` quota is low, 1 page a second by default, so waiting for
+//!    every page would delay every AssumeRole by the whole listing). A page that fails
+//!    is the organization's error; the accounts of the pages before it are still
+//!    scanned.
 //! 3. Accounts start as [`schedule::next_step`] says; each gets its credentials (the
 //!    caller's own, or one gated `AssumeRole` whose answer [`RoleCredentials`] keeps and
 //!    refreshes) and then an ordinary supervisor scan with the remaining deadline.
@@ -12,6 +17,8 @@
 //!    whose reports still arrive; the report holds what was collected.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use actix::Recipient;
@@ -36,7 +43,7 @@ use crate::organization::report::{
 };
 use crate::organization::request::OrganizationRequest;
 use crate::organization::schedule::{next_step, Slots, Step};
-use crate::organization::select;
+use crate::organization::select::{self, ListedAccount};
 use crate::output::{rfc3339, DiscoveryReport, Reason, ReasonKind};
 use crate::request::FALLBACK_REGION;
 use crate::scan_setup::{MemberScan, SupervisorDeps};
@@ -220,31 +227,12 @@ pub(crate) async fn run(
         cancel: cancel.clone(),
     };
     let organizations = listing::client(&sdk, &configured_region);
-    let listed = match listing::list(&gate, &hub, &organizations).await {
-        Ok(listed) => listed,
-        Err(e) => {
-            let kind = crate::collectors::report_builder::reason_kind(e.kind());
-            let code = e.code().map(str::to_owned);
-            let message = match e.kind() {
-                CallErrorKind::Cancelled => "cancelled while listing the organization".to_owned(),
-                _ => format!("{e}; the caller must be the organization's management account or a delegated administrator, allowed organizations:ListAccounts"),
-            };
-            return report
-                .failed("organizations:ListAccounts", kind, code, message)
-                .finish(&deps);
-        }
-    };
-    report.summary.management_account = listed.management_account.clone();
-    report.summary.listed = listed.accounts.len() as u64;
-    let plan = select::plan(&listed.accounts, &request.accounts);
-    let skipped: Vec<(String, SkipReason)> = plan
-        .skipped
-        .iter()
-        .map(|s| (s.account.clone(), s.reason))
-        .collect();
-    progress.listed(report.summary.listed, &plan.scan, &skipped);
-    report.summary.skipped = plan.skipped;
-    tracing::info!(%scan_id, listed = report.summary.listed, scan = plan.scan.len(), "organization listed");
+    report.summary.management_account =
+        listing::management_account(&gate, &hub, &organizations).await;
+    let mut planner = select::Planner::new(request.accounts.clone());
+    let mut page: Option<PageFuture> = Some(Box::pin(
+        listing::Pager::new(gate.clone(), hub.clone(), organizations).next(),
+    ));
 
     let max_in_flight = request.max_accounts_in_flight;
     let env = Arc::new(Env {
@@ -261,13 +249,14 @@ pub(crate) async fn run(
         cancel: cancel.clone(),
         deadline,
     });
-    let mut queue: VecDeque<String> = plan.scan.into();
+    let mut queue: VecDeque<String> = VecDeque::new();
     let mut running = FuturesUnordered::new();
     let mut cancel_seen = false;
     loop {
         let step = next_step(Slots {
             queued: queue.len(),
             in_flight: running.len(),
+            listing: page.is_some(),
             max_in_flight,
             deadline_passed: monotonic_now() >= deadline,
             cancelled: cancel.is_cancelled(),
@@ -297,11 +286,15 @@ pub(crate) async fn run(
             }
             Step::Wait => {
                 let queued = !queue.is_empty();
+                let mut arrived = None;
                 tokio::select! {
-                    outcome = running.next() => match outcome {
+                    outcome = running.next(), if !running.is_empty() => match outcome {
                         Some(Outcome::Scanned(r)) => report.accounts.push(*r),
                         Some(Outcome::Skipped(s)) => report.summary.skipped.push(s),
                         None => {}
+                    },
+                    listed = async { page.as_mut().expect("a page is being fetched").await }, if page.is_some() => {
+                        arrived = Some(listed);
                     },
                     _ = cancel.cancelled(), if !cancel_seen => {
                         cancel_seen = true;
@@ -312,10 +305,86 @@ pub(crate) async fn run(
                     },
                     _ = tokio::time::sleep_until(deadline), if queued && monotonic_now() < deadline => {},
                 }
+                if let Some((next, listed)) = arrived {
+                    page = next.map(|pager| Box::pin(pager.next()) as PageFuture);
+                    match listed {
+                        Ok(accounts) => {
+                            let plan = planner.page(&accounts);
+                            take_plan(plan, &mut queue, &mut report, &progress);
+                        }
+                        Err(e) => {
+                            report.summary.error = Some(listing_failure(&e, planner.listed()));
+                            page = None;
+                        }
+                    }
+                    if page.is_none() {
+                        let late = planner.finish();
+                        let skipped: Vec<_> =
+                            late.iter().map(|s| (s.account.clone(), s.reason)).collect();
+                        progress.add(&[], &skipped);
+                        report.summary.skipped.extend(late);
+                        report.summary.listed = planner.listed();
+                        progress.listed(report.summary.listed);
+                        tracing::info!(%scan_id, listed = report.summary.listed, "organization listed");
+                    }
+                }
             }
         }
     }
     report.finish(&deps)
+}
+
+/// One `ListAccounts` page's future (the pager for the next page comes back with it).
+type PageFuture = Pin<
+    Box<
+        dyn Future<
+            Output = (
+                Option<listing::Pager>,
+                Result<Vec<ListedAccount>, CallError>,
+            ),
+        >,
+    >,
+>;
+
+/// One page's plan: its accounts queue behind the earlier pages', its skips are reported.
+fn take_plan(
+    plan: select::Plan,
+    queue: &mut VecDeque<String>,
+    report: &mut Assembly,
+    progress: &ProgressBoard,
+) {
+    let skipped: Vec<(String, SkipReason)> = plan
+        .skipped
+        .iter()
+        .map(|s| (s.account.clone(), s.reason))
+        .collect();
+    progress.add(&plan.scan, &skipped);
+    report.summary.skipped.extend(plan.skipped);
+    queue.extend(plan.scan);
+}
+
+/// The organization's error when a `ListAccounts` page failed after `listed` accounts:
+/// the accounts of the pages before it are still scanned, the rest is not known.
+fn listing_failure(e: &CallError, listed: u64) -> Reason {
+    let kind = crate::collectors::report_builder::reason_kind(e.kind());
+    let mut message = match e.kind() {
+        CallErrorKind::Cancelled => "cancelled while listing the organization".to_owned(),
+        CallErrorKind::DeadlineExceeded => "the organization's deadline (--timeout) passed while listing it".to_owned(),
+        _ => format!("{e}; the caller must be the organization's management account or a delegated administrator, allowed organizations:ListAccounts"),
+    };
+    if listed > 0 {
+        message.push_str(&format!(
+            "; the listing stopped after {listed} accounts, which are scanned as usual; the organization's other accounts are not"
+        ));
+    }
+    Reason {
+        operation: "organizations:ListAccounts".to_owned(),
+        field: None,
+        kind,
+        code: e.code().map(str::to_owned),
+        message,
+        count: 1,
+    }
 }
 
 /// The skip of an account whose role could not be assumed.

@@ -5,7 +5,8 @@
 //! account that starts scans all its regions at once (each region's calls are paced by
 //! the account's own keys), so the next account in line waits only for a free slot,
 //! never behind every region of another account. Accounts start in the plan's order
-//! (account id), one per free slot, at most `max_in_flight` at once; the hub's calls
+//! (listing order, page by page: the first page's accounts start while the next pages
+//! are fetched), one per free slot, at most `max_in_flight` at once; the hub's calls
 //! (`AssumeRole`) queue FIFO on the caller's STS key, so credentials are fetched in that
 //! same order. Once the deadline has passed or the scan was cancelled, nothing more
 //! starts and every account still queued is reported skipped with that reason.
@@ -23,7 +24,7 @@ pub enum Step {
     Wait,
     /// Skip every queued account with this reason (then wait for the running ones).
     SkipQueued(SkipReason),
-    /// Nothing queued, nothing running: assemble the report.
+    /// Nothing queued, nothing running, the listing over: assemble the report.
     Done,
 }
 
@@ -34,6 +35,8 @@ pub struct Slots {
     pub queued: usize,
     /// Accounts running.
     pub in_flight: usize,
+    /// `ListAccounts` pages are still being fetched (more accounts may come).
+    pub listing: bool,
     /// At most this many at once.
     pub max_in_flight: NonZeroUsize,
     /// The organization's deadline has passed.
@@ -45,7 +48,7 @@ pub struct Slots {
 /// The next step for `slots`.
 pub fn next_step(slots: Slots) -> Step {
     if slots.queued == 0 {
-        return if slots.in_flight == 0 {
+        return if slots.in_flight == 0 && !slots.listing {
             Step::Done
         } else {
             Step::Wait
@@ -74,6 +77,7 @@ mod tests {
         let s = |queued, in_flight, deadline_passed, cancelled| Slots {
             queued,
             in_flight,
+            listing: false,
             max_in_flight: max,
             deadline_passed,
             cancelled,
@@ -96,6 +100,14 @@ mod tests {
         for (slots, step) in rows {
             assert_eq!(next_step(slots), step, "{slots:?}");
         }
+        // While pages are still coming, nothing queued is not the end.
+        let listing = |queued, in_flight| Slots {
+            listing: true,
+            ..s(queued, in_flight, false, false)
+        };
+        assert_eq!(next_step(listing(0, 0)), Step::Wait);
+        assert_eq!(next_step(listing(0, 2)), Step::Wait);
+        assert_eq!(next_step(listing(1, 1)), Step::Start);
     }
 
     #[test]
@@ -107,6 +119,7 @@ mod tests {
             match next_step(Slots {
                 queued,
                 in_flight: running,
+                listing: false,
                 max_in_flight: max,
                 deadline_passed: false,
                 cancelled: false,

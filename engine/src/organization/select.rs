@@ -3,8 +3,10 @@
 //! rule has a row in a table test.
 //!
 //! Rules, in order: an account the filters leave out is `excluded` (whatever its state);
-//! one that is not `ACTIVE` is `suspended`; every other is scanned, in account-id order.
-//! An id named by `--accounts` that the listing does not have is `not_in_organization`.
+//! one that is not `ACTIVE` is `suspended`; every other is scanned, page by page in
+//! listing order, ids ascending within a page ([`Planner`]: a page's accounts start while
+//! the next page is fetched). An id named by `--accounts` that the listing does not have
+//! is `not_in_organization`, known once the listing ends.
 
 use std::collections::BTreeSet;
 
@@ -39,58 +41,100 @@ pub struct Plan {
     pub skipped: Vec<SkippedAccount>,
 }
 
-/// The plan for `listed` under `filter`.
+/// The plan for `listed` (every page at once) under `filter`.
 pub fn plan(listed: &[ListedAccount], filter: &AccountFilter) -> Plan {
-    let mut seen = BTreeSet::new();
-    let mut accounts: Vec<&ListedAccount> = listed
-        .iter()
-        .filter(|a| seen.insert(a.id.as_str()))
-        .collect();
-    accounts.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut out = Plan::default();
-    let skip = |account: &str, reason, message: String| SkippedAccount {
+    let mut planner = Planner::new(filter.clone());
+    let mut out = planner.page(listed);
+    out.skipped.extend(planner.finish());
+    out
+}
+
+/// The plan built page by page, so that an organization scan starts the accounts of the
+/// first `ListAccounts` page while the next pages are fetched: each page's accounts are
+/// decided as it arrives (ids ascending within the page; an id a previous page already
+/// had is ignored), and the ids `--accounts` names that no page had are only known when
+/// the listing ends ([`Planner::finish`]).
+#[derive(Debug, Clone)]
+pub struct Planner {
+    filter: AccountFilter,
+    seen: BTreeSet<String>,
+}
+
+impl Planner {
+    /// A planner for `filter`, before any page.
+    pub fn new(filter: AccountFilter) -> Planner {
+        Planner {
+            filter,
+            seen: BTreeSet::new(),
+        }
+    }
+
+    /// Accounts listed so far (each id once).
+    pub fn listed(&self) -> u64 {
+        self.seen.len() as u64
+    }
+
+    /// The plan for one page.
+    pub fn page(&mut self, page: &[ListedAccount]) -> Plan {
+        let mut accounts: Vec<&ListedAccount> = page
+            .iter()
+            .filter(|a| self.seen.insert(a.id.clone()))
+            .collect();
+        accounts.sort_by(|a, b| a.id.cmp(&b.id));
+        let filter = &self.filter;
+        let mut out = Plan::default();
+        for account in accounts {
+            let id = account.id.as_str();
+            if filter.exclude.contains(id) {
+                out.skipped.push(skip(
+                    id,
+                    SkipReason::Excluded,
+                    "named by --exclude-accounts".into(),
+                ));
+            } else if !filter.only.is_empty() && !filter.only.contains(id) {
+                out.skipped.push(skip(
+                    id,
+                    SkipReason::Excluded,
+                    "not named by --accounts".into(),
+                ));
+            } else if account.state != "ACTIVE" {
+                out.skipped.push(skip(
+                    id,
+                    SkipReason::Suspended,
+                    format!("the account is {}, not ACTIVE", account.state),
+                ));
+            } else {
+                out.scan.push(id.to_owned());
+            }
+        }
+        out
+    }
+
+    /// The listing ended: the ids `--accounts` named that no page listed (those it also
+    /// excludes aside).
+    pub fn finish(&self) -> Vec<SkippedAccount> {
+        self.filter
+            .only
+            .difference(&self.seen)
+            .filter(|id| !self.filter.exclude.contains(*id))
+            .map(|id| {
+                skip(
+                    id,
+                    SkipReason::NotInOrganization,
+                    "named by --accounts but not listed by organizations:ListAccounts".into(),
+                )
+            })
+            .collect()
+    }
+}
+
+fn skip(account: &str, reason: SkipReason, message: String) -> SkippedAccount {
+    SkippedAccount {
         account: account.to_owned(),
         reason,
         code: None,
         message,
-    };
-    for account in accounts {
-        let id = account.id.as_str();
-        if filter.exclude.contains(id) {
-            out.skipped.push(skip(
-                id,
-                SkipReason::Excluded,
-                "named by --exclude-accounts".into(),
-            ));
-        } else if !filter.only.is_empty() && !filter.only.contains(id) {
-            out.skipped.push(skip(
-                id,
-                SkipReason::Excluded,
-                "not named by --accounts".into(),
-            ));
-        } else if account.state != "ACTIVE" {
-            out.skipped.push(skip(
-                id,
-                SkipReason::Suspended,
-                format!("the account is {}, not ACTIVE", account.state),
-            ));
-        } else {
-            out.scan.push(id.to_owned());
-        }
     }
-    for id in filter
-        .only
-        .difference(&seen.iter().map(|s| s.to_string()).collect())
-    {
-        if !filter.exclude.contains(id) {
-            out.skipped.push(skip(
-                id,
-                SkipReason::NotInOrganization,
-                "named by --accounts but not listed by organizations:ListAccounts".into(),
-            ));
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -150,6 +194,39 @@ mod tests {
                 .collect();
             assert_eq!(got, *skipped, "{f:?}");
         }
+    }
+
+    #[test]
+    fn pages_planned_one_by_one_decide_as_the_whole_listing_would_except_for_order() {
+        let pages = [
+            vec![
+                ListedAccount::new(C, "ACTIVE"),
+                ListedAccount::new(A, "ACTIVE"),
+            ],
+            vec![
+                ListedAccount::new(B, "SUSPENDED"),
+                ListedAccount::new(A, "ACTIVE"),
+            ],
+        ];
+        let f = filter(&[A, B, D], &[]);
+        let mut planner = Planner::new(f.clone());
+        let first = planner.page(&pages[0]);
+        // The first page's accounts are decided before the second page is asked for.
+        assert_eq!(first.scan, [A]);
+        assert_eq!(first.skipped[0].account, C);
+        let second = planner.page(&pages[1]);
+        assert!(second.scan.is_empty(), "A was already planned");
+        assert_eq!(second.skipped[0].account, B);
+        assert_eq!(planner.listed(), 3);
+        let late = planner.finish();
+        assert_eq!(late.len(), 1);
+        assert_eq!(
+            (late[0].account.as_str(), late[0].reason),
+            (D, SkipReason::NotInOrganization)
+        );
+        let whole = plan(&pages.concat(), &f);
+        assert_eq!(whole.scan, [A]);
+        assert_eq!(whole.skipped.len(), 3);
     }
 
     #[test]

@@ -220,10 +220,15 @@ fn regions_all_follows_list_regions_per_account_and_a_refusal_falls_back_with_a_
 
 /// An organization of `members` members, one table each, with a hub STS quota of 2/s.
 fn wide_organization(members: usize, latency_ms: u64) -> Scenario {
+    wide_organization_with(members, latency_ms, "")
+}
+
+/// [`wide_organization`] with more lines of server quotas (`"service:Op" = {..}`).
+fn wide_organization_with(members: usize, latency_ms: u64, quotas: &str) -> Scenario {
     let mut text = format!(
         "account = \"100000000000\"\nregions = [\"us-east-1\"]\n\
          [latency]\ndefault = {{ kind = \"fixed\", ms = {latency_ms} }}\n\
-         [quotas.operations]\n\"sts:AssumeRole\" = {{ rate_per_second = 2.0, burst = 1 }}\n\
+         [quotas.operations]\n\"sts:AssumeRole\" = {{ rate_per_second = 2.0, burst = 1 }}\n{quotas}\
          [organization]\nlist_accounts_page = 5\n"
     );
     for i in 0..members {
@@ -356,7 +361,8 @@ fn member_credentials_are_fetched_once_for_concurrent_clients_and_refreshed_thro
 
 #[test]
 fn cancelling_mid_organization_delivers_what_was_collected() {
-    // 1 s per answer, two accounts at a time: cancelled while the first ones scan.
+    // 1 s per answer, two accounts at a time: cancelled, once the listing is over, while
+    // the first ones scan.
     let sim = Simulator::new(wide_organization(6, 1_000));
     let mut req = request(&["us-east-1"]);
     req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
@@ -367,10 +373,11 @@ fn cancelling_mid_organization_delivers_what_was_collected() {
         loop {
             tokio::time::sleep(Duration::from_millis(100)).await;
             let progress = handle.progress();
-            if progress
-                .accounts
-                .iter()
-                .any(|a| a.phase == AccountPhase::Scanning)
+            if progress.listed.is_some()
+                && progress
+                    .accounts
+                    .iter()
+                    .any(|a| a.phase == AccountPhase::Scanning)
             {
                 break;
             }
@@ -403,7 +410,11 @@ fn a_deadline_reports_the_accounts_it_did_not_reach() {
     let sim = Simulator::new(wide_organization(6, 1_000));
     let mut req = request(&["us-east-1"]);
     req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
-    req.scan.timeout = Duration::from_secs(12);
+    // 1 s per answer, one account at a time: the caller and two pages by 4 s, the
+    // management account scanned by 5 s, each member 3 s more (AssumeRole, the listing,
+    // the description); at 10.5 s the second member is cut in its description (partial)
+    // and the others were never reached.
+    req.scan.timeout = Duration::from_millis(10_500);
     req.max_accounts_in_flight = NonZeroUsize::new(1).unwrap();
     let report = paused_system().block_on(scan(&sim, req, hub_policy()));
     let org = &report.organization;
@@ -420,7 +431,7 @@ fn a_deadline_reports_the_accounts_it_did_not_reach() {
         unreached[0].message
     );
     assert!(org.scanned >= 1, "{org:#?}");
-    assert_eq!(report.overall_status(), DatasetStatus::Partial);
+    assert_eq!(report.overall_status(), DatasetStatus::Partial, "{org:#?}");
 }
 
 #[test]
@@ -446,4 +457,139 @@ fn a_caller_outside_an_organization_fails_the_scan_naming_list_accounts() {
     );
     assert!(report.accounts.is_empty());
     assert_eq!(report.overall_status(), DatasetStatus::Failed);
+}
+
+/// Tollgate's hub policies of [`hub_policy`], with the listing paced at one page a
+/// second.
+fn slow_listing_policy() -> PolicyTable {
+    PolicyTable::with_overrides(
+        r#"{"sts:AssumeRole":{"ratePerSecond":2,"burst":1},
+            "organizations:ListAccounts":{"ratePerSecond":1,"burst":1}}"#,
+        "test",
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_first_pages_accounts_are_assumed_while_the_next_pages_are_listed() {
+    // 13 accounts in pages of 5 (3 pages, one a second): the first page's members are
+    // assumed and scanned before the last page is asked for.
+    let sim = Simulator::new(wide_organization(12, 20));
+    let mut req = request(&["us-east-1"]);
+    req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
+    let report = paused_system().block_on(scan(&sim, req, slow_listing_policy()));
+    assert_eq!(report.organization.listed, 13, "{:#?}", report.organization);
+    assert_eq!(
+        report.organization.scanned, 13,
+        "{:#?}",
+        report.organization
+    );
+    assert_eq!(report.overall_status(), DatasetStatus::Complete);
+    let arrivals = sim.arrivals();
+    let at = |operation: &str| -> Vec<Duration> {
+        arrivals
+            .iter()
+            .filter(|a| a.operation == operation)
+            .map(|a| a.at)
+            .collect()
+    };
+    let (pages, assumed) = (at("organizations:ListAccounts"), at("sts:AssumeRole"));
+    assert_eq!(pages.len(), 3, "{pages:?}");
+    assert_eq!(assumed.len(), 12, "{assumed:?}");
+    assert!(
+        pages[2] - pages[0] >= Duration::from_millis(1_900),
+        "the pages are paced at 1/s: {pages:?}"
+    );
+    assert!(
+        assumed[0] < pages[1],
+        "the first AssumeRole ({:?}) waits for no page but the first ({pages:?})",
+        assumed[0]
+    );
+    let before_last_page = assumed.iter().filter(|t| **t < pages[2]).count();
+    assert!(
+        before_last_page >= 3,
+        "at 2/s, members are assumed while the pages are listed: {before_last_page} before the last page ({assumed:?}, {pages:?})"
+    );
+}
+
+#[test]
+fn a_page_that_fails_after_the_first_leaves_the_listed_accounts_scanned_and_the_scan_failed() {
+    // The server allows one ListAccounts request (the first page) and throttles every
+    // later one; tollgate is told a policy far above it, so the second page is throttled
+    // past its retries.
+    let sim = Simulator::new(wide_organization_with(
+        7,
+        20,
+        "\"organizations:ListAccounts\" = { rate_per_second = 0.001, burst = 1 }\n",
+    ));
+    let mut req = request(&["us-east-1"]);
+    req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
+    let policies = PolicyTable::with_overrides(
+        r#"{"sts:AssumeRole":{"ratePerSecond":2,"burst":1},
+            "organizations:ListAccounts":{"ratePerSecond":100,"burst":10}}"#,
+        "test",
+    )
+    .unwrap();
+    let report = paused_system().block_on(scan(&sim, req, policies));
+    let org = &report.organization;
+    let error = org.error.as_ref().expect("the second page's failure");
+    assert_eq!(error.operation, "organizations:ListAccounts");
+    assert!(
+        error.message.contains("stopped after 5 accounts"),
+        "{}",
+        error.message
+    );
+    assert_eq!(org.listed, 5, "{org:#?}");
+    assert_eq!(
+        org.scanned, 5,
+        "the first page's accounts are scanned: {org:#?}"
+    );
+    assert!(report
+        .accounts
+        .iter()
+        .all(|a| a.overall_status() == DatasetStatus::Complete));
+    assert_eq!(report.overall_status(), DatasetStatus::Failed);
+}
+
+#[test]
+fn cancelling_while_the_organization_is_listed_scans_no_more_and_says_so() {
+    // 1 s per answer: the management account scans from the first page on (3 s), while
+    // the second page is asked for; the scan is cancelled then.
+    let sim = Simulator::new(wide_organization(6, 1_000));
+    let mut req = request(&["us-east-1"]);
+    req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
+    let report = paused_system().block_on(async {
+        let (supervisor, _) = supervisor(&sim, hub_policy());
+        let handle = start(&supervisor, req).await;
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let progress = handle.progress();
+            if progress
+                .accounts
+                .iter()
+                .any(|a| a.phase == AccountPhase::Scanning)
+            {
+                assert_eq!(progress.listed, None, "the second page is still out");
+                break;
+            }
+        }
+        assert!(handle.cancel());
+        handle.report().await.unwrap()
+    });
+    let org = &report.organization;
+    let error = org.error.as_ref().expect("the listing was cut short");
+    assert_eq!(error.operation, "organizations:ListAccounts");
+    assert!(
+        error.message.contains("cancelled while listing")
+            && error.message.contains("stopped after 5 accounts"),
+        "{}",
+        error.message
+    );
+    assert_eq!(org.listed, 5, "{org:#?}");
+    assert_eq!(org.scanned as usize + org.skipped.len(), 5, "{org:#?}");
+    assert!(org
+        .skipped
+        .iter()
+        .all(|s| s.reason == SkipReason::Cancelled));
+    assert_eq!(report.overall_status(), DatasetStatus::Cancelled);
 }
