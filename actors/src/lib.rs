@@ -91,6 +91,7 @@ pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
 pub use offline_status::{read_offline, OfflineStatus, OfflineStatusError, StoredKeyStatus};
 pub use ops::{Answer, BudgetCharge, ClientInfo, CoordinationStatus, Operation};
+pub use remote::batch_writes;
 #[cfg(feature = "paused-clock")]
 pub use runtime::paused_system;
 pub use runtime::{start_in_current_system, AdmissionRuntime, RuntimeConfig};

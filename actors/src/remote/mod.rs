@@ -13,7 +13,8 @@
 //! - `client`: the client's side: one connection thread, requests matched by id,
 //!   failover (reconnect or take over, then re-send what was pending).
 //! - `link`: what a client's callers share with its connection thread: the pending
-//!   table and the socket's write side, so callers write their requests themselves.
+//!   table and the socket's write side, so callers write their requests themselves
+//!   ([`batch_writes`]: several requests of one caller in one write).
 //! - `wire`: one connection as the client's thread sees it: reading (here or delegated),
 //!   flushing, the coordinator's liveness.
 //! - `liveness`: when a silent coordinator is pinged and given up (`LivenessTimes`).
@@ -37,3 +38,4 @@ pub use crate::ops::{ClientInfo, CoordinationStatus};
 pub(crate) use client::{HostedRole, RemoteClient};
 pub use client::{CLEANUP_BUDGET, TAKEOVER_TIMEOUT};
 pub use clients::ClientTable;
+pub use link::batch_writes;

@@ -279,7 +279,8 @@ impl Wire {
                 let (reply, _) = oneshot::channel();
                 self.liveness.ping_sent_at = Some(now);
                 link.pinged();
-                link.submit(RequestBody::Ping, Some(reply)).map_err(|_| ())
+                link.submit_now(RequestBody::Ping, Some(reply))
+                    .map_err(|_| ())
             }
             None => Ok(()),
         }
@@ -383,7 +384,7 @@ mod tests {
         scope: u64,
     ) -> oneshot::Receiver<Result<(ResponseBody, u64), AdmissionError>> {
         let (tx, rx) = oneshot::channel();
-        link.submit(RequestBody::Op(Operation::Cancel { scope }), Some(tx))
+        link.submit_now(RequestBody::Op(Operation::Cancel { scope }), Some(tx))
             .unwrap();
         rx
     }

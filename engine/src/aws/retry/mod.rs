@@ -61,7 +61,9 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use tokio::time::{sleep, sleep_until};
-use tollgate_actors::{AdmissionError, CanonicalKey, Cleanup, ReservationGuard, WaitOptions};
+use tollgate_actors::{
+    batch_writes, AdmissionError, CanonicalKey, Cleanup, ReservationGuard, WaitOptions,
+};
 use tollgate_quota::{Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::random_unit;
@@ -127,6 +129,8 @@ where
     let mut probe: Option<ProbeId> = None;
     let mut last_failure: Option<FailureFacts> = None;
     let mut next = Next::PassBreaker;
+    // The last attempt's reports, when it succeeded: sent with the release, in one write.
+    let mut tail: Option<(AttemptRecord, PrepEnd)> = None;
     let (result, mut final_event) = loop {
         match next {
             Next::PassBreaker => match pass_breaker(gate, ctx, &key).await {
@@ -156,11 +160,15 @@ where
                 probe = probe.or(record.probe);
                 let (sent, prep, now) = (Sent::of(&record), Prep::of(&tally, stamp), clock::now());
                 let ended = PrepEnd::of(&answer);
-                send_reports(gate, &guard, &key, &record, &mut probe, ended);
                 let end = match answer {
-                    Ok(value) => break (Ok(value), events.success(prep, &record, now)),
+                    Ok(value) => {
+                        let event = events.success(prep, &record, now);
+                        tail = Some((record, ended));
+                        break (Ok(value), event);
+                    }
                     Err(end) => end,
                 };
+                send_reports(gate, &guard, &key, &record, &mut probe, ended);
                 tally.ended(sent);
                 let ending = end.ending();
                 let standing = Standing {
@@ -198,7 +206,15 @@ where
             }
         }
     };
-    final_event.cleanup_outcome = Some(release(guard));
+    // The call's last messages to the coordinator (a success's feedback and breaker
+    // report, then the release) leave in one write: one wake-up of the coordinator.
+    let cleanup = batch_writes(|| {
+        if let Some((record, ended)) = &tail {
+            send_reports(gate, &guard, &key, record, &mut probe, *ended);
+        }
+        release(guard)
+    });
+    final_event.cleanup_outcome = Some(cleanup);
     events.emit(&final_event);
     result
 }
