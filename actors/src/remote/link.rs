@@ -215,9 +215,10 @@ impl Link {
                 )
             })?;
             // With bytes already queued, the connection thread is flushing: keep the order.
-            // In a batch, the batch's end writes them.
+            // In a batch, the batch's end writes them (or wakes the thread if the socket
+            // is full): the bytes queued may be the batch's own.
             let held = batchable.is_some_and(held_in_batch);
-            wake = !was_empty || (!held && !conn.write_some());
+            wake = !held && (!was_empty || !conn.write_some());
         }
         book.next_id += 1;
         book.pending.insert(id, Pending { body, reply });

@@ -15,7 +15,11 @@
 //!   keeps its socket open and its lock held, so nothing else would notice. (Its quota
 //!   actors being stuck is not detected this way: pings are answered by the connection
 //!   task; requests then wait until their own deadlines.)
-//! - **Idle.** With nothing pending, the thread does not tick: the next request wakes it.
+//! - **Idle.** With nothing pending for [`DORMANT_AFTER`], the thread stops ticking: the
+//!   next request wakes it. Not at once: a busy client's pending table empties for an
+//!   instant between calls again and again, and a thread that stopped at each such instant
+//!   would be woken by nearly every call (a futex wake-up and a context switch on the
+//!   caller's thread: about one per AWS call in `bench org`).
 
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::sync::Arc;
@@ -73,9 +77,14 @@ pub(super) struct Wire {
     /// Watch the delegated reader and the coordinator's liveness, while anything is pending.
     tick: Interval,
     ticking: bool,
+    /// Since when the ticks found nothing pending.
+    idle_since: Option<Instant>,
     liveness: Liveness,
     times: LivenessTimes,
 }
+
+/// How long nothing must be pending before the thread stops ticking (see "Idle").
+pub(super) const DORMANT_AFTER: Duration = Duration::from_secs(2);
 
 /// An interval whose first tick is one period away (tokio's fires at once).
 fn ticker(period: Duration) -> Interval {
@@ -104,6 +113,7 @@ impl Wire {
             flushing: true,
             tick: ticker(link.times.interval),
             ticking: true,
+            idle_since: None,
             liveness: Liveness {
                 seen: 0,
                 quiet_since: monotonic_now(),
@@ -208,14 +218,18 @@ impl Wire {
 
     fn on_tick(&mut self, link: &Link) -> Result<bool, ()> {
         if !link.has_pending() {
-            self.liveness.reset(self.reads.answers(), monotonic_now());
-            // Stop ticking until a request wakes us (`Link::go_idle` re-checks, so a
-            // request arriving meanwhile is not missed).
-            if link.go_idle() {
+            let now = monotonic_now();
+            self.liveness.reset(self.reads.answers(), now);
+            // Quiet for long enough: stop ticking until a request wakes us
+            // (`Link::go_idle` re-checks, so a request arriving meanwhile is not missed).
+            let since = *self.idle_since.get_or_insert(now);
+            if now - since >= DORMANT_AFTER && link.go_idle() {
                 self.ticking = false;
+                self.idle_since = None;
             }
             return Ok(false);
         }
+        self.idle_since = None;
         let took_back = self.watch(link)?;
         self.check_liveness(link)?;
         Ok(took_back)

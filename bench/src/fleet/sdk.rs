@@ -61,6 +61,14 @@ pub struct FleetWorkerArgs {
     /// Attempts per call, first included (default: the SDK's, 3).
     #[arg(long)]
     pub max_attempts: Option<u32>,
+    /// Run the whole discovery this many times, one after another (`bench org`'s floor
+    /// uses it to make enough calls for a CPU figure).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// A current-thread runtime instead of two workers (`bench org`'s floor: as
+    /// tollgate's discovery thread runs, and without cross-thread wake-ups).
+    #[arg(long)]
+    pub current_thread: bool,
 }
 
 /// Per-operation tallies of one process.
@@ -92,15 +100,25 @@ pub struct FleetWorkerReport {
     pub listings_failed: u64,
     /// Seconds from start to the end of the discovery.
     pub elapsed_s: f64,
+    /// CPU time of the process (user + system, `/proc/self/stat`) over the discovery, its
+    /// set-up (configuration, runtime) excluded, in seconds.
+    #[serde(default)]
+    pub cpu_s: f64,
 }
 
 /// Run one plain-SDK discovery and print its report.
 pub fn run(args: FleetWorkerArgs) -> anyhow::Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the tokio runtime")?;
+    let rt = if args.current_thread {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    }
+    .context("starting the tokio runtime")?;
     let report = rt.block_on(discover(&args))?;
     println!("{}", serde_json::to_string(&report)?);
     Ok(ExitCode::SUCCESS)
@@ -190,27 +208,34 @@ async fn discover(args: &FleetWorkerArgs) -> anyhow::Result<FleetWorkerReport> {
         .await;
     let tally = Tally::default();
     let mut report = FleetWorkerReport::default();
+    let cpu = || crate::org::proc_sample::read(std::process::id()).map(|r| r.cpu);
+    let cpu_before = cpu();
     let started = Instant::now();
 
-    let (s3, per_region) = futures_util::future::join(
-        s3_buckets(&sdk, &home, &args.regions, &tally),
-        join_all(
-            args.regions
-                .iter()
-                .map(|region| regional(&sdk, region, &tally)),
-        ),
-    )
-    .await;
-    let mut parts = vec![s3];
-    parts.extend(per_region);
-    for part in parts {
-        report.buckets_complete += part.buckets_complete;
-        report.functions_complete += part.functions_complete;
-        report.tables_complete += part.tables_complete;
-        report.keys_complete += part.keys_complete;
-        report.listings_failed += part.listings_failed;
+    for _ in 0..args.repeat.max(1) {
+        let (s3, per_region) = futures_util::future::join(
+            s3_buckets(&sdk, &home, &args.regions, &tally),
+            join_all(
+                args.regions
+                    .iter()
+                    .map(|region| regional(&sdk, region, &tally)),
+            ),
+        )
+        .await;
+        let mut parts = vec![s3];
+        parts.extend(per_region);
+        for part in parts {
+            report.buckets_complete += part.buckets_complete;
+            report.functions_complete += part.functions_complete;
+            report.tables_complete += part.tables_complete;
+            report.keys_complete += part.keys_complete;
+            report.listings_failed += part.listings_failed;
+        }
     }
     report.elapsed_s = started.elapsed().as_secs_f64();
+    if let (Some(before), Some(after)) = (cpu_before, cpu()) {
+        report.cpu_s = after.saturating_sub(before).as_secs_f64();
+    }
     report.attempts = attempts.load(Ordering::Relaxed);
     report.operations = tally.ops.into_inner().expect("tally lock");
     Ok(report)

@@ -10,6 +10,11 @@
 //! RSS (`VmRSS`, sampled every 100 ms while the scan runs) and the coordinator's live
 //! quota actors when the scan ends. `--runs N` prints min / median / max over runs.
 //!
+//! The floor (`cpu/call sdk`): after each run, the plain AWS SDK makes the same
+//! discovery calls for the management account (`--floor-repeat` times over its regions)
+//! against the same simulator, and its CPU per attempt is printed beside the scanner's:
+//! no gate can make a call cheaper than the SDK that sends it (see [`floor`]).
+//!
 //! tollgate runs with its quota overrides set one token under the scenario's server
 //! quotas for every operation the scenario gives one (`overrides`: the hub's
 //! `sts:AssumeRole` and `organizations:ListAccounts` here), as `bench metrics` sets its
@@ -32,7 +37,7 @@
 
 pub mod coordinator;
 mod ideal;
-mod proc_sample;
+pub(crate) mod proc_sample;
 mod scenario;
 
 use std::io::{BufRead, BufReader, Write};
@@ -74,6 +79,11 @@ pub struct OrgArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// The floor's size: after each run, the plain AWS SDK (no gate, no coordinator, a
+    /// current-thread runtime) discovers the management account's regions this many
+    /// times over, against the same simulator, for the `cpu/call sdk` column.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub floor_repeat: u32,
 }
 
 /// One run's figures.
@@ -90,6 +100,12 @@ pub struct RunResult {
     pub list_accounts: u64,
     pub scanner_cpu_us_per_call: f64,
     pub coordinator_cpu_us_per_call: f64,
+    /// The floor: the plain SDK's CPU per attempt over the same operations.
+    pub sdk_cpu_us_per_call: f64,
+    pub sdk_calls: u64,
+    /// The floor's attempts the simulator throttled (0 expected: the floor measures
+    /// calls answered, not retries).
+    pub sdk_throttled: u64,
     pub scanner_peak_rss_mb: f64,
     pub coordinator_peak_rss_mb: f64,
     pub live_actors: usize,
@@ -134,7 +150,7 @@ pub fn run(args: &OrgArgs) -> anyhow::Result<ExitCode> {
             shape.accounts,
             shape.regions
         );
-        runs.push(run_once(&rt, shape, &dir)?);
+        runs.push(run_once(&rt, shape, &dir, args.floor_repeat)?);
     }
     let report = Report {
         accounts: shape.accounts,
@@ -222,7 +238,12 @@ impl Drop for Coordinator {
     }
 }
 
-fn run_once(rt: &tokio::runtime::Runtime, shape: Shape, dir: &Path) -> anyhow::Result<RunResult> {
+fn run_once(
+    rt: &tokio::runtime::Runtime,
+    shape: Shape,
+    dir: &Path,
+    floor_repeat: u32,
+) -> anyhow::Result<RunResult> {
     let scenario = scenario::scenario(shape)?;
     std::fs::write(dir.join("scenario.toml"), scenario::toml(shape))?;
     let simulator = Simulator::new(scenario.clone());
@@ -281,7 +302,11 @@ fn run_once(rt: &tokio::runtime::Runtime, shape: Shape, dir: &Path) -> anyhow::R
     let footprint = coordinator.footprint()?;
     coordinator.stop()?;
     let stats = simulator.stats();
+    simulator.reset();
+    let floor = floor(&url, &scenario, floor_repeat, dir);
+    let floor_throttled = simulator.stats().totals.throttled;
     rt.block_on(server.shutdown());
+    let floor = floor?;
 
     let op = |name: &str| stats.per_operation.get(name).map_or(0, |s| s.received);
     let calls = stats.totals.received;
@@ -330,6 +355,9 @@ fn run_once(rt: &tokio::runtime::Runtime, shape: Shape, dir: &Path) -> anyhow::R
         coordinator_cpu_us_per_call: per_call(
             coordinator_after.cpu.saturating_sub(coordinator_before.cpu),
         ),
+        sdk_cpu_us_per_call: floor.cpu_s * 1e6 / floor.attempts.max(1) as f64,
+        sdk_calls: floor.attempts,
+        sdk_throttled: floor_throttled,
         scanner_peak_rss_mb: scanner_peak as f64 / 1024.0,
         coordinator_peak_rss_mb: coordinator_peak as f64 / 1024.0,
         live_actors: footprint.live_actors,
@@ -337,6 +365,51 @@ fn run_once(rt: &tokio::runtime::Runtime, shape: Shape, dir: &Path) -> anyhow::R
         exit_code: status.code(),
         failure,
     })
+}
+
+/// The floor of `cpu/call scan`: the plain AWS SDK for Rust making the same discovery
+/// calls (S3, Lambda, DynamoDB, KMS; `bench fleet`'s plain-SDK worker) for the
+/// management account in every region of the scenario, `repeat` times over, on a
+/// current-thread runtime, with no gate and no coordinator: its CPU per attempt, set-up
+/// excluded. What the scanner spends above it is tollgate's (the gate, the
+/// coordinator's client side, the organization and report), plus the calls the floor
+/// does not make (ListAccounts, AssumeRole, ListRegions: 2 % of the calls at 50 × 17).
+fn floor(
+    url: &str,
+    scenario: &tollgate_sim::Scenario,
+    repeat: u32,
+    dir: &Path,
+) -> anyhow::Result<crate::fleet::sdk::FleetWorkerReport> {
+    let out = Command::new(crate::harness::exe::bench()?)
+        .arg(crate::harness::exe::FLEET_WORKER)
+        .args([
+            "--mode",
+            "sdk-standard",
+            "--current-thread",
+            "--endpoint-url",
+            url,
+        ])
+        .arg("--regions")
+        .arg(scenario.regions.join(","))
+        .arg("--repeat")
+        .arg(repeat.to_string())
+        .env("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
+        .env("AWS_SECRET_ACCESS_KEY", "simulator-secret")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_SESSION_TOKEN")
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("floor.log"))?)
+        .output()
+        .context("spawning the plain-SDK floor worker")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "the plain-SDK floor worker failed ({}; see {})",
+        out.status,
+        dir.join("floor.log").display()
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).with_context(|| format!("the floor worker's report {text:?}"))
 }
 
 /// tollgate's overrides: every operation the scenario (the management account or a
@@ -388,6 +461,7 @@ pub const COLUMNS: &[&str] = &[
     "throttled",
     "cpu/call scan",
     "cpu/call coord",
+    "cpu/call sdk",
     "rss scan",
     "rss coord",
     "live actors",
@@ -404,6 +478,7 @@ fn cells(r: &RunResult) -> Vec<String> {
         r.throttled.to_string(),
         format!("{:.0}µs", r.scanner_cpu_us_per_call),
         format!("{:.0}µs", r.coordinator_cpu_us_per_call),
+        format!("{:.0}µs", r.sdk_cpu_us_per_call),
         format!("{:.1}MB", r.scanner_peak_rss_mb),
         format!("{:.1}MB", r.coordinator_peak_rss_mb),
         r.live_actors.to_string(),
@@ -436,6 +511,7 @@ fn summary(runs: &[RunResult], pick: fn(&mut Vec<f64>) -> f64) -> RunResult {
         throttled: col(|r| r.throttled as f64) as u64,
         scanner_cpu_us_per_call: col(|r| r.scanner_cpu_us_per_call),
         coordinator_cpu_us_per_call: col(|r| r.coordinator_cpu_us_per_call),
+        sdk_cpu_us_per_call: col(|r| r.sdk_cpu_us_per_call),
         scanner_peak_rss_mb: col(|r| r.scanner_peak_rss_mb),
         coordinator_peak_rss_mb: col(|r| r.coordinator_peak_rss_mb),
         live_actors: col(|r| r.live_actors as f64) as usize,

@@ -1,7 +1,7 @@
 //! `tollgate bench org` as a real process at a tiny size (3 accounts × 2 regions, two
 //! runs): the table has every column in order, a row per run and min / median / max, and
 //! the simulator counted exactly one AssumeRole per member and one ListAccounts page; the
-//! ratio to the ideal is a number.
+//! ratio to the ideal is a number; the plain-SDK floor ran.
 //! Benchmark figures are not asserted (speed is for the bench's table in bench-fast).
 
 use std::process::Command;
@@ -19,6 +19,7 @@ const COLUMNS: &[&str] = &[
     "throttled",
     "cpu/call scan",
     "cpu/call coord",
+    "cpu/call sdk",
     "rss scan",
     "rss coord",
     "live actors",
@@ -83,6 +84,10 @@ fn a_tiny_organization_prints_every_column_and_one_assume_role_per_member() {
             "{row:?}"
         );
         assert!(cell("rss coord") != "0.0MB", "{row:?}");
+        assert!(
+            cell("cpu/call sdk").ends_with("µs") && cell("cpu/call sdk") != "0µs",
+            "the plain-SDK floor ran: {row:?}"
+        );
     }
     // each run's scan left a report naming every account
     for run in ["run-0", "run-1"] {
