@@ -230,6 +230,9 @@ impl Wire {
             return Ok(false);
         }
         self.idle_since = None;
+        // Requests a caller's runtime held back to the end of its round and then stopped
+        // running (see `link`) are written here, at the latest one tick later.
+        self.flushing = true;
         let took_back = self.watch(link)?;
         self.check_liveness(link)?;
         Ok(took_back)
