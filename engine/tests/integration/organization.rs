@@ -25,7 +25,9 @@ use tollgate_engine::aws::{
     ScanId,
 };
 use tollgate_engine::organization::credentials::RoleCredentials;
-use tollgate_engine::organization::{AccountPhase, OrganizationRequest, SkipReason};
+use tollgate_engine::organization::{
+    AccountPhase, OrganizationProgress, OrganizationRequest, SkipReason,
+};
 use tollgate_engine::request::RegionSource;
 use tollgate_engine::supervisor::{StartOrganizationScan, Supervisor, SupervisorDeps};
 use tollgate_engine::throttling::ScanTelemetry;
@@ -79,6 +81,14 @@ fn request(regions: &[&str]) -> OrganizationRequest {
         credentials: Some(management_credentials()),
         ..Default::default()
     })
+}
+
+/// [`request`] in us-east-1 for the DynamoDB tables alone (the wide organizations' one
+/// dataset).
+fn tables_request() -> OrganizationRequest {
+    let mut req = request(&["us-east-1"]);
+    req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
+    req
 }
 
 async fn start(
@@ -242,6 +252,16 @@ fn wide_organization_with(members: usize, latency_ms: u64, quotas: &str) -> Scen
     Scenario::parse(&text, "<wide organization>").unwrap()
 }
 
+/// `accounts` accounts scanned, every dataset of every one complete.
+fn assert_every_account_complete(report: &OrganizationReport, accounts: u64) {
+    assert_eq!(
+        report.organization.scanned, accounts,
+        "{:#?}",
+        report.organization
+    );
+    assert_eq!(report.overall_status(), DatasetStatus::Complete);
+}
+
 /// Tollgate's policy for the hub's AssumeRole, matching the server quota.
 fn hub_policy() -> PolicyTable {
     PolicyTable::with_overrides(
@@ -254,16 +274,10 @@ fn hub_policy() -> PolicyTable {
 #[test]
 fn the_hub_sts_quota_shared_by_every_members_credentials_is_never_exceeded() {
     let sim = Simulator::new(wide_organization(12, 20));
-    let mut req = request(&["us-east-1"]);
-    req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
+    let mut req = tables_request();
     req.max_accounts_in_flight = NonZeroUsize::new(12).unwrap();
     let report = paused_system().block_on(scan(&sim, req, hub_policy()));
-    assert_eq!(
-        report.organization.scanned, 13,
-        "{:#?}",
-        report.organization
-    );
-    assert_eq!(report.overall_status(), DatasetStatus::Complete);
+    assert_every_account_complete(&report, 13);
     let stats = sim.stats();
     let assume = &stats.per_operation["sts:AssumeRole"];
     assert_eq!((assume.received, assume.throttled), (12, 0), "{assume:?}");
@@ -359,32 +373,42 @@ fn member_credentials_are_fetched_once_for_concurrent_clients_and_refreshed_thro
     });
 }
 
+/// Whether an account of `progress` is scanning.
+fn scanning(progress: &OrganizationProgress) -> bool {
+    progress
+        .accounts
+        .iter()
+        .any(|a| a.phase == AccountPhase::Scanning)
+}
+
+/// Run `req` over `sim` in paused time, cancel it as soon as `ready` holds of its
+/// progress (checked every 100 ms), and return its report. A second cancel is a no-op.
+fn cancelled_once(
+    sim: &Simulator,
+    req: OrganizationRequest,
+    ready: impl Fn(&OrganizationProgress) -> bool,
+) -> OrganizationReport {
+    paused_system().block_on(async {
+        let (supervisor, _) = supervisor(sim, hub_policy());
+        let handle = start(&supervisor, req).await;
+        while !ready(&handle.progress()) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(handle.cancel());
+        assert!(!handle.cancel(), "a second cancel is a no-op");
+        handle.report().await.unwrap()
+    })
+}
+
 #[test]
 fn cancelling_mid_organization_delivers_what_was_collected() {
     // 1 s per answer, two accounts at a time: cancelled, once the listing is over, while
     // the first ones scan.
     let sim = Simulator::new(wide_organization(6, 1_000));
-    let mut req = request(&["us-east-1"]);
-    req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
+    let mut req = tables_request();
     req.max_accounts_in_flight = NonZeroUsize::new(2).unwrap();
-    let report = paused_system().block_on(async {
-        let (supervisor, _) = supervisor(&sim, hub_policy());
-        let handle = start(&supervisor, req).await;
-        loop {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let progress = handle.progress();
-            if progress.listed.is_some()
-                && progress
-                    .accounts
-                    .iter()
-                    .any(|a| a.phase == AccountPhase::Scanning)
-            {
-                break;
-            }
-        }
-        assert!(handle.cancel());
-        assert!(!handle.cancel(), "a second cancel is a no-op");
-        handle.report().await.unwrap()
+    let report = cancelled_once(&sim, req, |progress| {
+        progress.listed.is_some() && scanning(progress)
     });
     let org = &report.organization;
     assert_eq!(org.listed, 7);
@@ -408,8 +432,7 @@ fn cancelling_mid_organization_delivers_what_was_collected() {
 #[test]
 fn a_deadline_reports_the_accounts_it_did_not_reach() {
     let sim = Simulator::new(wide_organization(6, 1_000));
-    let mut req = request(&["us-east-1"]);
-    req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
+    let mut req = tables_request();
     // 1 s per answer, one account at a time: the caller and two pages by 4 s, the
     // management account scanned by 5 s, each member 3 s more (AssumeRole, the listing,
     // the description); at 10.5 s the second member is cut in its description (partial)
@@ -475,16 +498,10 @@ fn the_first_pages_accounts_are_assumed_while_the_next_pages_are_listed() {
     // 13 accounts in pages of 5 (3 pages, one a second): the first page's members are
     // assumed and scanned before the last page is asked for.
     let sim = Simulator::new(wide_organization(12, 20));
-    let mut req = request(&["us-east-1"]);
-    req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
+    let req = tables_request();
     let report = paused_system().block_on(scan(&sim, req, slow_listing_policy()));
     assert_eq!(report.organization.listed, 13, "{:#?}", report.organization);
-    assert_eq!(
-        report.organization.scanned, 13,
-        "{:#?}",
-        report.organization
-    );
-    assert_eq!(report.overall_status(), DatasetStatus::Complete);
+    assert_every_account_complete(&report, 13);
     let arrivals = sim.arrivals();
     let at = |operation: &str| -> Vec<Duration> {
         arrivals
@@ -522,8 +539,7 @@ fn a_page_that_fails_after_the_first_leaves_the_listed_accounts_scanned_and_the_
         20,
         "\"organizations:ListAccounts\" = { rate_per_second = 0.001, burst = 1 }\n",
     ));
-    let mut req = request(&["us-east-1"]);
-    req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
+    let req = tables_request();
     let policies = PolicyTable::with_overrides(
         r#"{"sts:AssumeRole":{"ratePerSecond":2,"burst":1},
             "organizations:ListAccounts":{"ratePerSecond":100,"burst":10}}"#,
@@ -556,25 +572,13 @@ fn cancelling_while_the_organization_is_listed_scans_no_more_and_says_so() {
     // 1 s per answer: the management account scans from the first page on (3 s), while
     // the second page is asked for; the scan is cancelled then.
     let sim = Simulator::new(wide_organization(6, 1_000));
-    let mut req = request(&["us-east-1"]);
-    req.scan.datasets = vec![tollgate_engine::Dataset::DynamoDbTables];
-    let report = paused_system().block_on(async {
-        let (supervisor, _) = supervisor(&sim, hub_policy());
-        let handle = start(&supervisor, req).await;
-        loop {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let progress = handle.progress();
-            if progress
-                .accounts
-                .iter()
-                .any(|a| a.phase == AccountPhase::Scanning)
-            {
-                assert_eq!(progress.listed, None, "the second page is still out");
-                break;
-            }
+    let req = tables_request();
+    let report = cancelled_once(&sim, req, |progress| {
+        let ready = scanning(progress);
+        if ready {
+            assert_eq!(progress.listed, None, "the second page is still out");
         }
-        assert!(handle.cancel());
-        handle.report().await.unwrap()
+        ready
     });
     let org = &report.organization;
     let error = org.error.as_ref().expect("the listing was cut short");
