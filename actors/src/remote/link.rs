@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use serde::Serialize;
 use tokio::sync::{oneshot, Notify};
@@ -130,9 +130,13 @@ pub fn batch_writes<R>(f: impl FnOnce() -> R) -> R {
 
 thread_local! {
     /// The links whose requests wait for this thread's runtime to finish its current
-    /// round of tasks (a flush task is spawned behind them), if any.
-    static ROUND: RefCell<Option<Vec<Arc<Link>>>> = const { RefCell::new(None) };
+    /// round of tasks, if any, and the token of the flush task spawned behind them (gone
+    /// if that task was dropped on another thread without flushing this one's round).
+    static ROUND: RefCell<Option<Round>> = const { RefCell::new(None) };
 }
+
+/// The links held to the end of a round, and its flush task's token.
+type Round = (Vec<Arc<Link>>, Weak<()>);
 
 /// On a current-thread runtime, hold `link`'s request back until the tasks the runtime
 /// is running now have run: a flush task spawned behind them writes everything they sent
@@ -149,14 +153,16 @@ fn held_to_round_end(link: &Arc<Link>) -> Option<Option<tokio::runtime::Handle>>
     ROUND.with(|t| {
         let mut t = t.borrow_mut();
         match t.as_mut() {
-            Some(links) => {
+            Some((links, token)) => {
                 if !links.iter().any(|l| Arc::ptr_eq(l, link)) {
                     links.push(link.clone());
                 }
-                Some(None)
+                // A round whose flush task is gone gets a new one (it flushes the
+                // round's earlier links too).
+                Some((token.strong_count() == 0).then_some(handle))
             }
             None => {
-                *t = Some(vec![link.clone()]);
+                *t = Some((vec![link.clone()], Weak::new()));
                 Some(Some(handle))
             }
         }
@@ -166,18 +172,28 @@ fn held_to_round_end(link: &Arc<Link>) -> Option<Option<tokio::runtime::Handle>>
 /// Spawn the round's flush task on `handle`. A runtime shutting down drops it unrun,
 /// which flushes at once (see [`RoundFlush`]).
 fn spawn_round_flush(handle: &tokio::runtime::Handle) {
-    let flush = RoundFlush;
+    let token = Arc::new(());
+    ROUND.with(|t| {
+        if let Some((_, held)) = t.borrow_mut().as_mut() {
+            *held = Arc::downgrade(&token);
+        }
+    });
+    let flush = RoundFlush { _token: token };
     handle.spawn(async move { drop(flush) });
 }
 
 /// Flushes this thread's held links when dropped: when the flush task runs, or when it
-/// is dropped unrun (its runtime shut down).
-struct RoundFlush;
+/// is dropped unrun (its runtime shut down). Dropped on another thread, it flushes that
+/// thread's round, if any (early, which is harmless), and this thread's round finds its
+/// token gone and spawns a new flush.
+struct RoundFlush {
+    _token: Arc<()>,
+}
 
 impl Drop for RoundFlush {
     fn drop(&mut self) {
-        let links = ROUND.with(|t| t.borrow_mut().take()).unwrap_or_default();
-        for link in links {
+        let links = ROUND.with(|t| t.borrow_mut().take());
+        for link in links.map(|(links, _)| links).unwrap_or_default() {
             link.flush_batch();
         }
     }
@@ -589,5 +605,21 @@ mod tests {
         assert_eq!(ids(&readable(&mut peer)), [1]);
         link.submit(cancel(2), None).unwrap();
         assert_eq!(ids(&readable(&mut peer)), [2], "outside a runtime: at once");
+    }
+
+    #[test]
+    fn a_round_whose_flush_task_was_dropped_on_another_thread_is_flushed_by_the_next_round() {
+        let (link, mut peer) = linked();
+        let rt = current_thread();
+        rt.block_on(async { link.submit(cancel(1), None).unwrap() });
+        // The runtime, its flush task still queued, is dropped on another thread: this
+        // thread's round is left without a flush task.
+        std::thread::spawn(move || drop(rt)).join().unwrap();
+        assert!(ids(&readable(&mut peer)).is_empty());
+        current_thread().block_on(async {
+            link.submit(cancel(2), None).unwrap();
+            tokio::task::yield_now().await;
+            assert_eq!(ids(&readable(&mut peer)), [1, 2], "the new round's flush");
+        });
     }
 }
