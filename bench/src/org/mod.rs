@@ -25,7 +25,8 @@
 //!
 //! A run that crashed, wrote no report, or did not send exactly one AssumeRole request
 //! per member (as the server counts them, retries included) fails the bench (exit 1)
-//! after the table.
+//! after the table; so does a floor that was throttled or is not below the scanner's
+//! figure.
 //!
 //! # Layout
 //! - `scenario`: the generated organization.
@@ -326,9 +327,18 @@ fn run_once(
     let binding = ideal::binding(&scenario);
     let completion_s = completion.as_secs_f64();
     let assume_role = op("sts:AssumeRole");
+    let scanner_cpu_us_per_call = per_call(scanner_last.cpu);
+    let sdk_cpu_us_per_call = floor.cpu_s * 1e6 / floor.attempts.max(1) as f64;
     let failure = match (status.code(), &report) {
         (None, _) => Some(format!("tollgate discover crashed: {status}")),
         (_, None) => Some("tollgate discover wrote no report".to_owned()),
+        // A floor at or above what it bounds, or one that measured retries, is no floor.
+        _ if floor_throttled > 0 => Some(format!(
+            "the plain-SDK floor was throttled {floor_throttled} times: its CPU per attempt includes retries"
+        )),
+        _ if sdk_cpu_us_per_call >= scanner_cpu_us_per_call => Some(format!(
+            "the plain-SDK floor ({sdk_cpu_us_per_call:.0} µs per call) is not below the scanner ({scanner_cpu_us_per_call:.0} µs): no floor"
+        )),
         _ if assume_role != members => Some(format!(
             "{assume_role} AssumeRole calls for {members} members"
         )),
@@ -351,11 +361,11 @@ fn run_once(
         calls_per_account: calls as f64 / shape.accounts as f64,
         assume_role,
         list_accounts: op("organizations:ListAccounts"),
-        scanner_cpu_us_per_call: per_call(scanner_last.cpu),
+        scanner_cpu_us_per_call,
         coordinator_cpu_us_per_call: per_call(
             coordinator_after.cpu.saturating_sub(coordinator_before.cpu),
         ),
-        sdk_cpu_us_per_call: floor.cpu_s * 1e6 / floor.attempts.max(1) as f64,
+        sdk_cpu_us_per_call,
         sdk_calls: floor.attempts,
         sdk_throttled: floor_throttled,
         scanner_peak_rss_mb: scanner_peak as f64 / 1024.0,

@@ -38,7 +38,6 @@ pub async fn management_account(
 /// the pager: [`Pager::next`] takes it and gives it back with the next page, so the
 /// future of one page can be kept across the organization loop's other events (it is
 /// never dropped half-sent) while the accounts of earlier pages are scanned.
-#[derive(Clone)]
 pub struct Pager {
     gate: AwsGate,
     ctx: CallContext,
