@@ -22,6 +22,31 @@
 //! round, which a request already waited for on that thread. If the runtime stops being
 //! driven with requests held, dropping it flushes them (the flush task's drop), and the
 //! connection thread's tick writes whatever is still queued meanwhile.
+//!
+//! # Why thread-local state is safe here
+//! The batch (`BATCH`) and the round (`ROUND`) are thread-locals, not values a caller
+//! holds, because the requests they hold back are sent from deep inside the gate (a
+//! quota client's `reserve`, `feedback`, `release`), far from the code that knows a batch
+//! or a round is open; threading a value through every call would change every signature
+//! on the admission path for one write's worth of saving. Three invariants make that
+//! safe:
+//! 1. **Thread-local state holds which links to flush, never bytes.** A held request is
+//!    numbered, made pending and encoded into its link's outbox under the link's lock,
+//!    like any other, so it is re-sent after a failover and the socket sees id order
+//!    whatever happens to the thread-local lists. Losing a list can only delay a write.
+//! 2. **Every held link has a flusher that cannot be skipped**: a batch's guard (its
+//!    `Drop`, so a panic flushes too); a round's flush task, which flushes when it runs
+//!    *or* when it is dropped unrun; and, whatever else fails, the connection thread's
+//!    tick, which writes the outbox while anything is pending (at most one tick late).
+//! 3. **Whoever flushes takes the list** (`take()`), so no thread keeps a stale list: a
+//!    round whose flush task was dropped on another thread finds its token gone and
+//!    spawns a new task.
+//!
+//! The ways it could break, each with its test below: a batch inside a batch (joins the
+//! outer one), a panic inside a batch, a batch inside a round (the batch's end writes),
+//! a runtime dropped before its round ends, a runtime dropped on another thread, and a
+//! runtime moved to another thread and driven there (the first thread's round is left to
+//! its next round), and a round whose runtime is neither driven nor dropped (the tick).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -621,5 +646,71 @@ mod tests {
             tokio::task::yield_now().await;
             assert_eq!(ids(&readable(&mut peer)), [1, 2], "the new round's flush");
         });
+    }
+
+    #[test]
+    fn a_batch_inside_a_round_writes_when_the_batch_ends_not_at_the_rounds_end() {
+        let (link, mut peer) = linked();
+        current_thread().block_on(async {
+            link.submit(cancel(1), None).unwrap();
+            let inside = batch_writes(|| {
+                link.submit(cancel(2), None).unwrap();
+                readable(&mut peer)
+            });
+            assert!(inside.is_empty(), "held while the batch is open");
+            // The batch's end writes the link's whole outbox: the round's request too.
+            assert_eq!(ids(&readable(&mut peer)), [1, 2]);
+            tokio::task::yield_now().await;
+            assert!(
+                ids(&readable(&mut peer)).is_empty(),
+                "the round's flush finds nothing left"
+            );
+        });
+    }
+
+    #[test]
+    fn a_runtime_moved_to_another_thread_leaves_this_threads_round_to_its_next_round() {
+        let (link, mut peer) = linked();
+        let rt = current_thread();
+        rt.block_on(async { link.submit(cancel(1), None).unwrap() });
+        // Driven on another thread, the flush task runs there and flushes that thread's
+        // round (none), not this one's.
+        let moved = link.clone();
+        std::thread::spawn(move || {
+            rt.block_on(async {
+                tokio::task::yield_now().await;
+                moved.submit(cancel(2), None).unwrap();
+                tokio::task::yield_now().await;
+            });
+        })
+        .join()
+        .unwrap();
+        // Request 2's round flushed the link's outbox, which held request 1 too: a held
+        // request is bytes in the link, not in the thread's list.
+        assert_eq!(ids(&readable(&mut peer)), [1, 2], "one outbox, in id order");
+        // This thread's round still names the link, its flush task gone with the move:
+        // its next round spawns a new one.
+        current_thread().block_on(async {
+            link.submit(cancel(3), None).unwrap();
+            tokio::task::yield_now().await;
+            assert_eq!(ids(&readable(&mut peer)), [3], "this thread's next round");
+        });
+    }
+
+    #[test]
+    fn a_request_held_by_a_round_nobody_flushes_is_written_by_the_connection_threads_tick() {
+        let (link, mut peer) = linked();
+        let rt = current_thread();
+        rt.block_on(async { link.submit(cancel(1), None).unwrap() });
+        // The runtime is kept (not dropped, not driven): its flush task never runs.
+        assert!(ids(&readable(&mut peer)).is_empty());
+        assert!(link.has_pending(), "the connection thread keeps ticking");
+        assert_eq!(link.flush(), Ok(false), "the tick writes the held bytes");
+        assert_eq!(ids(&readable(&mut peer)), [1]);
+        drop(rt);
+        assert!(
+            ids(&readable(&mut peer)).is_empty(),
+            "nothing written twice"
+        );
     }
 }
