@@ -17,9 +17,8 @@
 //! of `version`), so the IAM policy `tollgate fleet init` prints covers them. They are
 //! sent only while a scope fails (see `tollgate_actors::fleet::breakers`).
 
-use std::collections::HashMap;
-
 use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
 use tollgate_actors::fleet::{
     BreakerStore, FleetError, FleetErrorKind, FleetFuture, FleetStore, PutOutcome, VersionedBreaker,
 };
@@ -27,78 +26,83 @@ use tollgate_quota::breaker_fleet::{FleetBreaker, FleetProbe};
 use tollgate_quota::{BreakerScope, Timestamp};
 
 use crate::classify::{classify, is_condition_failed};
-use crate::layout::{IDLE_TTL_SECS, KEY, TTL, VERSION};
+use crate::item_error::{from_attrs, to_attrs, ItemDecodeError, ItemProblem};
+use crate::layout::{Attrs, IDLE_TTL_SECS, KEY, VERSION};
 use crate::DynamoFleetStore;
 
 /// Item keys of breakers start with this (quota keys never do: they start with a
 /// partition name).
 pub const BREAKER_PREFIX: &str = "breaker#";
 
-type Attrs = HashMap<String, AttributeValue>;
+/// The breaker attributes (the table above) as `serde_dynamo` reads and writes them.
+#[derive(Debug, Serialize, Deserialize)]
+struct BreakerRecord {
+    key: String,
+    version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    failing_since_us: Option<u64>,
+    open_until_us: u64,
+    openings: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    probe_host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    probe_until_us: Option<u64>,
+    written_us: u64,
+    /// Written, never read back (DynamoDB's TTL reads it).
+    #[serde(default)]
+    ttl: u64,
+}
 
 /// The item key of `scope`'s breaker.
 pub fn item_key(scope: &BreakerScope) -> String {
     format!("{BREAKER_PREFIX}{scope}")
 }
 
-fn n(v: u64) -> AttributeValue {
-    AttributeValue::N(v.to_string())
-}
-
 /// The attributes of `item` for `scope` at `version`.
 pub fn encode(scope: &BreakerScope, item: &FleetBreaker, version: u64) -> Attrs {
-    let mut attrs = HashMap::from([
-        (KEY.into(), AttributeValue::S(item_key(scope))),
-        (VERSION.into(), n(version)),
-        ("open_until_us".into(), n(item.open_until.as_micros())),
-        ("openings".into(), n(u64::from(item.openings))),
-        ("written_us".into(), n(item.written_at.as_micros())),
-        (
-            TTL.into(),
-            n(item.written_at.as_micros() / 1_000_000 + IDLE_TTL_SECS),
-        ),
-    ]);
-    if let Some(since) = item.failing_since {
-        attrs.insert("failing_since_us".into(), n(since.as_micros()));
-    }
-    if let Some(probe) = &item.probe {
-        attrs.insert("probe_host".into(), AttributeValue::S(probe.host.clone()));
-        attrs.insert("probe_until_us".into(), n(probe.until.as_micros()));
-    }
-    attrs
+    to_attrs(&BreakerRecord {
+        key: item_key(scope),
+        version,
+        failing_since_us: item.failing_since.map(Timestamp::as_micros),
+        open_until_us: item.open_until.as_micros(),
+        openings: item.openings,
+        probe_host: item.probe.as_ref().map(|p| p.host.clone()),
+        probe_until_us: item.probe.as_ref().map(|p| p.until.as_micros()),
+        written_us: item.written_at.as_micros(),
+        ttl: item.written_at.as_micros() / 1_000_000 + IDLE_TTL_SECS,
+    })
 }
 
-/// The breaker item in `attrs`, or what is wrong with it.
-pub fn decode(attrs: &Attrs) -> Result<VersionedBreaker, String> {
-    let int = |name: &str| -> Result<Option<u64>, String> {
-        match attrs.get(name) {
-            None => Ok(None),
-            Some(AttributeValue::N(v)) => v
-                .parse::<u64>()
-                .map(Some)
-                .map_err(|_| format!("attribute `{name}` is not a whole number: {v}")),
-            Some(_) => Err(format!("attribute `{name}` is not a number")),
-        }
+/// The breaker item in `attrs`, or which attribute does not fit.
+pub fn decode(attrs: &Attrs) -> Result<VersionedBreaker, ItemDecodeError> {
+    let key = match attrs.get(KEY) {
+        Some(AttributeValue::S(k)) => Some(k.as_str()),
+        _ => None,
     };
-    let required = |name: &str| int(name)?.ok_or(format!("attribute `{name}` is missing"));
-    let at = |us: u64| Timestamp::from_micros(us);
-    let probe = match (attrs.get("probe_host"), int("probe_until_us")?) {
-        (Some(AttributeValue::S(host)), Some(until)) => Some(FleetProbe {
-            host: host.clone(),
+    let r: BreakerRecord = from_attrs(key, attrs)?;
+    let at = Timestamp::from_micros;
+    let probe = match (r.probe_host, r.probe_until_us) {
+        (Some(host), Some(until)) => Some(FleetProbe {
+            host,
             until: at(until),
         }),
         (None, None) => None,
-        _ => return Err("`probe_host` and `probe_until_us` must come together".into()),
+        _ => {
+            return Err(ItemDecodeError::new(
+                key,
+                None,
+                ItemProblem::Incomplete("`probe_host` and `probe_until_us`"),
+            ))
+        }
     };
     Ok(VersionedBreaker {
-        version: required(VERSION)?,
+        version: r.version,
         item: FleetBreaker {
-            failing_since: int("failing_since_us")?.map(at),
-            open_until: at(required("open_until_us")?),
-            openings: u32::try_from(required("openings")?)
-                .map_err(|_| "attribute `openings` is out of range".to_string())?,
+            failing_since: r.failing_since_us.map(at),
+            open_until: at(r.open_until_us),
+            openings: r.openings,
             probe,
-            written_at: at(required("written_us")?),
+            written_at: at(r.written_us),
         },
     })
 }
@@ -123,10 +127,8 @@ impl DynamoFleetStore {
             Some(attrs) => decode(attrs).map(Some).map_err(|message| FleetError {
                 kind: FleetErrorKind::Other,
                 table: self.describe(),
-                message: format!(
-                    "malformed breaker item {}: {message}; delete it (it is recreated)",
-                    item_key(scope)
-                ),
+                // The error names the item's key.
+                message: format!("malformed breaker item {message}; delete it (it is recreated)"),
             }),
         }
     }
@@ -151,7 +153,7 @@ impl DynamoFleetStore {
             Some(v) => put
                 .condition_expression("#v = :v")
                 .expression_attribute_names("#v", VERSION)
-                .expression_attribute_values(":v", n(v)),
+                .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
         };
         match put.send().await {
             Ok(_) => Ok(PutOutcome::Written(version)),
@@ -217,7 +219,21 @@ mod tests {
                     "breaker#aws/123456789012/eu-west-1/ec2".into()
                 ))
             );
-            assert_eq!(decode(&attrs), Ok(VersionedBreaker { item, version }));
+            assert_eq!(decode(&attrs).unwrap(), VersionedBreaker { item, version });
         }
+    }
+
+    #[test]
+    fn a_breaker_attribute_of_the_wrong_type_is_refused_naming_it() {
+        let scope = BreakerScope::of(&"aws/123456789012/eu-west-1/ec2:describe".parse().unwrap());
+        let mut attrs = encode(&scope, &FleetBreaker::default(), 1);
+        attrs.insert("openings".into(), AttributeValue::S("one".into()));
+        let e = decode(&attrs).unwrap_err();
+        assert_eq!(e.attribute(), Some("openings"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("breaker#aws/123456789012/eu-west-1/ec2"),
+            "{e}"
+        );
     }
 }

@@ -17,20 +17,36 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
 use tollgate_quota::fleet::{Declaration, ItemCalendar};
 use tollgate_quota::schedule::{AllowanceCounter, AllowancePeriod, WallClock};
 use tollgate_quota::Timestamp;
 
-type Attrs = HashMap<String, AttributeValue>;
+use crate::item_error::{from_attrs, to_attrs, ItemDecodeError, ItemProblem};
+use crate::layout::Attrs;
 
 const CALENDARS: &str = "calendars";
 const HOST_CALENDARS: &str = "host_calendars";
-const VALID_UNTIL: &str = "valid_until_us";
-const TOTAL: &str = "allowance_total";
-const BASELINE: &str = "allowance_baseline";
-const PERIOD_START: &str = "allowance_period_start_ms";
-const NEXT_RESET: &str = "allowance_next_reset_ms";
+
+/// The calendar attributes (the table above) as `serde_dynamo` reads and writes them;
+/// each absent one is `None` and is not written.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct CalendarRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    calendars: Option<HashMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    host_calendars: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    valid_until_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allowance_total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allowance_baseline: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allowance_period_start_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allowance_next_reset_ms: Option<u64>,
+}
 
 /// A stable short digest of a declaration's JSON (FNV-1a, 64 bits, hex).
 fn digest(text: &str) -> String {
@@ -45,71 +61,67 @@ fn digest(text: &str) -> String {
 /// Add the attributes of `calendar` to `attrs`.
 pub fn encode(calendar: &ItemCalendar, attrs: &mut Attrs) {
     let mut calendars = HashMap::new();
-    let mut hosts = HashMap::new();
+    let mut hosts = BTreeMap::new();
     for (host, d) in &calendar.declarations {
         let text = d.to_json();
         let id = digest(&text);
-        hosts.insert(host.clone(), AttributeValue::S(id.clone()));
-        calendars.insert(id, AttributeValue::S(text));
+        hosts.insert(host.clone(), id.clone());
+        calendars.insert(id, text);
     }
-    let n = |v: u64| AttributeValue::N(v.to_string());
-    attrs.insert(CALENDARS.into(), AttributeValue::M(calendars));
-    attrs.insert(HOST_CALENDARS.into(), AttributeValue::M(hosts));
-    attrs.insert(VALID_UNTIL.into(), n(calendar.valid_until.as_micros()));
+    let mut record = CalendarRecord {
+        calendars: Some(calendars),
+        host_calendars: Some(hosts),
+        valid_until_us: Some(calendar.valid_until.as_micros()),
+        ..CalendarRecord::default()
+    };
     if let Some(c) = &calendar.allowance {
         let millis = |w: WallClock| w.unix_millis().max(0) as u64;
-        attrs.insert(TOTAL.into(), n(c.consumed_total()));
-        attrs.insert(BASELINE.into(), n(c.baseline()));
-        attrs.insert(PERIOD_START.into(), n(millis(c.period().start)));
-        attrs.insert(NEXT_RESET.into(), n(millis(c.period().next_reset)));
+        record.allowance_total = Some(c.consumed_total());
+        record.allowance_baseline = Some(c.baseline());
+        record.allowance_period_start_ms = Some(millis(c.period().start));
+        record.allowance_next_reset_ms = Some(millis(c.period().next_reset));
     }
+    attrs.extend(to_attrs(&record));
 }
 
-/// The calendar of `key`'s `attrs` (`None`: the item has none), or what is wrong.
-pub fn decode(key: &str, attrs: &Attrs) -> Result<Option<ItemCalendar>, String> {
-    let Some(hosts) = attrs.get(HOST_CALENDARS) else {
+/// The calendar of `key`'s `attrs` (`None`: the item has none), or which attribute does
+/// not fit.
+pub fn decode(key: &str, attrs: &Attrs) -> Result<Option<ItemCalendar>, ItemDecodeError> {
+    if !attrs.contains_key(HOST_CALENDARS) {
         return Ok(None);
-    };
-    let map = |name: &str, v: Option<&AttributeValue>| -> Result<Attrs, String> {
-        match v {
-            Some(AttributeValue::M(m)) => Ok(m.clone()),
-            _ => Err(format!("{key}: attribute `{name}` is missing or not a map")),
-        }
-    };
-    let int = |name: &str| -> Result<Option<u64>, String> {
-        match attrs.get(name) {
-            None => Ok(None),
-            Some(AttributeValue::N(v)) => v
-                .parse::<u64>()
-                .map(Some)
-                .map_err(|_| format!("{key}: attribute `{name}` is not a whole number")),
-            Some(_) => Err(format!("{key}: attribute `{name}` is not a number")),
-        }
-    };
+    }
+    let r: CalendarRecord = from_attrs(Some(key), attrs)?;
+    let fail = |attribute: &str, problem| ItemDecodeError::new(Some(key), Some(attribute), problem);
+    let calendars = r.calendars.ok_or_else(|| {
+        fail(
+            CALENDARS,
+            ItemProblem::Layout(serde::de::Error::custom(
+                "missing (an item with host calendars has their declarations)",
+            )),
+        )
+    })?;
     let mut parsed: HashMap<String, Declaration> = HashMap::new();
-    for (id, text) in map(CALENDARS, attrs.get(CALENDARS))? {
-        let AttributeValue::S(text) = text else {
-            return Err(format!("{key}: calendar {id} is not a string"));
-        };
-        let d = Declaration::from_json(&text).map_err(|e| format!("{key}: {e}"))?;
+    for (id, text) in calendars {
+        let d = Declaration::from_json(&text)
+            .map_err(|e| fail(&format!("{CALENDARS}.{id}"), e.into()))?;
         parsed.insert(id, d);
     }
     let mut declarations = BTreeMap::new();
-    for (host, id) in map(HOST_CALENDARS, Some(hosts))? {
-        let AttributeValue::S(id) = id else {
-            return Err(format!("{key}: host {host}'s calendar is not a string"));
+    for (host, id) in r.host_calendars.unwrap_or_default() {
+        let Some(d) = parsed.get(&id) else {
+            return Err(fail(
+                &format!("{HOST_CALENDARS}.{host}"),
+                ItemProblem::UnknownCalendar { host, digest: id },
+            ));
         };
-        let d = parsed
-            .get(&id)
-            .ok_or_else(|| format!("{key}: host {host}'s calendar {id} is not on the item"))?;
         declarations.insert(host, d.clone());
     }
     let wall = |ms: u64| WallClock::from_unix_millis(ms as i64).unwrap_or(WallClock::MAX);
     let allowance = match (
-        int(TOTAL)?,
-        int(BASELINE)?,
-        int(PERIOD_START)?,
-        int(NEXT_RESET)?,
+        r.allowance_total,
+        r.allowance_baseline,
+        r.allowance_period_start_ms,
+        r.allowance_next_reset_ms,
     ) {
         (Some(total), Some(baseline), Some(start), Some(next)) => {
             let period = AllowancePeriod {
@@ -120,14 +132,16 @@ pub fn decode(key: &str, attrs: &Attrs) -> Result<Option<ItemCalendar>, String> 
         }
         (None, None, None, None) => None,
         _ => {
-            return Err(format!(
-                "{key}: the allowance counter's attributes are incomplete"
+            return Err(ItemDecodeError::new(
+                Some(key),
+                None,
+                ItemProblem::Incomplete("the allowance counter's four attributes"),
             ))
         }
     };
     Ok(Some(ItemCalendar {
         declarations,
-        valid_until: Timestamp::from_micros(int(VALID_UNTIL)?.unwrap_or(0)),
+        valid_until: Timestamp::from_micros(r.valid_until_us.unwrap_or(0)),
         allowance,
     }))
 }
@@ -135,6 +149,7 @@ pub fn decode(key: &str, attrs: &Attrs) -> Result<Option<ItemCalendar>, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aws_sdk_dynamodb::types::AttributeValue;
     use tollgate_quota::fleet::FleetItem;
     use tollgate_quota::{Policy, PolicyTable};
 
@@ -178,7 +193,12 @@ mod tests {
     #[test]
     fn an_unscheduled_item_has_no_calendar_attributes() {
         let attrs = crate::layout::encode("k", &FleetItem::fresh(1.0, 1.0, 1), 1);
-        for name in [CALENDARS, HOST_CALENDARS, VALID_UNTIL, TOTAL] {
+        for name in [
+            CALENDARS,
+            HOST_CALENDARS,
+            "valid_until_us",
+            "allowance_total",
+        ] {
             assert!(!attrs.contains_key(name), "{name}");
         }
         assert_eq!(decode("k", &attrs).unwrap(), None);
@@ -195,7 +215,7 @@ mod tests {
                 AttributeValue::S("00".into()),
             )])),
         );
-        let e = decode("k", &attrs).unwrap_err();
+        let e = decode("k", &attrs).unwrap_err().to_string();
         assert!(e.contains("k:") && e.contains("host h"), "{e}");
     }
 }

@@ -34,6 +34,7 @@ use tollgate_actors::fleet::{
 use tollgate_quota::fleet::FleetItem;
 
 use crate::classify::{classify, is_condition_failed};
+use crate::item_error::ItemDecodeError;
 use crate::layout::{self, KEY, VERSION};
 use crate::settings::FleetSettings;
 
@@ -144,7 +145,9 @@ impl DynamoFleetStore {
 
     /// Every item of the table (for `tollgate fleet status`): key, item, or why an item
     /// could not be read.
-    pub async fn scan(&self) -> Result<Vec<Result<(String, Versioned), String>>, FleetError> {
+    pub async fn scan(
+        &self,
+    ) -> Result<Vec<Result<(String, Versioned), ItemDecodeError>>, FleetError> {
         let client = self.client().await;
         let mut out = Vec::new();
         let mut start = None;
@@ -165,12 +168,12 @@ impl DynamoFleetStore {
         }
     }
 
-    fn malformed(&self, message: String) -> FleetError {
+    fn malformed(&self, error: ItemDecodeError) -> FleetError {
         FleetError {
             kind: FleetErrorKind::Other,
             table: self.describe(),
             message: format!(
-                "malformed item: {message}; delete it (it is recreated) or fix the writer"
+                "malformed item: {error}; delete it (it is recreated) or fix the writer"
             ),
         }
     }

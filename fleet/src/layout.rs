@@ -22,14 +22,19 @@
 //! item needs no record of who holds what (see `tollgate_quota::fleet`).
 //!
 //! Numbers are written with Rust's shortest round-trip decimal form (never an exponent).
+//! The attributes are a serde struct (`QuotaRecord`) read and written by `serde_dynamo`;
+//! a value that does not fit is an [`ItemDecodeError`] naming the attribute.
 
 use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
 use tollgate_quota::fleet::{FleetItem, FleetPenalty};
 use tollgate_quota::Timestamp;
 
 use tollgate_actors::fleet::Versioned;
+
+use crate::item_error::{from_attrs, to_attrs, ItemDecodeError, ItemProblem};
 
 /// The partition key attribute.
 pub const KEY: &str = "key";
@@ -40,110 +45,107 @@ pub const TTL: &str = "ttl";
 /// How long an idle key's item lives after its last write.
 pub const IDLE_TTL_SECS: u64 = 86_400;
 
-type Attrs = HashMap<String, AttributeValue>;
+/// An item's attributes, as the SDK gives and takes them.
+pub(crate) type Attrs = HashMap<String, AttributeValue>;
 
-fn n(v: impl ToString) -> AttributeValue {
-    AttributeValue::N(v.to_string())
+/// The quota attributes of an item, field by field as stored (the table above): the
+/// serde form `serde_dynamo` reads and writes. Numbers are `N`, `hosts` an `M` of `N`.
+#[derive(Debug, Serialize, Deserialize)]
+struct QuotaRecord {
+    key: String,
+    version: u64,
+    tat_us: u64,
+    rate: f64,
+    burst: f64,
+    factor: f64,
+    cooldown_until_us: u64,
+    ceiling: f64,
+    retry_units: u32,
+    retry_capacity: u32,
+    /// Absent on items written before hosts were recorded.
+    #[serde(default)]
+    hosts: BTreeMap<String, u64>,
+    /// Written, never read back (DynamoDB's TTL reads it).
+    #[serde(default)]
+    ttl: u64,
 }
 
-fn float(v: f64) -> AttributeValue {
+fn float(v: f64) -> f64 {
     // Tiny leftovers would print with many digits; DynamoDB numbers hold 38.
-    let v = if v.abs() < 1e-9 { 0.0 } else { v };
-    n(v)
+    if v.abs() < 1e-9 {
+        0.0
+    } else {
+        v
+    }
 }
 
 /// The attributes of `item` under `key` at `version`.
 pub fn encode(key: &str, item: &FleetItem, version: u64) -> Attrs {
-    let hosts = item
-        .hosts
-        .iter()
-        .map(|(host, seen)| (host.clone(), n(seen.as_micros())))
-        .collect();
-    let mut attrs = HashMap::from([
-        (KEY.into(), AttributeValue::S(key.into())),
-        (VERSION.into(), n(version)),
-        ("tat_us".into(), n(item.tat.as_micros())),
-        ("rate".into(), float(item.rate)),
-        ("burst".into(), float(item.burst)),
-        ("factor".into(), float(item.penalty.factor)),
-        (
-            "cooldown_until_us".into(),
-            n(item.penalty.cooldown_until.as_micros()),
-        ),
-        ("ceiling".into(), float(item.penalty.ceiling)),
-        ("retry_units".into(), n(item.retry_units)),
-        ("retry_capacity".into(), n(item.retry_capacity)),
-        ("hosts".into(), AttributeValue::M(hosts)),
-        (
-            TTL.into(),
-            n(item.last_touched().as_micros() / 1_000_000 + IDLE_TTL_SECS),
-        ),
-    ]);
+    let record = QuotaRecord {
+        key: key.to_string(),
+        version,
+        tat_us: item.tat.as_micros(),
+        rate: float(item.rate),
+        burst: float(item.burst),
+        factor: float(item.penalty.factor),
+        cooldown_until_us: item.penalty.cooldown_until.as_micros(),
+        ceiling: float(item.penalty.ceiling),
+        retry_units: item.retry_units,
+        retry_capacity: item.retry_capacity,
+        hosts: item
+            .hosts
+            .iter()
+            .map(|(host, seen)| (host.clone(), seen.as_micros()))
+            .collect(),
+        ttl: item.last_touched().as_micros() / 1_000_000 + IDLE_TTL_SECS,
+    };
+    let mut attrs = to_attrs(&record);
     if let Some(calendar) = &item.calendar {
         crate::calendar_layout::encode(calendar, &mut attrs);
     }
     attrs
 }
 
-/// The key and versioned item of `attrs`, or what is wrong with them.
-pub fn decode(attrs: &Attrs) -> Result<(String, Versioned), String> {
+/// The key and versioned item of `attrs`, or which attribute does not fit.
+pub fn decode(attrs: &Attrs) -> Result<(String, Versioned), ItemDecodeError> {
     let key = match attrs.get(KEY) {
         Some(AttributeValue::S(k)) => k.clone(),
-        _ => return Err("the item has no string attribute `key`".into()),
-    };
-    let num = |name: &str| -> Result<f64, String> {
-        match attrs.get(name) {
-            Some(AttributeValue::N(v)) => v
-                .parse::<f64>()
-                .map_err(|_| format!("{key}: attribute `{name}` is not a number: {v}")),
-            _ => Err(format!(
-                "{key}: attribute `{name}` is missing or not a number"
-            )),
+        _ => {
+            return Err(ItemDecodeError::new(
+                None,
+                Some(KEY),
+                ItemProblem::Layout(serde::de::Error::custom(
+                    "the item has no string attribute `key`",
+                )),
+            ))
         }
     };
-    let int = |name: &str| -> Result<u64, String> {
-        match attrs.get(name) {
-            Some(AttributeValue::N(v)) => v
-                .parse::<u64>()
-                .map_err(|_| format!("{key}: attribute `{name}` is not a whole number: {v}")),
-            _ => Err(format!(
-                "{key}: attribute `{name}` is missing or not a number"
-            )),
-        }
-    };
-    let map = |name: &str| -> Result<Attrs, String> {
-        match attrs.get(name) {
-            Some(AttributeValue::M(m)) => Ok(m.clone()),
-            None => Ok(HashMap::new()),
-            _ => Err(format!("{key}: attribute `{name}` is not a map")),
-        }
-    };
-    let mut hosts = BTreeMap::new();
-    for (host, v) in map("hosts")? {
-        let AttributeValue::N(seen) = v else {
-            return Err(format!("{key}: host {host}'s last write is not a number"));
-        };
-        let seen = seen
-            .parse()
-            .map_err(|_| format!("{key}: host {host}'s last write is not a whole number"))?;
-        hosts.insert(host, Timestamp::from_micros(seen));
-    }
+    let r: QuotaRecord = from_attrs(Some(&key), attrs)?;
     let item = FleetItem {
-        tat: Timestamp::from_micros(int("tat_us")?),
-        rate: num("rate")?,
-        burst: num("burst")?,
+        tat: Timestamp::from_micros(r.tat_us),
+        rate: r.rate,
+        burst: r.burst,
         penalty: FleetPenalty {
-            factor: num("factor")?,
-            cooldown_until: Timestamp::from_micros(int("cooldown_until_us")?),
-            ceiling: num("ceiling")?,
+            factor: r.factor,
+            cooldown_until: Timestamp::from_micros(r.cooldown_until_us),
+            ceiling: r.ceiling,
         },
-        retry_units: int("retry_units")? as u32,
-        retry_capacity: int("retry_capacity")? as u32,
-        hosts,
+        retry_units: r.retry_units,
+        retry_capacity: r.retry_capacity,
+        hosts: r
+            .hosts
+            .into_iter()
+            .map(|(host, seen)| (host, Timestamp::from_micros(seen)))
+            .collect(),
         calendar: crate::calendar_layout::decode(&key, attrs)?,
     };
-    let version = int(VERSION)?;
-    Ok((key, Versioned { item, version }))
+    Ok((
+        key,
+        Versioned {
+            item,
+            version: r.version,
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -171,14 +173,75 @@ mod tests {
         item.hosts
             .insert("h".into(), Timestamp::from_micros(9_000_000));
         let attrs = encode("k", &item, 1);
-        assert_eq!(attrs[TTL], n(9 + IDLE_TTL_SECS));
+        assert_eq!(
+            attrs[TTL],
+            AttributeValue::N((9 + IDLE_TTL_SECS).to_string())
+        );
+    }
+
+    #[test]
+    fn the_stored_format_is_the_hand_written_one() {
+        // Items written before serde_dynamo (same names, same types, same numbers).
+        let mut item = FleetItem::fresh(0.5, 5.0, 20);
+        item.hosts.insert("h".into(), Timestamp::from_micros(9));
+        let attrs = encode("k", &item, 3);
+        let n = |v: &str| AttributeValue::N(v.into());
+        assert_eq!(attrs[KEY], AttributeValue::S("k".into()));
+        assert_eq!(attrs[VERSION], n("3"));
+        assert_eq!(attrs["rate"], n("0.5"));
+        assert_eq!(attrs["burst"], n("5"));
+        assert_eq!(attrs["retry_capacity"], n("20"));
+        assert_eq!(
+            attrs["hosts"],
+            AttributeValue::M(HashMap::from([("h".to_string(), n("9"))]))
+        );
+        let mut names: Vec<&str> = attrs.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "burst",
+                "ceiling",
+                "cooldown_until_us",
+                "factor",
+                "hosts",
+                "key",
+                "rate",
+                "retry_capacity",
+                "retry_units",
+                "tat_us",
+                "ttl",
+                "version"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_attribute_of_the_wrong_type_is_refused_naming_it() {
+        let mut attrs = encode("k", &FleetItem::fresh(1.0, 1.0, 1), 1);
+        attrs.insert("rate".into(), AttributeValue::S("fast".into()));
+        let e = decode(&attrs).unwrap_err();
+        assert_eq!(e.key(), Some("k"));
+        assert_eq!(e.attribute(), Some("rate"));
+        assert!(e.to_string().contains("attribute `rate`"), "{e}");
+
+        let mut attrs = encode("k", &FleetItem::fresh(1.0, 1.0, 1), 1);
+        attrs.insert(
+            "hosts".into(),
+            AttributeValue::M(HashMap::from([(
+                "h-1".to_string(),
+                AttributeValue::S("x".into()),
+            )])),
+        );
+        let e = decode(&attrs).unwrap_err();
+        assert_eq!(e.attribute(), Some("hosts.h-1"), "{e}");
     }
 
     #[test]
     fn a_malformed_item_names_the_key_and_attribute() {
         let mut attrs = encode("k", &FleetItem::fresh(1.0, 1.0, 1), 1);
         attrs.insert("tat_us".into(), AttributeValue::S("x".into()));
-        let e = decode(&attrs).unwrap_err();
+        let e = decode(&attrs).unwrap_err().to_string();
         assert!(e.contains("k:") && e.contains("tat_us"), "{e}");
     }
 }

@@ -21,6 +21,7 @@ pub mod breakers;
 pub mod calendar_layout;
 pub mod classify;
 pub mod dynamo;
+pub mod item_error;
 pub mod layout;
 pub mod settings;
 pub mod status;

@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use tollgate_quota::fleet::{FleetConfig, OnError, BLOCK_REFRESH};
+use tollgate_quota::fleet::{FleetConfig, OnError, UnknownOnError, BLOCK_REFRESH};
 
 pub const TABLE_ENV: &str = "TOLLGATE_FLEET_TABLE";
 pub const REGION_ENV: &str = "TOLLGATE_FLEET_REGION";
@@ -43,7 +43,24 @@ pub struct FleetSettings {
 #[error("{variable}: {problem}")]
 pub struct SettingsError {
     pub variable: &'static str,
-    pub problem: String,
+    pub problem: SettingProblem,
+}
+
+/// What is wrong with one fleet value, whichever source gave it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingProblem {
+    #[error("{0:?} is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)")]
+    TableName(String),
+    #[error(
+        "{0:?} is not a whole number of milliseconds from 0 to {max}",
+        max = MAX_SKEW.as_millis()
+    )]
+    SkewMs(String),
+    #[error("{0:?} is not an endpoint URL (http://HOST[:PORT] or https://...)")]
+    EndpointUrl(String),
+    #[error(transparent)]
+    OnError(#[from] UnknownOnError),
 }
 
 /// Fleet settings as one source gives them (the environment, or the service's `[fleet]`
@@ -80,14 +97,18 @@ impl FleetValues {
             None => None,
             Some(v) => Some(
                 v.parse::<i64>()
-                    .map_err(|_| skew_problem(&v))
+                    .map_err(|_| SettingProblem::SkewMs(v.clone()))
                     .and_then(check_skew_ms)
                     .map_err(fail(SKEW_ENV))?,
             ),
         };
         let on_error = match non_empty(ON_ERROR_ENV) {
             None => None,
-            Some(v) => Some(v.parse().map_err(fail(ON_ERROR_ENV))?),
+            Some(v) => Some(
+                v.parse()
+                    .map_err(SettingProblem::OnError)
+                    .map_err(fail(ON_ERROR_ENV))?,
+            ),
         };
         let endpoint_url = non_empty(ENDPOINT_ENV);
         if let Some(url) = &endpoint_url {
@@ -129,7 +150,7 @@ impl FleetValues {
 }
 
 /// A DynamoDB table name: 3 to 255 of `a-z A-Z 0-9 _ - .`.
-pub fn check_table(table: &str) -> Result<(), String> {
+pub fn check_table(table: &str) -> Result<(), SettingProblem> {
     let valid = (3..=255).contains(&table.len())
         && table
             .chars()
@@ -137,37 +158,26 @@ pub fn check_table(table: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!(
-            "{table:?} is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)"
-        ))
+        Err(SettingProblem::TableName(table.to_string()))
     }
 }
 
 /// A skew bound in milliseconds, from 0 to [`MAX_SKEW`].
-pub fn check_skew_ms(ms: i64) -> Result<Duration, String> {
+pub fn check_skew_ms(ms: i64) -> Result<Duration, SettingProblem> {
     match u64::try_from(ms) {
         Ok(ms) if Duration::from_millis(ms) <= MAX_SKEW => Ok(Duration::from_millis(ms)),
-        _ => Err(skew_problem(&ms.to_string())),
+        _ => Err(SettingProblem::SkewMs(ms.to_string())),
     }
 }
 
-fn skew_problem(value: &str) -> String {
-    format!(
-        "{value:?} is not a whole number of milliseconds from 0 to {}",
-        MAX_SKEW.as_millis()
-    )
-}
-
 /// An endpoint URL: `http://` or `https://` and a host.
-pub fn check_endpoint_url(url: &str) -> Result<(), String> {
+pub fn check_endpoint_url(url: &str) -> Result<(), SettingProblem> {
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"));
     match rest {
         Some(host) if !host.is_empty() && !host.starts_with('/') => Ok(()),
-        _ => Err(format!(
-            "{url:?} is not an endpoint URL (http://HOST[:PORT] or https://...)"
-        )),
+        _ => Err(SettingProblem::EndpointUrl(url.to_string())),
     }
 }
 
@@ -266,7 +276,10 @@ mod tests {
     #[test]
     fn checks_say_what_is_wrong() {
         assert!(check_table("ok-table").is_ok());
-        assert!(check_table("x").unwrap_err().contains("table name"));
+        assert!(check_table("x")
+            .unwrap_err()
+            .to_string()
+            .contains("table name"));
         assert_eq!(check_skew_ms(60_000), Ok(MAX_SKEW));
         assert!(check_skew_ms(60_001).is_err());
         assert!(check_skew_ms(-1).is_err());

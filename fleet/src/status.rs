@@ -152,8 +152,11 @@ pub async fn fleet_status(
         match entry {
             // Breaker items (`crate::breakers`) are not quota keys: `tollgate status`
             // shows each host's breakers and whether their state came from the fleet.
-            Err(why) if why.starts_with(crate::breakers::BREAKER_PREFIX) => {}
-            Err(why) => unreadable.push(why),
+            Err(why)
+                if why
+                    .key()
+                    .is_some_and(|k| k.starts_with(crate::breakers::BREAKER_PREFIX)) => {}
+            Err(why) => unreadable.push(why.to_string()),
             Ok((key, v)) => {
                 let item = v.item;
                 let remaining = |at: Timestamp| at.saturating_since(now).as_millis() as u64;

@@ -65,7 +65,7 @@ pub enum KeyError {
 }
 
 /// `true` for a non-empty lowercase label: `[a-z][a-z0-9-]*`, not ending in `-`.
-fn is_label(s: &str) -> bool {
+pub(crate) fn is_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= MAX_LABEL_LEN

@@ -11,6 +11,7 @@
 //! - [`time`]: `Timestamp` and the `Clock` trait (implemented elsewhere).
 //! - [`policy`]: a validated `Policy` {rate, burst, concurrency, retry capacity}.
 //! - [`key`]: `QuotaKey`, its canonical string form, service aliases, operation groups.
+//! - [`arn`]: the one `Arn` type (parse, display, parts) the engine and simulator read.
 //! - [`defaults`]: the one table of default policies, and the fallback.
 //! - [`datapoints`]: CloudWatch GetMetricData datapoints: the per-attempt bound and the
 //!   `recent`/`older` budget it charges.
@@ -30,6 +31,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
+pub mod arn;
 pub mod arrival_jitter;
 pub mod breaker;
 pub mod breaker_fleet;
@@ -51,6 +53,7 @@ pub mod state;
 pub mod time;
 pub mod window;
 
+pub use arn::{Arn, ArnError};
 pub use breaker::{
     Breaker, BreakerScope, BreakerState, BreakerWait, Passage, ProbeId, ProbeLease, BASE_OPEN,
     MAX_OPEN, MIN_REOPEN,

@@ -9,24 +9,42 @@
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The file in the admission directory.
 pub const HOST_ID_FILE: &str = "fleet-host-id";
 
+/// Why the stored host id can be neither read nor created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostIdError {
+    /// The file exists and cannot be read.
+    #[error("cannot read the fleet host id {}: {source}; fix its permissions or remove it", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A new id cannot be written.
+    #[error(
+        "cannot store the fleet host id in {}: {source}; check the admission directory's permissions",
+        path.display()
+    )]
+    Store {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// The host id stored in `dir`, created if missing.
-pub fn host_id(dir: &Path) -> Result<String, String> {
+pub fn host_id(dir: &Path) -> Result<String, HostIdError> {
     let path = dir.join(HOST_ID_FILE);
     match std::fs::read_to_string(&path) {
         Ok(id) if !id.trim().is_empty() => return Ok(id.trim().to_string()),
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(format!(
-                "cannot read the fleet host id {}: {e}; fix its permissions or remove it",
-                path.display()
-            ))
-        }
+        Err(source) => return Err(HostIdError::Read { path, source }),
     }
     let id = new_id();
     let write = || -> std::io::Result<()> {
@@ -39,12 +57,9 @@ pub fn host_id(dir: &Path) -> Result<String, String> {
         f.write_all(id.as_bytes())?;
         f.sync_all()
     };
-    write().map_err(|e| {
-        format!(
-            "cannot store the fleet host id in {}: {e}; check the admission directory's permissions",
-            path.display()
-        )
-    })?;
+    if let Err(source) = write() {
+        return Err(HostIdError::Store { path, source });
+    }
     Ok(id)
 }
 

@@ -509,8 +509,15 @@ fn print_text(r: &Report) {
     }
 }
 
+/// An `--outage` that is not `START:DURATION`.
+#[derive(Debug, thiserror::Error)]
+#[error("{given:?}: expected START:DURATION in seconds, for example 5:10")]
+pub struct OutageArgError {
+    given: String,
+}
+
 /// `START:DURATION` in seconds.
-fn parse_outage(s: &str) -> Result<(f64, f64), String> {
+fn parse_outage(s: &str) -> Result<(f64, f64), OutageArgError> {
     let parse = |v: &str| {
         v.trim()
             .parse::<f64>()
@@ -519,9 +526,9 @@ fn parse_outage(s: &str) -> Result<(f64, f64), String> {
     };
     match s.split_once(':').map(|(a, b)| (parse(a), parse(b))) {
         Some((Some(a), Some(b))) => Ok((a, b)),
-        _ => Err(format!(
-            "{s:?}: expected START:DURATION in seconds, for example 5:10"
-        )),
+        _ => Err(OutageArgError {
+            given: s.to_string(),
+        }),
     }
 }
 

@@ -28,15 +28,27 @@ pub struct HostPolicies {
     allowances: Vec<Allowance>,
 }
 
+/// A `--policy-file-for` that is not `HOST=FILE`.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyForArgError {
+    /// No `=`.
+    #[error("{0:?}: expected HOST=FILE, for example 2=strict.toml")]
+    NotHostEqualsFile(String),
+    /// `HOST` is not a number.
+    #[error("{0:?}: HOST must be a host number from 0")]
+    HostNotANumber(String),
+}
+
 /// `HOST=FILE`.
-pub fn parse_policy_for(s: &str) -> Result<(usize, PathBuf), String> {
+pub fn parse_policy_for(s: &str) -> Result<(usize, PathBuf), PolicyForArgError> {
     let (host, file) = s
         .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected HOST=FILE, for example 2=strict.toml"))?;
+        .ok_or_else(|| PolicyForArgError::NotHostEqualsFile(s.to_string()))?;
     let host = host
         .trim()
         .parse::<usize>()
-        .map_err(|_| format!("{s:?}: HOST must be a host number from 0"))?;
+        .map_err(|_| PolicyForArgError::HostNotANumber(s.to_string()))?;
     Ok((host, PathBuf::from(file)))
 }
 

@@ -143,27 +143,15 @@ impl AssumeRole {
 
 /// The account of a well-formed IAM role ARN
 /// (`arn:<partition>:iam::<12 digits>:role/<path/name>`).
-pub fn role_account(arn: &str) -> Option<&str> {
-    let mut parts = arn.splitn(6, ':');
-    let (Some("arn"), Some(partition), Some("iam"), Some(""), Some(account), Some(resource)) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
-        return None;
-    };
-    let partition_ok = !partition.is_empty()
-        && partition
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    let account_ok = account.len() == 12 && account.chars().all(|c| c.is_ascii_digit());
-    let name = resource.strip_prefix("role/")?;
+pub fn role_account(arn: &str) -> Option<String> {
+    let parsed: tollgate_quota::Arn = arn.parse().ok()?;
+    let name = parsed.resource().strip_prefix("role/")?;
     let name_ok =
         !name.is_empty() && !name.ends_with('/') && arn.len() <= 2048 && chars_ok(name, "+=,.@-/");
-    (partition_ok && account_ok && name_ok).then_some(account)
+    let global_iam = parsed.service() == "iam" && parsed.region().is_none();
+    (global_iam && name_ok)
+        .then(|| parsed.account().map(|a| a.as_str().to_string()))
+        .flatten()
 }
 
 #[cfg(test)]

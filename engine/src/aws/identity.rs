@@ -90,20 +90,8 @@ pub fn partition_of_region(region: Option<&str>) -> Partition {
 
 /// `arn:<partition>:<service>:<region>:<account>:<resource>` → partition and account.
 pub fn parse_arn(arn: &str) -> Option<(Partition, AccountId)> {
-    let mut parts = arn.splitn(6, ':');
-    let (Some("arn"), Some(partition), Some(_), Some(_), Some(account)) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
-        return None;
-    };
-    Some((
-        Partition::new(partition).ok()?,
-        AccountId::new(account).ok()?,
-    ))
+    let arn: tollgate_quota::Arn = arn.parse().ok()?;
+    Some((arn.partition().clone(), arn.account()?.clone()))
 }
 
 /// A fresh in-memory admission runtime on its own thread, for a run whose identity is

@@ -106,15 +106,22 @@ pub enum OnError {
     Stop,
 }
 
+/// A fleet on-error mode that is neither `local-share` nor `stop`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown fleet on-error mode {given:?}; use \"local-share\" or \"stop\"")]
+pub struct UnknownOnError {
+    given: String,
+}
+
 impl std::str::FromStr for OnError {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownOnError;
+    fn from_str(s: &str) -> Result<Self, UnknownOnError> {
         match s {
             "local-share" => Ok(OnError::LocalShare),
             "stop" => Ok(OnError::Stop),
-            other => Err(format!(
-                "unknown fleet on-error mode {other:?}; use \"local-share\" or \"stop\""
-            )),
+            other => Err(UnknownOnError {
+                given: other.to_string(),
+            }),
         }
     }
 }

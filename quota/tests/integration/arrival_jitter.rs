@@ -11,6 +11,7 @@
 //! page spends at most that many fleet tokens.
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use tollgate_quota::{Admission, AdmitRequest, Owner, Policy, QuotaState, Timestamp};
 
 const OWNER: Owner = Owner {
@@ -173,9 +174,11 @@ fn case(oversize: bool) -> impl Strategy<Value = Case> {
 }
 
 proptest! {
+    // Saved failures (this file's name with the extension `proptest-regressions`, beside
+    // it) are re-run before any new case, and new failures are appended there.
     #![proptest_config(ProptestConfig {
         cases: 256,
-        failure_persistence: None,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
         ..ProptestConfig::default()
     })]
 

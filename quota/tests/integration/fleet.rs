@@ -280,9 +280,11 @@ fn check_bound(admitted: &[u64], plan: &Plan) -> Result<(), TestCaseError> {
 }
 
 proptest! {
+    // Saved failures (this file's name with the extension `proptest-regressions`, beside
+    // it) are re-run before any new case, and new failures are appended there.
     #![proptest_config(ProptestConfig {
         cases: 64,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
         ..ProptestConfig::default()
     })]
 

@@ -7,6 +7,7 @@
 
 use tollgate_fleet::settings::{check_endpoint_url, check_skew_ms, check_table};
 use tollgate_fleet::FleetValues;
+use tollgate_quota::fleet::UnknownOnError;
 
 use super::error::Locator;
 use super::raw::RawFleet;
@@ -15,7 +16,7 @@ use crate::config::ConfigError;
 /// Stage two of `[fleet]`.
 pub(super) fn validate(at: &Locator<'_>, raw: RawFleet) -> Result<FleetValues, ConfigError> {
     let table = raw.table.get_ref().trim().to_string();
-    check_table(&table).map_err(|e| at.at(Some(raw.table.span()), "fleet.table", e))?;
+    check_table(&table).map_err(|e| at.at(Some(raw.table.span()), "fleet.table", e.to_string()))?;
     let region = match &raw.region {
         None => None,
         Some(r) => {
@@ -38,24 +39,23 @@ pub(super) fn validate(at: &Locator<'_>, raw: RawFleet) -> Result<FleetValues, C
         None => None,
         Some(u) => {
             let url = u.get_ref().trim();
-            check_endpoint_url(url).map_err(|e| at.at(Some(u.span()), "fleet.endpoint_url", e))?;
+            check_endpoint_url(url)
+                .map_err(|e| at.at(Some(u.span()), "fleet.endpoint_url", e.to_string()))?;
             Some(url.to_string())
         }
     };
     let skew = match &raw.skew_ms {
         None => None,
         Some(ms) => Some(
-            check_skew_ms(*ms.get_ref()).map_err(|e| at.at(Some(ms.span()), "fleet.skew_ms", e))?,
+            check_skew_ms(*ms.get_ref())
+                .map_err(|e| at.at(Some(ms.span()), "fleet.skew_ms", e.to_string()))?,
         ),
     };
     let on_error = match &raw.on_error {
         None => None,
-        Some(mode) => Some(
-            mode.get_ref()
-                .trim()
-                .parse()
-                .map_err(|e: String| at.at(Some(mode.span()), "fleet.on_error", e))?,
-        ),
+        Some(mode) => Some(mode.get_ref().trim().parse().map_err(|e: UnknownOnError| {
+            at.at(Some(mode.span()), "fleet.on_error", e.to_string())
+        })?),
     };
     Ok(FleetValues {
         table: Some(table),

@@ -1,52 +1,62 @@
-//! `POST /v1/scans` bodies: `{"target": NAME}` or the scan's own fields, checked field
-//! by field so a refusal names the field (serde's messages name a line and column).
+//! `POST /v1/scans` bodies: `{"target": NAME}` or the scan's own fields.
+//!
+//! Read with serde (`deny_unknown_fields`) under `serde_path_to_error`, so a refusal
+//! names the field path (`regions[1]: invalid type: integer `7`, expected a string`)
+//! rather than a line and column; the scan's own checks (`ScanFields::into_request`)
+//! and `timeout`'s two forms come after, each naming its field too.
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::error::ApiError;
 use crate::duration::{duration_from_seconds, parse_duration};
 use crate::scan_request::{ScanFields, ScanRequest};
 
-const FIELDS: [&str; 16] = [
-    "target",
-    "regions_fallback",
-    "organization",
-    "role_name",
-    "accounts",
-    "exclude_accounts",
-    "max_accounts_in_flight",
-    "force",
-    "regions",
-    "datasets",
-    "endpoint_url",
-    "profile",
-    "timeout",
-    "role_arn",
-    "external_id",
-    "session_name",
-];
-
-fn strings(field: &str, value: &Value) -> Result<Vec<String>, ApiError> {
-    let Value::Array(items) = value else {
-        return Err(ApiError::bad_field(field, "must be an array of strings"));
-    };
-    items
-        .iter()
-        .map(|v| {
-            v.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| ApiError::bad_field(field, "must be an array of strings"))
-        })
-        .collect()
+/// A body's members as sent, each type checked; absent is `None`, `null` is refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSubmission {
+    #[serde(default, deserialize_with = "present")]
+    target: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    force: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    regions_fallback: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    organization: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    role_name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    accounts: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    exclude_accounts: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    max_accounts_in_flight: Option<i64>,
+    #[serde(default, deserialize_with = "present")]
+    regions: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    datasets: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    endpoint_url: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    profile: Option<String>,
+    /// A duration (`"90s"`) or seconds: read below, where its errors say which.
+    #[serde(default, deserialize_with = "present")]
+    timeout: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    role_arn: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    external_id: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    session_name: Option<String>,
 }
 
-fn string(field: &str, value: &Value) -> Result<String, ApiError> {
-    value
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| ApiError::bad_field(field, "must be a string"))
+/// A member that is present must hold a value of its type (`null` is not one), as the
+/// API has always answered.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// A parsed `POST /v1/scans` body.
@@ -66,14 +76,26 @@ pub fn parse_submission(
     body: &[u8],
     targets: &BTreeMap<String, ScanRequest>,
 ) -> Result<Submission, ApiError> {
-    let mut value: Value = serde_json::from_slice(body)
+    let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_field("body", format!("not JSON ({e})")))?;
-    let force = match value.as_object_mut().and_then(|m| m.remove("force")) {
-        None => false,
-        Some(Value::Bool(force)) => force,
-        Some(_) => return Err(ApiError::bad_field("force", "must be true or false")),
+    let Value::Object(map) = &value else {
+        return Err(ApiError::bad_field("body", "must be a JSON object"));
     };
-    let (target, request) = parse_scan(value, targets)?;
+    let raw: RawSubmission = serde_path_to_error::deserialize(&value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "body" } else { path.as_str() };
+        ApiError::bad_field(field, e.inner())
+    })?;
+    if raw.target.is_some() {
+        if let Some(other) = map.keys().find(|k| *k != "target" && *k != "force") {
+            return Err(ApiError::bad_field(
+                other,
+                "not allowed with `target` (the target's configuration says it)",
+            ));
+        }
+    }
+    let force = raw.force.unwrap_or(false);
+    let (target, request) = parse_scan(raw, targets)?;
     Ok(Submission {
         target,
         request,
@@ -81,28 +103,12 @@ pub fn parse_submission(
     })
 }
 
-/// The target or the scan's fields of a body (without `force`).
+/// The target or the scan's fields of a body.
 fn parse_scan(
-    value: Value,
+    raw: RawSubmission,
     targets: &BTreeMap<String, ScanRequest>,
 ) -> Result<(Option<String>, ScanRequest), ApiError> {
-    let Value::Object(map) = value else {
-        return Err(ApiError::bad_field("body", "must be a JSON object"));
-    };
-    if let Some(unknown) = map.keys().find(|k| !FIELDS.contains(&k.as_str())) {
-        return Err(ApiError::bad_field(
-            unknown,
-            format!("unknown field; expected one of {}", FIELDS.join(", ")),
-        ));
-    }
-    if let Some(target) = map.get("target") {
-        let name = string("target", target)?;
-        if let Some(other) = map.keys().find(|k| *k != "target") {
-            return Err(ApiError::bad_field(
-                other,
-                "not allowed with `target` (the target's configuration says it)",
-            ));
-        }
+    if let Some(name) = raw.target {
         let request = targets.get(&name).cloned().ok_or_else(|| {
             let known: Vec<&str> = targets.keys().map(String::as_str).collect();
             ApiError::bad_field(
@@ -119,70 +125,41 @@ fn parse_scan(
         })?;
         return Ok((Some(name), request));
     }
-    let mut fields = ScanFields::default();
-    if let Some(v) = map.get("regions") {
-        fields.regions = strings("regions", v)?;
-    }
-    if let Some(v) = map.get("datasets") {
-        fields.datasets = strings("datasets", v)?;
-    }
-    if let Some(v) = map.get("endpoint_url") {
-        fields.endpoint_url = Some(string("endpoint_url", v)?);
-    }
-    if let Some(v) = map.get("profile") {
-        fields.profile = Some(string("profile", v)?);
-    }
-    if let Some(v) = map.get("role_arn") {
-        fields.role_arn = Some(string("role_arn", v)?);
-    }
-    if let Some(v) = map.get("external_id") {
-        fields.external_id = Some(string("external_id", v)?);
-    }
-    if let Some(v) = map.get("session_name") {
-        fields.session_name = Some(string("session_name", v)?);
-    }
-    if let Some(v) = map.get("regions_fallback") {
-        fields.regions_fallback = strings("regions_fallback", v)?;
-    }
-    if let Some(v) = map.get("organization") {
-        fields.organization = v
-            .as_bool()
-            .ok_or_else(|| ApiError::bad_field("organization", "must be true or false"))?;
-    }
-    if let Some(v) = map.get("role_name") {
-        fields.role_name = Some(string("role_name", v)?);
-    }
-    if let Some(v) = map.get("accounts") {
-        fields.accounts = strings("accounts", v)?;
-    }
-    if let Some(v) = map.get("exclude_accounts") {
-        fields.exclude_accounts = strings("exclude_accounts", v)?;
-    }
-    if let Some(v) = map.get("max_accounts_in_flight") {
-        fields.max_accounts_in_flight = Some(v.as_i64().ok_or_else(|| {
-            ApiError::bad_field("max_accounts_in_flight", "must be a positive number")
-        })?);
-    }
-    if let Some(v) = map.get("timeout") {
-        let timeout = match v {
-            Value::String(text) => {
-                parse_duration(text).map_err(|e| ApiError::bad_field("timeout", e))?
-            }
-            Value::Number(n) => {
-                let seconds = n.as_f64().ok_or_else(|| {
-                    ApiError::bad_field("timeout", "must be a positive number of seconds")
-                })?;
-                duration_from_seconds(seconds).map_err(|e| ApiError::bad_field("timeout", e))?
-            }
-            _ => {
-                return Err(ApiError::bad_field(
-                    "timeout",
-                    "must be a duration like \"90s\" or seconds",
-                ))
-            }
-        };
-        fields.timeout = Some(timeout);
-    }
+    let timeout = match &raw.timeout {
+        None => None,
+        Some(Value::String(text)) => {
+            Some(parse_duration(text).map_err(|e| ApiError::bad_field("timeout", e))?)
+        }
+        Some(Value::Number(n)) => {
+            let seconds = n.as_f64().ok_or_else(|| {
+                ApiError::bad_field("timeout", "must be a positive number of seconds")
+            })?;
+            Some(duration_from_seconds(seconds).map_err(|e| ApiError::bad_field("timeout", e))?)
+        }
+        Some(_) => {
+            return Err(ApiError::bad_field(
+                "timeout",
+                "must be a duration like \"90s\" or seconds",
+            ))
+        }
+    };
+    let fields = ScanFields {
+        regions: raw.regions.unwrap_or_default(),
+        datasets: raw.datasets.unwrap_or_default(),
+        endpoint_url: raw.endpoint_url,
+        profile: raw.profile,
+        timeout,
+        role_arn: raw.role_arn,
+        external_id: raw.external_id,
+        session_name: raw.session_name,
+        regions_fallback: raw.regions_fallback.unwrap_or_default(),
+        organization: raw.organization.unwrap_or(false),
+        role_name: raw.role_name,
+        accounts: raw.accounts.unwrap_or_default(),
+        exclude_accounts: raw.exclude_accounts.unwrap_or_default(),
+        max_accounts_in_flight: raw.max_accounts_in_flight,
+        ..ScanFields::default()
+    };
     let request = fields
         .into_request()
         .map_err(|e| ApiError::bad_field(e.field, e.message))?;
@@ -193,7 +170,7 @@ fn parse_scan(
 mod tests {
     use super::*;
 
-    fn parse(body: &str) -> Result<(Option<String>, ScanRequest), String> {
+    fn parse(body: &str) -> Result<(Option<String>, ScanRequest), ApiError> {
         let mut targets = BTreeMap::new();
         targets.insert(
             "prod".to_string(),
@@ -203,9 +180,7 @@ mod tests {
                     .unwrap(),
             ),
         );
-        parse_submission(body.as_bytes(), &targets)
-            .map(|s| (s.target, s.request))
-            .map_err(|e| e.to_string())
+        parse_submission(body.as_bytes(), &targets).map(|s| (s.target, s.request))
     }
 
     #[test]
@@ -260,8 +235,23 @@ mod tests {
             (r#"{"#, "body:"),
         ];
         for (body, field) in cases {
-            let err = parse(body).unwrap_err();
+            let err = parse(body).unwrap_err().to_string();
             assert!(err.starts_with(field), "{body}: {err}");
         }
+    }
+
+    #[test]
+    fn a_wrong_nested_type_names_the_field_path() {
+        let err = parse(r#"{"regions":["us-east-1",7]}"#)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err, "regions[1]: invalid type: integer `7`, expected a string",
+            "{err}"
+        );
+        let err = parse(r#"{"regions":null}"#).unwrap_err().to_string();
+        assert!(err.starts_with("regions:"), "null is no value: {err}");
+        let err = parse(r#"{"color":"red"}"#).unwrap_err().to_string();
+        assert!(err.starts_with("color: unknown field `color`"), "{err}");
     }
 }
