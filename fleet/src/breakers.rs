@@ -26,8 +26,9 @@ use tollgate_quota::breaker_fleet::{FleetBreaker, FleetProbe};
 use tollgate_quota::{BreakerScope, Timestamp};
 
 use crate::classify::{classify, is_condition_failed};
+use crate::item_error::Attrs;
 use crate::item_error::{from_attrs, to_attrs, ItemDecodeError, ItemProblem};
-use crate::layout::{Attrs, IDLE_TTL_SECS, KEY, VERSION};
+use crate::layout::{IDLE_TTL_SECS, KEY, VERSION};
 use crate::DynamoFleetStore;
 
 /// Item keys of breakers start with this (quota keys never do: they start with a

@@ -22,8 +22,8 @@ use tollgate_quota::fleet::{Declaration, ItemCalendar};
 use tollgate_quota::schedule::{AllowanceCounter, AllowancePeriod, WallClock};
 use tollgate_quota::Timestamp;
 
+use crate::item_error::Attrs;
 use crate::item_error::{from_attrs, to_attrs, ItemDecodeError, ItemProblem};
-use crate::layout::Attrs;
 
 const CALENDARS: &str = "calendars";
 const HOST_CALENDARS: &str = "host_calendars";

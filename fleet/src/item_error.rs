@@ -4,13 +4,15 @@
 //! Items are read through `serde_dynamo` (the attribute map as a serde value) under
 //! `serde_path_to_error`, so a type mismatch deep in a map (`hosts.h-1`) names its path.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::de::DeserializeOwned;
 use tollgate_quota::fleet::MalformedDeclaration;
 
-use crate::layout::Attrs;
+/// An item's attributes, as the SDK gives and takes them.
+pub(crate) type Attrs = HashMap<String, AttributeValue>;
 
 /// What is wrong with one attribute, or with the item as a whole.
 #[derive(Debug, thiserror::Error)]

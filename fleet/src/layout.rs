@@ -25,7 +25,7 @@
 //! The attributes are a serde struct (`QuotaRecord`) read and written by `serde_dynamo`;
 //! a value that does not fit is an [`ItemDecodeError`] naming the attribute.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
@@ -34,7 +34,7 @@ use tollgate_quota::Timestamp;
 
 use tollgate_actors::fleet::Versioned;
 
-use crate::item_error::{from_attrs, to_attrs, ItemDecodeError, ItemProblem};
+use crate::item_error::{from_attrs, to_attrs, Attrs, ItemDecodeError, ItemProblem};
 
 /// The partition key attribute.
 pub const KEY: &str = "key";
@@ -44,9 +44,6 @@ pub const VERSION: &str = "version";
 pub const TTL: &str = "ttl";
 /// How long an idle key's item lives after its last write.
 pub const IDLE_TTL_SECS: u64 = 86_400;
-
-/// An item's attributes, as the SDK gives and takes them.
-pub(crate) type Attrs = HashMap<String, AttributeValue>;
 
 /// The quota attributes of an item, field by field as stored (the table above): the
 /// serde form `serde_dynamo` reads and writes. Numbers are `N`, `hosts` an `M` of `N`.
@@ -150,6 +147,8 @@ pub fn decode(attrs: &Attrs) -> Result<(String, Versioned), ItemDecodeError> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
 
     #[test]
