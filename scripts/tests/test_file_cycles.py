@@ -3,23 +3,12 @@
 Run: python3 -m unittest discover -s scripts/tests   (from the repository root)
 """
 
-import importlib.machinery
-import importlib.util
 import os
 import tempfile
 import textwrap
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def load(name):
-    path = os.path.join(HERE, "..", name)
-    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+from load_script import load
 
 
 file_cycles = load("file-cycles")
