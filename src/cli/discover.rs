@@ -17,7 +17,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tollgate_engine::aws::check_credentials;
 use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
 use tollgate_engine::collectors::DatasetProgress;
-use tollgate_engine::output::ReasonKind;
+use tollgate_engine::output::{Reason, ReasonKind};
 use tollgate_engine::request::{AssumeRole, RegionSource, RequestError, FALLBACK_REGION};
 use tollgate_engine::{
     Dataset, DatasetStatus, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig, ScanHandle,
@@ -359,6 +359,27 @@ fn write_report(report: &DiscoveryReport, output: Option<&std::path::Path>) -> a
     }
 }
 
+/// A dataset's reasons on one line of the summary: `operation kind code → field ×count`.
+fn reasons_line(reasons: &[Reason]) -> String {
+    reasons
+        .iter()
+        .map(|r| {
+            let field = r
+                .field
+                .as_deref()
+                .map(|f| format!(" → {f}"))
+                .unwrap_or_default();
+            let code = r
+                .code
+                .as_deref()
+                .map(|c| format!(" {c}"))
+                .unwrap_or_default();
+            format!("{} {}{code}{field} ×{}", r.operation, r.kind, r.count)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The table on stderr after the scan.
 pub(super) fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
     let mut err = std::io::stderr().lock();
@@ -383,24 +404,7 @@ pub(super) fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
         "dataset", "status", "items"
     )?;
     for (name, dataset) in &report.datasets {
-        let reasons = dataset
-            .reasons
-            .iter()
-            .map(|r| {
-                let field = r
-                    .field
-                    .as_deref()
-                    .map(|f| format!(" → {f}"))
-                    .unwrap_or_default();
-                let code = r
-                    .code
-                    .as_deref()
-                    .map(|c| format!(" {c}"))
-                    .unwrap_or_default();
-                format!("{} {}{code}{field} ×{}", r.operation, r.kind, r.count)
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
+        let reasons = reasons_line(&dataset.reasons);
         writeln!(
             err,
             "{:<18} {:<10} {:>7}  {}",
