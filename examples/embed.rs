@@ -18,8 +18,9 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tollgate::engine::aws::{check_credentials, CredentialsErrorKind};
-use tollgate::engine::supervisor::{AwaitReport, CancelScan, GetProgress, StartScan};
-use tollgate::engine::{Dataset, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig};
+use tollgate::engine::{Engine, EngineConfig};
+use tollgate::scan::supervisor::{AwaitReport, CancelScan, GetProgress, StartScan};
+use tollgate::{Dataset, DiscoveryReport, DiscoveryRequest, EngineDiscovery};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -35,7 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 0. Credentials before anything else: a scan without them only fails every call.
     //    The error's Display says what was tried and how to fix it; its kind is typed.
-    if let Err(e) = check_credentials(&request).await {
+    if let Err(e) = check_credentials(request.credentials_source()).await {
         match e.kind() {
             CredentialsErrorKind::SsoLoginRequired => {
                 eprintln!(

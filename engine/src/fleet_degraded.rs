@@ -16,7 +16,7 @@ use tollgate_actors::{AdmissionHandle, KeyStatus};
 use tollgate_quota::fleet::FleetMode;
 use tollgate_quota::Timestamp;
 
-use crate::output::{rfc3339, DegradedMode, FleetDegraded};
+use crate::report::{rfc3339, DegradedMode, FleetDegraded};
 
 /// Whether the end of a scan asks the coordinator which of its keys degraded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -17,8 +17,8 @@ use actix_web::http::StatusCode;
 use actix_web::ResponseError;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Map, Value};
-use tollgate_engine::request::MAX_TIMEOUT;
-use tollgate_engine::DiscoveryRequest;
+use tollgate_scan::request::MAX_TIMEOUT;
+use tollgate_scan::DiscoveryRequest;
 use tollgate_service::http::body::{parse_submission, Submission};
 
 /// The fields a body may carry (`http/body.rs`), and the names refusals may give besides.

@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use tollgate_engine::request::MAX_TIMEOUT;
+use tollgate_scan::request::MAX_TIMEOUT;
 use tollgate_quota::Timestamp;
 use tollgate_service::scheduler::{decide, Phase};
 use tollgate_service::ServiceConfig;

@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use tollgate_engine::request::MAX_TIMEOUT;
+use tollgate_scan::request::MAX_TIMEOUT;
 
 /// The units accepted, in seconds.
 const UNITS: [(&str, f64); 6] = [

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use tollgate_engine::DiscoveryReport;
+use tollgate_collectors::DiscoveryReport;
 
 use crate::config::Retention;
 use crate::record::{ScanRecord, ScanStatus};

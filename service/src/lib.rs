@@ -1,6 +1,6 @@
 //! tollgate's long-running discovery service: `tollgate serve` runs it beside the
 //! coordinator role. It takes scan requests over an HTTP API (or from its configuration),
-//! runs them through the engine's [`Discovery`](tollgate_engine::Discovery) — so every
+//! runs them through the engine's [`Discovery`](tollgate_scan::Discovery) — so every
 //! AWS call passes the same admission gate as every `tollgate discover` of the user —
 //! and keeps their records and reports in a history that survives restarts.
 //!

@@ -3,8 +3,8 @@
 //! stored in the history; the API shows them as they are.
 
 use serde::{Deserialize, Serialize};
-use tollgate_engine::collectors::DatasetProgress;
-use tollgate_engine::{DatasetStatus, DiscoveryReport};
+use tollgate_collectors::DatasetProgress;
+use tollgate_collectors::{DatasetStatus, DiscoveryReport};
 
 /// A scan's status in the service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -167,7 +167,7 @@ pub struct ScanDetail {
     /// The report's `throttling` block: `null` while the scan is active, for a scan
     /// without a report, and when nothing eventful happened.
     #[serde(default)]
-    pub throttling: Option<tollgate_engine::output::ThrottlingSummary>,
+    pub throttling: Option<tollgate_collectors::output::ThrottlingSummary>,
     /// An organization scan's accounts: live progress while it runs, each account's
     /// outcome after (absent for a one-account scan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -216,9 +216,9 @@ pub struct AccountView {
     pub reason: Option<String>,
 }
 
-impl From<&tollgate_engine::organization::AccountProgress> for AccountView {
-    fn from(p: &tollgate_engine::organization::AccountProgress) -> Self {
-        use tollgate_engine::organization::AccountPhase;
+impl From<&tollgate_scan::organization::AccountProgress> for AccountView {
+    fn from(p: &tollgate_scan::organization::AccountProgress) -> Self {
+        use tollgate_scan::organization::AccountPhase;
         let (state, status, reason) = match p.phase {
             AccountPhase::Queued => (AccountState::Queued, None, None),
             AccountPhase::Assuming | AccountPhase::Scanning => (AccountState::Running, None, None),
@@ -236,8 +236,8 @@ impl From<&tollgate_engine::organization::AccountProgress> for AccountView {
     }
 }
 
-impl From<&tollgate_engine::organization::OrganizationProgress> for OrganizationView {
-    fn from(p: &tollgate_engine::organization::OrganizationProgress) -> Self {
+impl From<&tollgate_scan::organization::OrganizationProgress> for OrganizationView {
+    fn from(p: &tollgate_scan::organization::OrganizationProgress) -> Self {
         OrganizationView {
             listed: p.listed,
             accounts: p.accounts.iter().map(AccountView::from).collect(),
@@ -246,7 +246,7 @@ impl From<&tollgate_engine::organization::OrganizationProgress> for Organization
 }
 
 fn rfc3339(micros: u64) -> String {
-    tollgate_engine::output::rfc3339(tollgate_quota::Timestamp::from_micros(micros))
+    tollgate_collectors::output::rfc3339(tollgate_quota::Timestamp::from_micros(micros))
 }
 
 impl ScanRecord {
@@ -254,7 +254,7 @@ impl ScanRecord {
     pub fn unstarted(
         scan_id: String,
         target: Option<String>,
-        request: &tollgate_engine::request::DiscoveryRequest,
+        request: &tollgate_scan::request::DiscoveryRequest,
         status: ScanStatus,
         at: u64,
     ) -> ScanRecord {

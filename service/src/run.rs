@@ -10,10 +10,10 @@ use std::sync::Arc;
 use tollgate_actors::AdmissionHandle;
 use tollgate_engine::aws::telemetry::TelemetrySink;
 use tollgate_engine::fleet_degraded::DegradedNotes;
-use tollgate_engine::supervisor::SupervisorDeps;
 use tollgate_engine::throttling::ScanTelemetry;
-use tollgate_engine::Discovery;
 use tollgate_quota::{Clock, PolicyTable};
+use tollgate_scan::supervisor::SupervisorDeps;
+use tollgate_scan::Discovery;
 
 use crate::config::ServiceConfig;
 use crate::history::{History, HistoryError};
@@ -127,7 +127,7 @@ fn start_schedules(
 /// submission; a refusal is stored as a failed scan saying why (nobody is there to read
 /// an HTTP error).
 async fn submit_scheduled(manager: ScanManager, target: String, request: ScanRequest) {
-    if let Err(e) = tollgate_engine::aws::check_credentials(&request).await {
+    if let Err(e) = tollgate_engine::aws::check_credentials(request.credentials_source()).await {
         let why = e.to_string();
         match manager
             .record_refused(Some(target.clone()), &request, &why)

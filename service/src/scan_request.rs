@@ -7,11 +7,12 @@ use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use tollgate_engine::organization::{
+use tollgate_collectors::Dataset;
+use tollgate_scan::organization::{
     AccountFilter, OrganizationRequest, OrganizationRequestError, DEFAULT_ROLE_NAME,
 };
-use tollgate_engine::request::{AssumeRole, RegionSource, RequestError};
-use tollgate_engine::{Dataset, DiscoveryRequest};
+use tollgate_scan::request::{AssumeRole, RegionSource, RequestError};
+use tollgate_scan::DiscoveryRequest;
 
 /// A validated scan: one account, or every member account of an organization. Derefs to
 /// the account part (regions, datasets, endpoint, profile, deadline), which an
@@ -252,7 +253,7 @@ impl ScanFields {
             profile: self.profile,
             timeout: self
                 .timeout
-                .unwrap_or(tollgate_engine::request::DEFAULT_TIMEOUT),
+                .unwrap_or(tollgate_scan::request::DEFAULT_TIMEOUT),
             credentials: None,
             role,
             region_source,

@@ -17,8 +17,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use tollgate_engine::request::RegionSource;
-use tollgate_engine::{DiscoveryRequest, Engine, OrganizationRequest};
+use tollgate_engine::Engine;
+use tollgate_scan::request::RegionSource;
+use tollgate_scan::{DiscoveryRequest, OrganizationRequest};
 use tollgate_sim::{bundled, Scenario, Simulator};
 
 use super::discover::{run_scan, ReportTo};

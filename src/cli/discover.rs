@@ -14,14 +14,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tollgate_collectors::output::{Reason, ReasonKind};
+use tollgate_collectors::DatasetProgress;
+use tollgate_collectors::{Dataset, DatasetStatus, DiscoveryReport};
 use tollgate_engine::aws::check_credentials;
 use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
-use tollgate_engine::collectors::DatasetProgress;
-use tollgate_engine::output::{Reason, ReasonKind};
-use tollgate_engine::request::{AssumeRole, RegionSource, RequestError, FALLBACK_REGION};
-use tollgate_engine::{
-    Dataset, DatasetStatus, DiscoveryReport, DiscoveryRequest, Engine, EngineConfig, ScanHandle,
-};
+use tollgate_engine::{Engine, EngineConfig};
+use tollgate_scan::request::{AssumeRole, RegionSource, RequestError, FALLBACK_REGION};
+use tollgate_scan::{DiscoveryRequest, EngineDiscovery, ScanHandle};
 use tollgate_service::parse_duration;
 
 /// Exit code of a scan whose datasets are all complete.
@@ -238,7 +238,7 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
 /// error says what was tried and how to fix it, and the command exits 1), and the one
 /// notice of a region fallback.
 pub(super) async fn preflight(request: &DiscoveryRequest) -> anyhow::Result<()> {
-    let check = check_credentials(request).await?;
+    let check = check_credentials(request.credentials_source()).await?;
     if request.regions.is_empty()
         && request.region_source == RegionSource::Listed
         && check.region.is_none()
@@ -584,7 +584,7 @@ impl ProgressDisplay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tollgate_engine::request::MAX_TIMEOUT;
+    use tollgate_scan::request::MAX_TIMEOUT;
 
     #[test]
     fn durations_parse_with_units() {

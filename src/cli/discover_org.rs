@@ -1,5 +1,5 @@
 //! `tollgate discover --organization`: every member account of the caller's organization
-//! through one gate (the engine's [`tollgate_engine::organization`]); progress per
+//! through one gate (the engine's [`tollgate_scan::organization`]); progress per
 //! account, the one JSON report, a summary line per account plus totals, and the exit
 //! code aggregated as for one account (0 complete, 2 partial, 1 failed, 130 Ctrl-C).
 
@@ -11,12 +11,13 @@ use std::sync::Arc;
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tollgate_engine::aws::telemetry::TelemetrySink;
-use tollgate_engine::organization::{
+use tollgate_engine::Engine;
+use tollgate_scan::organization::{
     AccountFilter, AccountPhase, OrganizationProgress, OrganizationRequest,
     OrganizationRequestError, DEFAULT_ROLE_NAME,
 };
-use tollgate_engine::request::RequestError;
-use tollgate_engine::{DiscoveryRequest, Engine, OrganizationHandle, OrganizationReport};
+use tollgate_scan::request::RequestError;
+use tollgate_scan::{DiscoveryRequest, EngineDiscovery, OrganizationHandle, OrganizationReport};
 
 use super::discover::{DiscoverArgs, ReportTo, ScanEnv};
 

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use tollgate_engine::Dataset;
+use tollgate_collectors::Dataset;
 use tollgate_service::client::DEFAULT_URL;
 use tollgate_service::{ApiToken, ClientError, ServiceClient, StateDir, StateDirEnv};
 

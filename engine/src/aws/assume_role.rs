@@ -13,14 +13,14 @@
 //! `AssumeRole` is a credential provider's request, so like IMDS or SSO it goes out
 //! through the inner HTTP client, ungated and not charged to any account's quotas
 //! (DESIGN §6). A failure is a setup failure of the scan naming the role
-//! ([`crate::scan_setup`]); the external id, which the role's owner may treat as a
+//! (the scan crate's scan set-up); the external id, which the role's owner may treat as a
 //! secret, is never printed (`Debug` redacts it).
 
 use aws_config::sts::AssumeRoleProvider;
 use aws_config::{Region, SdkConfig};
 use aws_credential_types::provider::SharedCredentialsProvider;
 
-use crate::regions::FALLBACK_REGION;
+use crate::aws::FALLBACK_REGION;
 
 /// The session name `AssumeRole` gets when the request names none (CloudTrail shows it).
 pub const DEFAULT_SESSION_NAME: &str = "tollgate";

@@ -98,6 +98,27 @@ impl CallError {
         }
     }
 
+    /// A failure found in an answer that succeeded on the wire (CloudWatch's
+    /// `GetMetricData` naming a query's status other than `Complete`): the collectors
+    /// report it like a failed call, with the code the answer gave.
+    pub fn in_answer(
+        kind: CallErrorKind,
+        operation: &str,
+        code: Option<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        CallError {
+            code,
+            ..CallError::new(kind, operation, message)
+        }
+    }
+
+    /// The same failure with the HTTP status that carried it.
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
     /// The kind of failure.
     pub fn kind(&self) -> CallErrorKind {
         self.kind

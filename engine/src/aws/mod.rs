@@ -54,10 +54,14 @@ pub use config::{
     sdk_config_assuming, sdk_config_with, sdk_config_with_credentials, ClockTimeSource,
     UngatedRefusal,
 };
+/// The region used when neither the request nor the AWS configuration names one (STS
+/// for `AssumeRole`, the identity call, a scan without regions).
+pub const FALLBACK_REGION: &str = "us-east-1";
+
 pub use context::{CallContext, ScanId};
 pub use credentials::{
     check_credentials, check_credentials_with, CredentialsCheck, CredentialsError,
-    CredentialsErrorKind, CREDENTIALS_CHECK_TIMEOUT,
+    CredentialsErrorKind, CredentialsSource, CREDENTIALS_CHECK_TIMEOUT,
 };
 pub use error::{CallError, CallErrorKind};
 pub use gated::{GatedHttpClient, SignatureRefresh, SIGNED_REQUEST_MAX_WAIT};

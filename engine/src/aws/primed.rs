@@ -1,7 +1,7 @@
 //! `Primed`: a credentials provider that hands out credentials already fetched, once.
 //!
 //! A scan with a role fetches the role's credentials before it starts, so that a refusal
-//! fails the scan naming the role ([`crate::scan_setup`]). Without this, the SDK
+//! fails the scan naming the role (the scan crate's scan set-up). Without this, the SDK
 //! configuration's identity cache would fetch its own on first use: a second `AssumeRole`
 //! for every scan. Wrapping the role's provider in `Primed` gives the cache the checked
 //! credentials first; the cache keeps them until they near expiry and then asks the

@@ -26,7 +26,7 @@ use tollgate_quota::breaker::{BreakerScope, BreakerState};
 use tollgate_quota::QuotaKey;
 
 use crate::aws::telemetry::{AttemptEvent, AttemptOutcome, RetryOutcome, TelemetrySink};
-use crate::output::{KeyThrottling, ThrottlingSummary};
+use crate::report::{KeyThrottling, ThrottlingSummary};
 use summary::{summarize, BreakerTally, KeyTally};
 
 /// One scan's tallies.

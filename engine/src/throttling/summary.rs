@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use tollgate_quota::datapoints::{DatapointBudget, DATAPOINTS_SERVICE};
 
-use crate::output::{
+use crate::report::{
     BreakerSummary, KeyThrottling, SlowedKey, ThrottlingSummary, ThrottlingTotals,
 };
 
@@ -157,7 +157,7 @@ pub(crate) fn message(key: &str, tally: &KeyTally) -> String {
             "calls refused by an open breaker",
         ));
     }
-    if parts.is_empty() || c.wait_seconds >= crate::output::LONG_WAIT_SECONDS {
+    if parts.is_empty() || c.wait_seconds >= crate::report::LONG_WAIT_SECONDS {
         parts.push(format!("waited {:.1} s for rate limit", c.wait_seconds));
     }
     format!("{key}: {}", parts.join(", "))

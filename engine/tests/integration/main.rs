@@ -8,15 +8,7 @@
 
 mod common;
 
-mod activity;
 mod aws_gate;
 mod credential_provider_retries;
-mod credentials_mid_scan;
 mod datapoints;
 mod engine;
-mod moto_discovery;
-mod organization;
-mod organization_memory;
-mod simulation;
-mod supervisor;
-mod throttled_dataset;

@@ -28,7 +28,7 @@ timeout = "90s"
     assert_eq!(config.retention.max_age, Duration::from_secs(7 * 86_400));
     let prod = &config.targets["prod"];
     assert_eq!(prod.regions, ["us-east-1", "us-west-2"]);
-    assert_eq!(prod.datasets, [tollgate_engine::Dataset::KmsKeys]);
+    assert_eq!(prod.datasets, [tollgate_collectors::Dataset::KmsKeys]);
     assert_eq!(prod.profile.as_deref(), Some("prod"));
     assert_eq!(prod.timeout, Duration::from_secs(90));
 }
@@ -242,7 +242,7 @@ fn an_organization_target_reads_its_filters_and_bad_ones_name_line_and_key() {
     assert_eq!(org.max_accounts_in_flight.get(), 3);
     assert_eq!(
         org.scan.region_source,
-        tollgate_engine::request::RegionSource::Enabled {
+        tollgate_scan::request::RegionSource::Enabled {
             fallback: vec!["eu-west-1".into()]
         }
     );

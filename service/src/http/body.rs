@@ -175,7 +175,7 @@ mod tests {
         targets.insert(
             "prod".to_string(),
             ScanRequest::from(
-                tollgate_engine::DiscoveryRequest::default()
+                tollgate_scan::DiscoveryRequest::default()
                     .validate()
                     .unwrap(),
             ),
@@ -202,7 +202,7 @@ mod tests {
         targets.insert(
             "prod".to_string(),
             ScanRequest::from(
-                tollgate_engine::DiscoveryRequest::default()
+                tollgate_scan::DiscoveryRequest::default()
                     .validate()
                     .unwrap(),
             ),

@@ -54,7 +54,9 @@ async fn submit(req: HttpRequest, state: Data, body: web::Bytes) -> Result<HttpR
     let submission = parse_submission(&body, &state.targets)?;
     // A scan whose credentials cannot be had is refused up front, with the same message
     // `tollgate discover` prints (what was tried, how to fix it).
-    if let Err(e) = tollgate_engine::aws::check_credentials(&submission.request).await {
+    if let Err(e) =
+        tollgate_engine::aws::check_credentials(submission.request.credentials_source()).await
+    {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, e.to_string()));
     }
     let origin = ScanOrigin::OnDemand {

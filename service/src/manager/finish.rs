@@ -3,12 +3,13 @@
 
 use actix::Addr;
 use tokio::sync::oneshot;
+use tollgate_collectors::output::{rfc3339, DatasetReport, Reason, ReasonKind};
+use tollgate_collectors::{DatasetStatus, DiscoveryReport};
 use tollgate_engine::aws::ScanId;
-use tollgate_engine::organization::{OrganizationHandle, OrganizationReport};
-use tollgate_engine::output::{rfc3339, DatasetReport, Reason, ReasonKind};
-use tollgate_engine::supervisor::{AwaitReport, ForgetScan, Supervisor};
-use tollgate_engine::{DatasetStatus, DiscoveryReport, DiscoveryRequest};
 use tollgate_quota::Timestamp;
+use tollgate_scan::organization::{OrganizationHandle, OrganizationReport};
+use tollgate_scan::supervisor::{AwaitReport, ForgetScan, Supervisor};
+use tollgate_scan::DiscoveryRequest;
 
 use super::{Active, ManagerError, ScanManager};
 use crate::record::{OrganizationView, ProgressView, ScanRecord, ScanStatus};

@@ -32,7 +32,7 @@ use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use serde::Serialize;
-use tollgate_engine::DiscoveryRequest;
+use tollgate_scan::DiscoveryRequest;
 
 use crate::scan_request::ScanOrigin;
 

@@ -35,12 +35,12 @@ use std::time::Duration;
 
 use actix::Addr;
 use tokio::sync::Notify;
+use tollgate_collectors::Progress;
 use tollgate_engine::aws::ScanId;
-use tollgate_engine::collectors::Progress;
-use tollgate_engine::organization::OrganizationHandle;
-use tollgate_engine::supervisor::StartOrganizationScan;
-use tollgate_engine::supervisor::{CancelScan, StartScan, Supervisor, STOP_GRACE};
 use tollgate_quota::Clock;
+use tollgate_scan::organization::OrganizationHandle;
+use tollgate_scan::supervisor::StartOrganizationScan;
+use tollgate_scan::supervisor::{CancelScan, StartScan, Supervisor, STOP_GRACE};
 
 use crate::config::Retention;
 use crate::history::{History, HistoryError};
@@ -412,7 +412,7 @@ impl ScanManager {
     async fn drive_organization(
         &self,
         scan_id: String,
-        request: tollgate_engine::organization::OrganizationRequest,
+        request: tollgate_scan::organization::OrganizationRequest,
     ) {
         let supervisor = self.shared.deps.supervisor.clone();
         let handle = match supervisor.send(StartOrganizationScan(request)).await {

@@ -1,7 +1,7 @@
 //! The manager's read side: what `GET /v1/scans`, `GET /v1/scans/{id}` and the report
 //! route see — active scans as they are now (live progress), the rest as stored.
 
-use tollgate_engine::output::ThrottlingSummary;
+use tollgate_collectors::output::ThrottlingSummary;
 
 use super::{ManagerError, ScanManager};
 use crate::record::{OrganizationView, ProgressView, ScanDetail, ScanRecord, ScanSummary};

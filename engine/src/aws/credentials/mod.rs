@@ -38,7 +38,6 @@ pub use error::{CredentialsError, CredentialsErrorKind};
 use profile::{profile_facts, ProfileFacts};
 
 use crate::aws::config::{default_http_client, sdk_config_with_credentials};
-use crate::request::DiscoveryRequest;
 
 /// How long the check waits for the chain: the SDK's own credential cache gives a load
 /// the same 5 s, so nothing that would work during a scan is refused here.
@@ -53,12 +52,26 @@ pub struct CredentialsCheck {
     pub region: Option<String>,
 }
 
+/// What the check needs of a scan request (the scan crate's `DiscoveryRequest` gives it
+/// with `credentials_source()`): the engine names no request type of the layers above it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CredentialsSource<'a> {
+    /// The request's first region, if it names any.
+    pub first_region: Option<&'a str>,
+    /// The request carries static credentials of its own (the demo, tests).
+    pub static_credentials: bool,
+    /// The named profile, if any.
+    pub profile: Option<&'a str>,
+    /// The endpoint override, if any.
+    pub endpoint_url: Option<&'a str>,
+}
+
 /// Check that `request`'s credentials can be had (see the module docs). Static
 /// credentials in the request (the demo, tests) pass without touching the user's. With
 /// a role to assume, this checks the base credentials that sign `AssumeRole`; the role
 /// itself is assumed when the scan starts, and a refusal fails the scan naming the role.
 pub async fn check_credentials(
-    request: &DiscoveryRequest,
+    request: CredentialsSource<'_>,
 ) -> Result<CredentialsCheck, CredentialsError> {
     check_credentials_with(default_http_client(), request).await
 }
@@ -66,15 +79,15 @@ pub async fn check_credentials(
 /// [`check_credentials`] with an explicit inner HTTP client.
 pub async fn check_credentials_with(
     http: SharedHttpClient,
-    request: &DiscoveryRequest,
+    request: CredentialsSource<'_>,
 ) -> Result<CredentialsCheck, CredentialsError> {
-    let first_region = request.regions.first().map(String::as_str);
-    if request.credentials.is_some() {
+    let first_region = request.first_region;
+    if request.static_credentials {
         return Ok(CredentialsCheck {
             region: first_region.map(str::to_owned),
         });
     }
-    let facts = profile_facts(request.profile.as_deref()).await;
+    let facts = profile_facts(request.profile).await;
     if let Some(why) = &facts.unreadable {
         return Err(error(
             CredentialsErrorKind::InvalidConfiguration,
@@ -92,9 +105,9 @@ pub async fn check_credentials_with(
     }
     let sdk = sdk_config_with_credentials(
         http,
-        request.profile.as_deref(),
+        request.profile,
         first_region,
-        request.endpoint_url.as_deref(),
+        request.endpoint_url,
         None,
     )
     .await;
@@ -155,7 +168,7 @@ fn classify(e: &ChainError, uses_sso: bool) -> (CredentialsErrorKind, String) {
 
 /// A short description of a chain error, safe for reports and logs (no process output):
 /// its kind and what the source said.
-pub(crate) fn safe_description(e: &ChainError) -> String {
+pub fn safe_description(e: &ChainError) -> String {
     let (kind, detail) = classify(e, false);
     let what = match kind {
         CredentialsErrorKind::ProcessFailed => "the credential_process failed",

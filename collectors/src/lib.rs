@@ -1,0 +1,202 @@
+//! tollgate's collectors: one actix actor per dataset, each running its requests through
+//! [`AwsGate::call`] so that every physical attempt passes admission, and the report's
+//! resource model ([`output`], [`dataset`]) the collectors fill.
+//!
+//! A collector is a plain async function over a [`CollectorRun`] (the scan's gate, call
+//! context, regions, SDK configuration and progress counters) that returns a
+//! [`DatasetReport`]; [`CollectorActor`] runs it inside the supervisor's actor system and
+//! reports the result ([`actor::DatasetFinished`]). Status rules (complete / partial /
+//! failed / cancelled, `null` with a reason) live in one place, [`ReportBuilder`], so
+//! collectors cannot disagree about them. This crate sits on `tollgate-engine` (the gate)
+//! and under `tollgate-scan` (which starts the collectors): the arrows point one way.
+//!
+//! # Layout
+//! - [`dataset`]: `Dataset`, the datasets a scan may ask for.
+//! - [`output`]: the report's model — `DiscoveryReport`, `DatasetReport`, statuses,
+//!   reasons, items (re-exporting the engine's throttling and degraded-mode pieces).
+//! - [`activity`]: CloudWatch activity of the items (`--metrics`), a phase after the
+//!   datasets: one planner per region batching every dataset's GetMetricData queries.
+//! - [`actor`]: `CollectorActor` and the message it sends the supervisor.
+//! - [`clients`]: the run's SDK clients, one generic builder and cache per service.
+//! - [`operation`]: `Operation`, an operation named once for calls and reports.
+//! - [`progress`]: `Progress`, counters a collector bumps and the supervisor publishes.
+//! - [`report_builder`]: `ReportBuilder`, the status and reasons rules.
+//! - [`s3_buckets`], [`lambda_functions`], [`dynamodb_tables`], [`kms_keys`]: one file per
+//!   dataset.
+#![forbid(unsafe_code)]
+
+pub mod dataset;
+pub mod output;
+
+pub mod activity;
+pub mod actor;
+pub mod clients;
+pub mod dynamodb_tables;
+pub mod kms_keys;
+pub mod lambda_functions;
+pub mod operation;
+pub mod progress;
+pub mod report_builder;
+pub mod s3_buckets;
+
+use std::future::Future;
+
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+
+pub use actor::CollectorActor;
+pub use clients::ServiceClient;
+pub use operation::Operation;
+pub use progress::{DatasetProgress, Progress};
+pub use report_builder::ReportBuilder;
+
+pub use dataset::Dataset;
+pub use output::{DatasetReport, DatasetStatus, DiscoveryReport, Item};
+
+use clients::{ClientSettings, Clients};
+use tollgate_engine::aws::{AwsGate, CallContext, CallError, GatedHttpClient};
+
+/// Everything one collector needs for one scan.
+pub struct CollectorRun {
+    /// The scan's gate.
+    pub gate: AwsGate,
+    /// Attribution, deadline and cancellation of every call.
+    pub ctx: CallContext,
+    /// Regions to scan (validated, sorted, at least one).
+    pub regions: Vec<String>,
+    /// SDK configuration (credentials, endpoint) clients are built from.
+    pub sdk: aws_config::SdkConfig,
+    /// S3 path-style addressing (emulators).
+    pub force_path_style: bool,
+    /// Counters the supervisor publishes.
+    pub progress: Progress,
+    clients: Clients,
+}
+
+impl std::fmt::Debug for CollectorRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectorRun")
+            .field("ctx", &self.ctx)
+            .field("regions", &self.regions)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CollectorRun {
+    /// Run `per_region` for every region of the scan at once and merge the results into
+    /// one dataset report (marked cancelled if the scan was).
+    pub async fn per_region<'a, F, Fut>(&'a self, per_region: F) -> DatasetReport
+    where
+        F: Fn(&'a CollectorRun, &'a str) -> Fut,
+        Fut: Future<Output = ReportBuilder>,
+    {
+        let mut out = ReportBuilder::new();
+        let regions =
+            futures_util::future::join_all(self.regions.iter().map(|r| per_region(self, r))).await;
+        for region in regions {
+            region.merge_into(&mut out);
+        }
+        if self.is_cancelled() {
+            out.cancelled();
+        }
+        out.finish()
+    }
+
+    /// A run over `regions` (must not be empty).
+    pub fn new(
+        gate: AwsGate,
+        ctx: CallContext,
+        regions: Vec<String>,
+        sdk: aws_config::SdkConfig,
+        force_path_style: bool,
+        progress: Progress,
+    ) -> Self {
+        CollectorRun {
+            gate,
+            ctx,
+            regions,
+            sdk,
+            force_path_style,
+            progress,
+            clients: Clients::default(),
+        }
+    }
+
+    /// The region for global listings (S3 ListBuckets): the scan's first.
+    pub fn home_region(&self) -> &str {
+        self.regions
+            .first()
+            .map(String::as_str)
+            .unwrap_or("us-east-1")
+    }
+
+    /// Whether the scan was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.ctx.cancel.is_cancelled()
+    }
+
+    /// One gated call of `operation` in `region` (see [`AwsGate::call`]).
+    pub async fn call<T, E, F, Fut>(
+        &self,
+        operation: Operation,
+        region: &str,
+        send: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnMut(GatedHttpClient) -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        self.gate
+            .call(
+                &self.ctx,
+                operation.service(),
+                operation.name(),
+                Some(region),
+                send,
+            )
+            .await
+    }
+
+    /// [`CollectorRun::call`] for one planned call: counts it done in the progress, whatever
+    /// its outcome.
+    pub async fn call_item<T, E, F, Fut>(
+        &self,
+        operation: Operation,
+        region: &str,
+        send: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnMut(GatedHttpClient) -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let answer = self.call(operation, region, send).await;
+        self.progress.done(1);
+        answer
+    }
+
+    /// The `C` client for `region` (`let kms: aws_sdk_kms::Client = run.client(region)`),
+    /// built on first use and reused.
+    pub fn client<C: ServiceClient>(&self, region: &str) -> C {
+        C::cached(
+            &self.clients,
+            ClientSettings {
+                sdk: &self.sdk,
+                region,
+                force_path_style: self.force_path_style,
+            },
+        )
+    }
+}
+
+/// Run `dataset`'s collector to the end.
+pub async fn collect(dataset: Dataset, run: &CollectorRun) -> DatasetReport {
+    match dataset {
+        Dataset::S3Buckets => s3_buckets::collect(run).await,
+        Dataset::LambdaFunctions => lambda_functions::collect(run).await,
+        Dataset::DynamoDbTables => dynamodb_tables::collect(run).await,
+        Dataset::KmsKeys => kms_keys::collect(run).await,
+    }
+}

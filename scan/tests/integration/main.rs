@@ -1,0 +1,16 @@
+//! The scan crate's integration tests (scans, the supervisor, organization scans, against
+//! moto and the fixture simulator), one file per subject, compiled as ONE test
+//! binary: each integration-test file used to be a binary of its own, and linking them
+//! (each links the whole dependency tree) was most of a cold `cargo test`'s build time;
+//! in one binary the slow tests (real processes, real sockets) also overlap instead of
+//! running one binary after the other (docs/contributing.md, "One test binary per
+//! crate"). A new test file goes here with a `mod` line below; run one file's tests
+//! with `cargo test --workspace --locked --test integration FILE::`.
+
+mod activity;
+mod moto_discovery;
+mod organization;
+mod organization_memory;
+mod simulation;
+mod supervisor;
+mod throttled_dataset;
