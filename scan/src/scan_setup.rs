@@ -279,7 +279,102 @@ pub async fn prepare_member(
     })
 }
 
-/// Load the SDK configuration, resolve the caller and build the scan's gate.
+/// What every scan establishes first, single-account and organization alike, in one
+/// place ([`establish`]): the SDK configuration (a `--role-arn` assumed at once, so a
+/// refusal names the role), the configured region, the STS client, the caller's identity
+/// and the scan's gate over the right admission. The regions come after, from the
+/// context ([`ScanContext::regions`]); an organization's hub scans none.
+pub struct ScanContext {
+    /// SDK configuration service clients are built from.
+    pub sdk: aws_config::SdkConfig,
+    /// The region the configuration names (the request's first, else the profile's,
+    /// else [`FALLBACK_REGION`]).
+    pub configured_region: String,
+    /// STS, in the configured region (or the request's first listed region).
+    pub sts: aws_sdk_sts::Client,
+    /// Who the caller is; unresolved when STS would not say.
+    pub identity: CallerIdentity,
+    /// The scan's gate: the engine's admission for a resolved caller, an isolated
+    /// in-memory one scoped `unresolved:<scan-id>` otherwise.
+    pub gate: AwsGate,
+    isolated: Option<AdmissionRuntime>,
+}
+
+/// Establish a scan's context for `request` (see [`ScanContext`]).
+pub async fn establish(
+    request: &DiscoveryRequest,
+    deps: &SupervisorDeps,
+    scan_id: ScanId,
+    cancel: &CancellationToken,
+    deadline: tokio::time::Instant,
+) -> Result<ScanContext, SetupError> {
+    let mut sdk = sdk_config_assuming(
+        deps.http.clone(),
+        request.profile.as_deref(),
+        request.regions.first().map(String::as_str),
+        request.endpoint_url.as_deref(),
+        request.credentials.clone(),
+        request.role.as_ref(),
+    )
+    .await;
+    if let Some(role) = &request.role {
+        sdk = assume_now(sdk, &role.role_arn, cancel).await?;
+    }
+    let configured_region = sdk
+        .region()
+        .map(|r| r.as_ref().to_string())
+        .unwrap_or_else(|| FALLBACK_REGION.to_string());
+    let sts_region = match (&request.region_source, request.regions.first()) {
+        (RegionSource::Listed, Some(first)) => first.clone(),
+        _ => configured_region.clone(),
+    };
+    let sts = aws_sdk_sts::Client::from_conf(
+        aws_sdk_sts::config::Builder::from(&sdk)
+            .region(aws_config::Region::new(sts_region))
+            .build(),
+    );
+    let run_id = RunId::new(&scan_id.to_string()).expect("scan-<hex> is a valid run id");
+    let identity = resolve_identity(&sts, &deps.http, run_id, cancel, deadline, &deps.telemetry)
+        .await
+        .map_err(|_| SetupError::Cancelled)?;
+    let (admission, isolated) = if identity.is_resolved() {
+        (deps.admission.clone(), None)
+    } else {
+        let runtime = isolated_admission().map_err(|e| SetupError::Admission(e.to_string()))?;
+        (runtime.handle(), Some(runtime))
+    };
+    let gate = AwsGate::new(
+        admission,
+        deps.policies.clone(),
+        &identity,
+        deps.http.clone(),
+    )
+    .with_telemetry(Arc::new(deps.telemetry.clone()));
+    Ok(ScanContext {
+        sdk,
+        configured_region,
+        sts,
+        identity,
+        gate,
+        isolated,
+    })
+}
+
+impl ScanContext {
+    /// The regions `request` scans under this context's gate (see [`scan_regions`]).
+    pub async fn regions(
+        &self,
+        request: &DiscoveryRequest,
+        scan_id: ScanId,
+        deadline: tokio::time::Instant,
+        cancel: &CancellationToken,
+    ) -> ChosenRegions {
+        let ctx = setup_context(scan_id, deadline, cancel);
+        scan_regions(request, &self.gate, &self.sdk, &self.configured_region, ctx).await
+    }
+}
+
+/// Establish the scan's context, then choose its regions.
 pub async fn prepare(
     request: DiscoveryRequest,
     deps: SupervisorDeps,
@@ -287,69 +382,24 @@ pub async fn prepare(
     cancel: CancellationToken,
 ) -> Result<ScanSetup, SetupError> {
     let deadline = monotonic_now() + request.timeout;
-    let first_region = request.regions.first().map(String::as_str);
-    let mut sdk = sdk_config_assuming(
-        deps.http.clone(),
-        request.profile.as_deref(),
-        first_region,
-        request.endpoint_url.as_deref(),
-        request.credentials.clone(),
-        request.role.as_ref(),
-    )
-    .await;
-    if let Some(role) = &request.role {
-        sdk = assume_now(sdk, &role.role_arn, &cancel).await?;
-    }
-    let configured = sdk
-        .region()
-        .map(|r| r.as_ref().to_string())
-        .unwrap_or_else(|| FALLBACK_REGION.to_string());
-    let sts_region = match (&request.region_source, request.regions.first()) {
-        (RegionSource::Listed, Some(first)) => first.clone(),
-        _ => configured.clone(),
-    };
-    let sts_config = aws_sdk_sts::config::Builder::from(&sdk)
-        .region(aws_config::Region::new(sts_region))
-        .build();
-    let sts = aws_sdk_sts::Client::from_conf(sts_config);
-    let http = deps.http.clone();
-    let run_id = RunId::new(&scan_id.to_string()).expect("scan-<hex> is a valid run id");
-    let identity = resolve_identity(&sts, &http, run_id, &cancel, deadline, &deps.telemetry)
-        .await
-        .map_err(|_| SetupError::Cancelled)?;
-
-    let (admission, isolated) = if identity.is_resolved() {
-        (deps.admission.clone(), None)
-    } else {
-        let runtime = isolated_admission().map_err(|e| SetupError::Admission(e.to_string()))?;
-        (runtime.handle(), Some(runtime))
-    };
-    if let Some(reason) = &identity.unresolved_reason {
+    let context = establish(&request, &deps, scan_id, &cancel, deadline).await?;
+    if let Some(reason) = &context.identity.unresolved_reason {
         tracing::warn!(%scan_id, "{reason}");
     }
-    let gate = AwsGate::new(admission, deps.policies.clone(), &identity, http)
-        .with_telemetry(Arc::new(deps.telemetry.clone()));
-    let account = match &identity.account {
-        AccountScope::Account(id) => Some(id.as_str().to_string()),
-        AccountScope::Unresolved(_) => None,
-    };
-    let chosen = scan_regions(
-        &request,
-        &gate,
-        &sdk,
-        &configured,
-        setup_context(scan_id, deadline, &cancel),
-    )
-    .await;
+    let chosen = context.regions(&request, scan_id, deadline, &cancel).await;
+    let identity = context.identity;
     Ok(ScanSetup {
-        gate,
-        sdk,
+        gate: context.gate,
+        sdk: context.sdk,
         regions: chosen.regions,
         regions_reason: chosen.reason,
         force_path_style: request.endpoint_url.is_some(),
         partition: identity.partition.as_str().to_string(),
-        account,
+        account: match &identity.account {
+            AccountScope::Account(id) => Some(id.as_str().to_string()),
+            AccountScope::Unresolved(_) => None,
+        },
         identity_note: identity.unresolved_reason.clone(),
-        _isolated: isolated,
+        _isolated: context.isolated,
     })
 }

@@ -26,12 +26,15 @@
 //! - [`credentials`]: `RoleCredentials`, one member's cached, gated `AssumeRole`.
 //! - [`progress`]: per-account progress, readable at any time without a message.
 //! - [`report`]: `OrganizationReport`, the one JSON document.
-//! - [`run`]: the scan itself, on the discovery runtime's actor thread.
+//! - [`machine`]: the loop as a state machine (pure): events in, actions out.
+//! - [`run`]: the scan itself, on the discovery runtime's actor thread: the scan
+//!   context, the listing, the driver of the machine, one task per account.
 //! - [`handle`]: `OrganizationHandle`: progress, cancellation, the report.
 
 pub mod credentials;
 pub mod handle;
 pub mod listing;
+pub mod machine;
 pub mod progress;
 pub mod report;
 pub mod request;
