@@ -261,6 +261,39 @@ pub struct Totals {
     pub elapsed_ms: u64,
 }
 
+impl Totals {
+    /// The table's last part, as name and value rows.
+    fn rows(&self) -> [(&'static str, String); 9] {
+        let t = self;
+        [
+            ("processes", t.processes.to_string()),
+            ("logical requests", t.logical_requests.to_string()),
+            (
+                "physical attempts",
+                format!("{} ({} retries)", t.physical_attempts, t.retries),
+            ),
+            (
+                "exhausted retry admissions",
+                t.exhausted_retry_admissions.to_string(),
+            ),
+            (
+                "cancelled before dispatch",
+                t.cancelled_before_dispatch.to_string(),
+            ),
+            ("aborted in flight", t.aborted.to_string()),
+            (
+                "total queue wait",
+                format!(
+                    "{:.0} ms ({} observations)",
+                    t.total_queue_wait_ms, t.observations
+                ),
+            ),
+            ("mean queue wait", format!("{:.1} ms", t.mean_queue_wait_ms)),
+            ("elapsed (simulated)", format!("{} ms", t.elapsed_ms)),
+        ]
+    }
+}
+
 impl Report {
     /// The totals.
     pub fn totals(&self) -> Totals {
@@ -309,6 +342,20 @@ impl Report {
     /// The readable table: one row per request, every key's final state, the totals.
     pub fn table(&self) -> String {
         let mut out = String::new();
+        self.write_requests(&mut out);
+        if !self.keys.is_empty() {
+            let _ = writeln!(out);
+            self.write_keys(&mut out);
+        }
+        let _ = writeln!(out);
+        for (name, value) in self.totals().rows() {
+            let _ = writeln!(out, "{name:<27} {value}");
+        }
+        out
+    }
+
+    /// The table's first part: one row per request, with when each attempt went out.
+    fn write_requests(&self, out: &mut String) {
         let id_width = self
             .requests
             .iter()
@@ -345,72 +392,41 @@ impl Report {
                 at
             );
         }
-        if !self.keys.is_empty() {
-            let key_width = self
-                .keys
-                .iter()
-                .map(|k| k.key.len())
-                .max()
-                .unwrap_or(3)
-                .max("key (state at the end)".len());
-            let _ = writeln!(out);
+    }
+
+    /// The table's second part: every key's state at the end.
+    fn write_keys(&self, out: &mut String) {
+        let key_width = self
+            .keys
+            .iter()
+            .map(|k| k.key.len())
+            .max()
+            .unwrap_or(3)
+            .max("key (state at the end)".len());
+        let _ = writeln!(
+            out,
+            "{:<key_width$}  {:>7}  {:>5}  {:>11}  {:>9}  {:>13}  {:>16}",
+            "key (state at the end)",
+            "rate/s",
+            "burst",
+            "concurrency",
+            "allowance",
+            "penalty steps",
+            "retry units left"
+        );
+        for k in &self.keys {
+            let s = &k.state;
             let _ = writeln!(
                 out,
                 "{:<key_width$}  {:>7}  {:>5}  {:>11}  {:>9}  {:>13}  {:>16}",
-                "key (state at the end)",
-                "rate/s",
-                "burst",
-                "concurrency",
-                "allowance",
-                "penalty steps",
-                "retry units left"
+                k.key,
+                s.policy.rate_per_second(),
+                s.policy.burst(),
+                s.policy.concurrency(),
+                s.policy.retry_capacity(),
+                s.penalty_steps,
+                s.retry_units
             );
-            for k in &self.keys {
-                let s = &k.state;
-                let _ = writeln!(
-                    out,
-                    "{:<key_width$}  {:>7}  {:>5}  {:>11}  {:>9}  {:>13}  {:>16}",
-                    k.key,
-                    s.policy.rate_per_second(),
-                    s.policy.burst(),
-                    s.policy.concurrency(),
-                    s.policy.retry_capacity(),
-                    s.penalty_steps,
-                    s.retry_units
-                );
-            }
         }
-        let t = self.totals();
-        let _ = writeln!(out);
-        let rows: [(&str, String); 9] = [
-            ("processes", t.processes.to_string()),
-            ("logical requests", t.logical_requests.to_string()),
-            (
-                "physical attempts",
-                format!("{} ({} retries)", t.physical_attempts, t.retries),
-            ),
-            (
-                "exhausted retry admissions",
-                t.exhausted_retry_admissions.to_string(),
-            ),
-            (
-                "cancelled before dispatch",
-                t.cancelled_before_dispatch.to_string(),
-            ),
-            ("aborted in flight", t.aborted.to_string()),
-            (
-                "total queue wait",
-                format!(
-                    "{:.0} ms ({} observations)",
-                    t.total_queue_wait_ms, t.observations
-                ),
-            ),
-            ("mean queue wait", format!("{:.1} ms", t.mean_queue_wait_ms)),
-            ("elapsed (simulated)", format!("{} ms", t.elapsed_ms)),
-        ];
-        for (name, value) in rows {
-            let _ = writeln!(out, "{name:<27} {value}");
-        }
-        out
     }
 }

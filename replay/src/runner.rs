@@ -37,10 +37,10 @@ use std::time::Duration;
 
 use aws_sdk_kms::config::retry::RetryConfig;
 use aws_sdk_kms::config::{BehaviorVersion, Credentials, Region};
-use tokio::time::sleep_until;
+use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::{
-    start_in_current_system, AdmissionHandle, RuntimeConfig, Schedules, TokioClock,
+    start_in_current_system, AdmissionHandle, KeyStatus, RuntimeConfig, Schedules, TokioClock,
 };
 use tollgate_quota::{DatapointCharge, Owner, Partition, WallClock};
 
@@ -110,85 +110,19 @@ async fn simulate(script: Script) -> Result<Report, ReplayError> {
         script.start_at.to_timestamp(WallClock::UNIX_EPOCH),
     ));
     let handles = admission_handles(&script, clock.clone())?;
-    let kms = carrier_client(clock);
-    let deadline = origin + script.deadline;
-    let script = Arc::new(script);
-
-    // The timeline: (instant, 0 = start / 1 = cancel, request index), in that order.
-    let mut timeline: Vec<(Duration, u8, usize)> = Vec::new();
-    for (i, r) in script.requests.iter().enumerate() {
-        timeline.push((r.at, 0, i));
-        if let Some(at) = r.cancel_at {
-            timeline.push((at, 1, i));
-        }
-    }
-    timeline.sort();
-
-    let tokens: Vec<CancellationToken> = script
-        .requests
-        .iter()
-        .map(|_| CancellationToken::new())
-        .collect();
-    let mut tasks = Vec::with_capacity(script.requests.len());
-    for (at, what, index) in timeline {
-        sleep_until(origin + at).await;
-        let request = &script.requests[index];
-        let handle = handles[&request.process].clone();
-        if what == 1 {
-            if let Err(e) = handle.cancel_scope(scope_of(index)).await {
-                tracing::warn!(error = %e, "cancelling a replayed request's waiters failed");
-            }
-            tokens[index].cancel();
-            continue;
-        }
-        let script = script.clone();
-        let kms = kms.clone();
-        let cancel = tokens[index].clone();
-        tasks.push(actix::spawn(async move {
-            let request = &script.requests[index];
-            let started = tollgate_actors::clock::since(origin);
-            let transport = ScriptedTransport::new(&request.responses, origin);
-            let telemetry = MemoryTelemetry::new();
-            let gate = AwsGate::new(
-                handle,
-                script.policies.clone(),
-                &CallerIdentity::resolved(Partition::aws(), request.account.clone(), None),
-                transport.http_client(),
-            )
-            .with_retry(script.retry)
-            .with_telemetry(Arc::new(telemetry.clone()));
-            let ctx = CallContext {
-                scan_id: ScanId(scope_of(index)),
-                collector: "replay",
-                datasets: vec![request.id.clone()],
-                deadline,
-                cancel,
-            };
-            let error = call(&gate, &ctx, request, &kms).await.err();
-            Finished {
-                index,
-                started,
-                ended: tollgate_actors::clock::since(origin),
-                error,
-                transport,
-                telemetry,
-            }
-        }));
-    }
-    let mut finished = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        finished.push(
-            task.await
-                .map_err(|e| ReplayError::Runtime(format!("a replayed request failed: {e}")))?,
-        );
-    }
-    finished.sort_by_key(|f| f.index);
+    let replay = Replay {
+        kms: carrier_client(clock),
+        origin,
+        deadline: origin + script.deadline,
+        script: Arc::new(script),
+    };
+    let finished = replay.run_timeline(&handles).await?;
     let elapsed = finished.iter().map(|f| f.ended).max().unwrap_or_default();
     let requests = finished
         .into_iter()
         .map(|f| {
             RequestReport::new(
-                &script.requests[f.index],
+                &replay.script.requests[f.index],
                 f.started,
                 f.ended,
                 f.error,
@@ -197,25 +131,145 @@ async fn simulate(script: Script) -> Result<Report, ReplayError> {
             )
         })
         .collect();
-    let coordinator = handles.values().next().cloned();
-    let mut keys = Vec::new();
-    if let Some(handle) = coordinator {
-        keys = handle
-            .status()
-            .await
-            .map_err(|e| ReplayError::Runtime(format!("reading the final key states: {e}")))?;
-        keys.sort_by(|a, b| a.key.cmp(&b.key));
-        handle
-            .shutdown()
-            .await
-            .map_err(|e| ReplayError::Runtime(format!("stopping the quota actors: {e}")))?;
-    }
+    let keys = final_keys(&handles).await?;
     Ok(Report {
         requests,
         elapsed_ms: elapsed.as_millis() as u64,
         keys,
         seed: 0,
     })
+}
+
+/// What happens to a request at an instant of the timeline; at one instant, starts come
+/// before cancellations (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Start,
+    Cancel,
+}
+
+/// The script's steps in order: (instant, step, request index).
+fn timeline(script: &Script) -> Vec<(Duration, Step, usize)> {
+    let mut timeline = Vec::new();
+    for (i, r) in script.requests.iter().enumerate() {
+        timeline.push((r.at, Step::Start, i));
+        if let Some(at) = r.cancel_at {
+            timeline.push((at, Step::Cancel, i));
+        }
+    }
+    timeline.sort();
+    timeline
+}
+
+/// What every request of one replay shares.
+#[derive(Clone)]
+struct Replay {
+    script: Arc<Script>,
+    /// The carrier SDK client.
+    kms: aws_sdk_kms::Client,
+    /// Time 0.
+    origin: Instant,
+    /// Every request's deadline.
+    deadline: Instant,
+}
+
+impl Replay {
+    /// Starts and cancels each request at its instant, then waits for all of them;
+    /// finished in script order.
+    async fn run_timeline(
+        &self,
+        handles: &BTreeMap<u32, AdmissionHandle>,
+    ) -> Result<Vec<Finished>, ReplayError> {
+        let tokens: Vec<CancellationToken> = self
+            .script
+            .requests
+            .iter()
+            .map(|_| CancellationToken::new())
+            .collect();
+        let mut tasks = Vec::with_capacity(self.script.requests.len());
+        for (at, step, index) in timeline(&self.script) {
+            sleep_until(self.origin + at).await;
+            let handle = handles[&self.script.requests[index].process].clone();
+            match step {
+                Step::Cancel => {
+                    if let Err(e) = handle.cancel_scope(scope_of(index)).await {
+                        tracing::warn!(error = %e, "cancelling a replayed request's waiters failed");
+                    }
+                    tokens[index].cancel();
+                }
+                Step::Start => {
+                    let replay = self.clone();
+                    let cancel = tokens[index].clone();
+                    tasks.push(actix::spawn(replay.request(index, handle, cancel)));
+                }
+            }
+        }
+        let mut finished = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            finished
+                .push(task.await.map_err(|e| {
+                    ReplayError::Runtime(format!("a replayed request failed: {e}"))
+                })?);
+        }
+        finished.sort_by_key(|f| f.index);
+        Ok(finished)
+    }
+
+    /// One request, from its start to its end, through its own gate and transport.
+    async fn request(
+        self,
+        index: usize,
+        handle: AdmissionHandle,
+        cancel: CancellationToken,
+    ) -> Finished {
+        let request = &self.script.requests[index];
+        let started = tollgate_actors::clock::since(self.origin);
+        let transport = ScriptedTransport::new(&request.responses, self.origin);
+        let telemetry = MemoryTelemetry::new();
+        let gate = AwsGate::new(
+            handle,
+            self.script.policies.clone(),
+            &CallerIdentity::resolved(Partition::aws(), request.account.clone(), None),
+            transport.http_client(),
+        )
+        .with_retry(self.script.retry)
+        .with_telemetry(Arc::new(telemetry.clone()));
+        let ctx = CallContext {
+            scan_id: ScanId(scope_of(index)),
+            collector: "replay",
+            datasets: vec![request.id.clone()],
+            deadline: self.deadline,
+            cancel,
+        };
+        let error = call(&gate, &ctx, request, &self.kms).await.err();
+        Finished {
+            index,
+            started,
+            ended: tollgate_actors::clock::since(self.origin),
+            error,
+            transport,
+            telemetry,
+        }
+    }
+}
+
+/// Every key's state at the end, by key, read from the coordinator, which then stops.
+async fn final_keys(
+    handles: &BTreeMap<u32, AdmissionHandle>,
+) -> Result<Vec<KeyStatus>, ReplayError> {
+    let Some(handle) = handles.values().next() else {
+        return Ok(Vec::new());
+    };
+    let mut keys = handle
+        .status()
+        .await
+        .map_err(|e| ReplayError::Runtime(format!("reading the final key states: {e}")))?;
+    keys.sort_by(|a, b| a.key.cmp(&b.key));
+    handle
+        .shutdown()
+        .await
+        .map_err(|e| ReplayError::Runtime(format!("stopping the quota actors: {e}")))?;
+    Ok(keys)
 }
 
 /// Each request is its own cancellation scope (and scan id): 1-based script position.

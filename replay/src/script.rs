@@ -345,14 +345,7 @@ fn parse_retry(raw: Option<&RawValue>) -> Result<RetrySettings, ScriptError> {
 }
 
 fn parse_request(index: usize, raw: &RawValue) -> Result<ScriptedRequest, ScriptError> {
-    let id = serde_json::from_str::<IdOnly>(raw.get())
-        .ok()
-        .and_then(|i| i.id)
-        .and_then(|v| v.as_str().map(str::to_owned));
-    let here = match &id {
-        Some(id) => format!("requests[{index}] (id {id:?})"),
-        None => format!("requests[{index}]"),
-    };
+    let here = request_location(index, raw);
     let r: RawRequest<'_> = serde_json::from_str(raw.get()).map_err(|e| {
         located(
             here.clone(),
@@ -366,74 +359,18 @@ fn parse_request(index: usize, raw: &RawValue) -> Result<ScriptedRequest, Script
         return Err(located(format!("{here}.id"), "must not be empty"));
     }
     let at = millis(r.at_ms, &here, "at_ms")?;
-    let cancel_at = match r.cancel_at_ms {
-        None => None,
-        Some(ms) => {
-            let c = millis(ms, &here, "cancel_at_ms")?;
-            if c < at {
-                return Err(located(
-                    format!("{here}.cancel_at_ms"),
-                    format!(
-                        "{ms} is before at_ms {}; a request is cancelled at or after its start",
-                        r.at_ms
-                    ),
-                ));
-            }
-            Some(c)
-        }
-    };
-    match r.cost {
-        None | Some(1) => {}
-        Some(other) => {
-            return Err(located(
-                format!("{here}.cost"),
-                format!(
-                    "{other} is not supported: the gated call path charges 1 token per attempt (datapoint costs arrive with CloudWatch collectors); use 1"
-                ),
-            ))
-        }
-    }
+    let cancel_at = parse_cancel_at(&here, &r, at)?;
+    check_cost(&here, r.cost)?;
     let account_text = r.account.as_deref().unwrap_or(DEFAULT_ACCOUNT);
     let account = AccountId::new(account_text)
         .map_err(|e| located(format!("{here}.account"), e.to_string()))?;
     let region = r.region.unwrap_or_else(|| DEFAULT_REGION.to_owned());
-    let key = QuotaKey::for_operation(
-        &Partition::aws(),
-        &AccountScope::Account(account.clone()),
-        Some(&region),
-        &r.service,
-        &r.operation,
-    )
-    .map_err(|e| {
-        let field = match e {
-            tollgate_quota::key::KeyError::Region(_) => "region",
-            tollgate_quota::key::KeyError::Group(_) => "operation",
-            _ => "service",
-        };
-        located(format!("{here}.{field}"), e.to_string())
-    })?;
+    let key = request_key(&here, &account, &region, &r.service, &r.operation)?;
     let metric_data = match r.metric_data {
         None => None,
         Some(raw) => Some(crate::metric_data::parse(&here, &key, raw)?),
     };
-    let responses = match r.responses {
-        None => vec![ScriptedResponse {
-            outcome: ScriptedOutcome::Success,
-            transport: Duration::ZERO,
-            retry_after: None,
-        }],
-        Some(list) if list.is_empty() => {
-            return Err(located(
-                format!("{here}.responses"),
-                "is empty; give at least one response (the last one repeats), or omit it for one success",
-            ))
-        }
-        Some(list) => list
-            .iter()
-            .enumerate()
-            .map(|(i, raw)| parse_response(&format!("{here}.responses[{i}]"), raw))
-            .collect::<Result<_, _>>()?,
-    };
+    let responses = parse_responses(&here, r.responses)?;
     Ok(ScriptedRequest {
         id: r.id,
         at,
@@ -447,6 +384,101 @@ fn parse_request(index: usize, raw: &RawValue) -> Result<ScriptedRequest, Script
         cancel_at,
         metric_data,
     })
+}
+
+/// How errors name the request: its position, and its id when one can be read.
+fn request_location(index: usize, raw: &RawValue) -> String {
+    let id = serde_json::from_str::<IdOnly>(raw.get())
+        .ok()
+        .and_then(|i| i.id)
+        .and_then(|v| v.as_str().map(str::to_owned));
+    match &id {
+        Some(id) => format!("requests[{index}] (id {id:?})"),
+        None => format!("requests[{index}]"),
+    }
+}
+
+/// `cancel_at_ms`, at or after the request's start `at`.
+fn parse_cancel_at(
+    here: &str,
+    r: &RawRequest<'_>,
+    at: Duration,
+) -> Result<Option<Duration>, ScriptError> {
+    let Some(ms) = r.cancel_at_ms else {
+        return Ok(None);
+    };
+    let c = millis(ms, here, "cancel_at_ms")?;
+    if c < at {
+        return Err(located(
+            format!("{here}.cancel_at_ms"),
+            format!(
+                "{ms} is before at_ms {}; a request is cancelled at or after its start",
+                r.at_ms
+            ),
+        ));
+    }
+    Ok(Some(c))
+}
+
+/// `cost`: only 1 (or none) is supported.
+fn check_cost(here: &str, cost: Option<u32>) -> Result<(), ScriptError> {
+    match cost {
+        None | Some(1) => Ok(()),
+        Some(other) => Err(located(
+            format!("{here}.cost"),
+            format!(
+                "{other} is not supported: the gated call path charges 1 token per attempt (datapoint costs arrive with CloudWatch collectors); use 1"
+            ),
+        )),
+    }
+}
+
+/// The quota key the gate will use, a refusal naming the field at fault.
+fn request_key(
+    here: &str,
+    account: &AccountId,
+    region: &str,
+    service: &str,
+    operation: &str,
+) -> Result<QuotaKey, ScriptError> {
+    QuotaKey::for_operation(
+        &Partition::aws(),
+        &AccountScope::Account(account.clone()),
+        Some(region),
+        service,
+        operation,
+    )
+    .map_err(|e| {
+        let field = match e {
+            tollgate_quota::key::KeyError::Region(_) => "region",
+            tollgate_quota::key::KeyError::Group(_) => "operation",
+            _ => "service",
+        };
+        located(format!("{here}.{field}"), e.to_string())
+    })
+}
+
+/// `responses`: none is one immediate success; an empty list is refused.
+fn parse_responses(
+    here: &str,
+    responses: Option<Vec<&RawValue>>,
+) -> Result<Vec<ScriptedResponse>, ScriptError> {
+    match responses {
+        None => Ok(vec![ScriptedResponse {
+            outcome: ScriptedOutcome::Success,
+            transport: Duration::ZERO,
+            retry_after: None,
+        }]),
+        Some(list) if list.is_empty() => Err(located(
+            format!("{here}.responses"),
+            "is empty; give at least one response (the last one repeats), or omit it for one success",
+        )),
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| parse_response(&format!("{here}.responses[{i}]"), raw))
+            .collect(),
+    }
 }
 
 fn parse_response(here: &str, raw: &RawValue) -> Result<ScriptedResponse, ScriptError> {

@@ -116,116 +116,110 @@ impl Default for ServiceMetrics {
 impl ServiceMetrics {
     /// Every metric registered, all zero.
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("tollgate");
-        let admissions = Family::<KeyLabel, Counter>::default();
-        let admission_wait =
-            Family::<KeyLabel, Histogram, fn() -> Histogram>::new_with_constructor(wait_histogram);
-        let throttled = Family::<KeyLabel, Counter>::default();
-        let retries = Family::<KeyLabel, Counter>::default();
-        let gave_up = Family::<KeyLabel, Counter>::default();
-        let scans_finished = Family::<StatusLabel, Counter>::default();
-        let scan_duration =
-            Family::<StatusLabel, Histogram, fn() -> Histogram>::new_with_constructor(
-                duration_histogram,
-            );
-        let scans_active = Family::<StatusLabel, Gauge>::default();
-        let penalty = Family::<KeyLabel, Gauge>::default();
-        let rate_millis = Family::<KeyLabel, Gauge>::default();
-        let stopped = Family::<KeyLabel, Gauge>::default();
-        let quota_keys = Family::<ListedLabel, Gauge>::default();
-        let account_admissions = Family::<AccountLabel, Gauge>::default();
-        let account_throttled = Family::<AccountLabel, Gauge>::default();
-        registry.register(
-            "admissions",
-            "Attempts admitted by the gate, per quota key",
-            admissions.clone(),
-        );
-        registry.register(
-            "admission_wait_seconds",
-            "Wait before transport (admission, credentials, signing), per quota key",
-            admission_wait.clone(),
-        );
-        registry.register(
-            "throttled_responses",
-            "Responses that said the caller was throttled, per quota key",
-            throttled.clone(),
-        );
-        registry.register(
-            "retries",
-            "Attempts that were retries, per quota key",
-            retries.clone(),
-        );
-        registry.register(
-            "calls_given_up",
-            "Calls given up after a retryable failure, per quota key",
-            gave_up.clone(),
-        );
-        registry.register(
-            "scans_finished",
-            "Scans finished, by status",
-            scans_finished.clone(),
-        );
-        registry.register(
-            "scan_duration_seconds",
-            "Scan run time from start to stored report, by status",
-            scan_duration.clone(),
-        );
-        registry.register(
-            "scans_active",
-            "Scans queued or running now",
-            scans_active.clone(),
-        );
-        registry.register(
-            "quota_penalty_steps",
-            "Each quota key's penalty steps now",
-            penalty.clone(),
-        );
-        registry.register(
-            "quota_effective_rate_millis",
-            "Each quota key's effective rate now, in thousandths of a request per second",
-            rate_millis.clone(),
-        );
-        registry.register(
-            "quota_dispatch_stopped",
-            "1 when a quota key's dispatch is stopped (storage failure breaker)",
-            stopped.clone(),
-        );
-        registry.register(
-            "quota_keys",
-            "Quota keys admission holds now, by whether their per-key gauges are listed",
-            quota_keys.clone(),
-        );
-        registry.register(
-            "account_recent_admissions",
-            "Attempts admitted over the last five minutes, for the busiest accounts and `other`",
-            account_admissions.clone(),
-        );
-        registry.register(
-            "account_recent_throttled_responses",
-            "Throttled responses over the last five minutes, for the busiest accounts and `other`",
-            account_throttled.clone(),
-        );
-        ServiceMetrics {
-            registry,
-            admissions,
-            admission_wait,
-            throttled,
-            retries,
-            gave_up,
-            scans_finished,
-            scan_duration,
-            scans_active,
-            penalty,
-            rate_millis,
-            stopped,
-            quota_keys,
-            account_admissions,
-            account_throttled,
+        let mut metrics = ServiceMetrics {
+            registry: Registry::with_prefix("tollgate"),
+            admissions: Family::default(),
+            admission_wait: Family::new_with_constructor(wait_histogram),
+            throttled: Family::default(),
+            retries: Family::default(),
+            gave_up: Family::default(),
+            scans_finished: Family::default(),
+            scan_duration: Family::new_with_constructor(duration_histogram),
+            scans_active: Family::default(),
+            penalty: Family::default(),
+            rate_millis: Family::default(),
+            stopped: Family::default(),
+            quota_keys: Family::default(),
+            account_admissions: Family::default(),
+            account_throttled: Family::default(),
             counted: Mutex::new(HashSet::new()),
             activity: Arc::new(Activity::default()),
             scan_accounts: ScanAccounts::default(),
             scrape: Mutex::new(()),
-        }
+        };
+        metrics.register_counted();
+        metrics.register_scraped();
+        metrics
+    }
+
+    /// Registers the figures counted as they happen (module docs), in exposition order.
+    fn register_counted(&mut self) {
+        let registry = &mut self.registry;
+        registry.register(
+            "admissions",
+            "Attempts admitted by the gate, per quota key",
+            self.admissions.clone(),
+        );
+        registry.register(
+            "admission_wait_seconds",
+            "Wait before transport (admission, credentials, signing), per quota key",
+            self.admission_wait.clone(),
+        );
+        registry.register(
+            "throttled_responses",
+            "Responses that said the caller was throttled, per quota key",
+            self.throttled.clone(),
+        );
+        registry.register(
+            "retries",
+            "Attempts that were retries, per quota key",
+            self.retries.clone(),
+        );
+        registry.register(
+            "calls_given_up",
+            "Calls given up after a retryable failure, per quota key",
+            self.gave_up.clone(),
+        );
+        registry.register(
+            "scans_finished",
+            "Scans finished, by status",
+            self.scans_finished.clone(),
+        );
+        registry.register(
+            "scan_duration_seconds",
+            "Scan run time from start to stored report, by status",
+            self.scan_duration.clone(),
+        );
+    }
+
+    /// Registers the gauges read at scrape time (module docs), after the counted ones.
+    fn register_scraped(&mut self) {
+        let registry = &mut self.registry;
+        registry.register(
+            "scans_active",
+            "Scans queued or running now",
+            self.scans_active.clone(),
+        );
+        registry.register(
+            "quota_penalty_steps",
+            "Each quota key's penalty steps now",
+            self.penalty.clone(),
+        );
+        registry.register(
+            "quota_effective_rate_millis",
+            "Each quota key's effective rate now, in thousandths of a request per second",
+            self.rate_millis.clone(),
+        );
+        registry.register(
+            "quota_dispatch_stopped",
+            "1 when a quota key's dispatch is stopped (storage failure breaker)",
+            self.stopped.clone(),
+        );
+        registry.register(
+            "quota_keys",
+            "Quota keys admission holds now, by whether their per-key gauges are listed",
+            self.quota_keys.clone(),
+        );
+        registry.register(
+            "account_recent_admissions",
+            "Attempts admitted over the last five minutes, for the busiest accounts and `other`",
+            self.account_admissions.clone(),
+        );
+        registry.register(
+            "account_recent_throttled_responses",
+            "Throttled responses over the last five minutes, for the busiest accounts and `other`",
+            self.account_throttled.clone(),
+        );
     }
 
     /// Every key's recent admissions and throttled responses.

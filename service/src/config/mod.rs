@@ -41,6 +41,7 @@
 mod error;
 mod fleet;
 mod raw;
+mod target;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
@@ -53,7 +54,7 @@ use tollgate_fleet::FleetValues;
 
 use crate::duration::parse_duration;
 use crate::manager::guard::{GuardSettings, DEFAULT_MAX_SCANS_PER_ACCOUNT};
-use crate::scan_request::{ScanFields, ScanRequest};
+use crate::scan_request::ScanRequest;
 use crate::scheduler::{CronNext, ScheduleEntry};
 use std::sync::Arc;
 use tollgate_quota::schedule::CronSchedule;
@@ -163,13 +164,31 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
     let max = positive(
         at,
         "service.max_concurrent_scans",
-        service.max_concurrent_scans,
+        service.max_concurrent_scans.clone(),
         DEFAULT_MAX_CONCURRENT_SCANS,
     )?;
+    let guard = guard(at, &service)?;
+    let retention = retention(at, service.retention.unwrap_or_default())?;
+    let targets = target::validate(at, raw.target)?;
+    let schedules = schedules(at, raw.schedule, &targets)?;
+    let fleet = raw.fleet.map(|f| fleet::validate(at, f)).transpose()?;
+    Ok(ServiceConfig {
+        max_concurrent_scans: NonZeroUsize::new(max).expect("checked positive"),
+        guard,
+        retention,
+        catch_up: service.catch_up.unwrap_or(true),
+        targets,
+        schedules,
+        fleet,
+    })
+}
+
+/// `service.max_scans_per_account` and `service.cooldown`.
+fn guard(at: &Locator<'_>, service: &raw::RawService) -> Result<GuardSettings, ConfigError> {
     let per_account = positive(
         at,
         "service.max_scans_per_account",
-        service.max_scans_per_account,
+        service.max_scans_per_account.clone(),
         DEFAULT_MAX_SCANS_PER_ACCOUNT,
     )?;
     let cooldown = match &service.cooldown {
@@ -183,7 +202,14 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
             )
         })?,
     };
-    let retention = service.retention.unwrap_or_default();
+    Ok(GuardSettings {
+        max_scans_per_account: NonZeroUsize::new(per_account).expect("checked positive"),
+        cooldown,
+    })
+}
+
+/// `service.retention`.
+fn retention(at: &Locator<'_>, retention: raw::RawRetention) -> Result<Retention, ConfigError> {
     let keep = positive(
         at,
         "service.retention.reports_per_target",
@@ -209,83 +235,20 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
                 format!("too large: at most {} days", u64::MAX / 86_400),
             )
         })?;
-    let mut targets = BTreeMap::new();
-    for (i, target) in raw.target.into_iter().enumerate() {
-        let name = target.name.get_ref().trim().to_string();
-        let key = |field: &str| format!("target[{i}].{field}");
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            return Err(at.at(
-                Some(target.name.span()),
-                key("name"),
-                "use letters, digits, '-', '_' or '.'",
-            ));
-        }
-        if targets.contains_key(&name) {
-            return Err(at.at(
-                Some(target.name.span()),
-                key("name"),
-                format!("a target named {name:?} is already defined"),
-            ));
-        }
-        let timeout = match &target.timeout {
-            None => None,
-            Some(t) => Some(
-                parse_duration(t.get_ref())
-                    .map_err(|e| at.at(Some(t.span()), key("timeout"), e.to_string()))?,
-            ),
-        };
-        let span_of = |field: &str| match field {
-            "regions" => target.regions.as_ref().map(|r| r.span()),
-            "datasets" => target.datasets.as_ref().map(|d| d.span()),
-            "endpoint_url" => target.endpoint_url.as_ref().map(|e| e.span()),
-            "timeout" => target.timeout.as_ref().map(|t| t.span()),
-            "role_arn" => target.role_arn.as_ref().map(|r| r.span()),
-            "external_id" => target.external_id.as_ref().map(|r| r.span()),
-            "session_name" => target.session_name.as_ref().map(|r| r.span()),
-            "regions_fallback" => target.regions_fallback.as_ref().map(|r| r.span()),
-            "organization" => target.organization.as_ref().map(|r| r.span()),
-            "role_name" => target.role_name.as_ref().map(|r| r.span()),
-            "accounts" => target.accounts.as_ref().map(|r| r.span()),
-            "exclude_accounts" => target.exclude_accounts.as_ref().map(|r| r.span()),
-            "max_accounts_in_flight" => target.max_accounts_in_flight.as_ref().map(|r| r.span()),
-            _ => Some(target.name.span()),
-        };
-        let fields = ScanFields {
-            regions: target
-                .regions
-                .as_ref()
-                .map(|r| r.get_ref().clone())
-                .unwrap_or_default(),
-            datasets: target
-                .datasets
-                .as_ref()
-                .map(|d| d.get_ref().clone())
-                .unwrap_or_default(),
-            endpoint_url: target.endpoint_url.as_ref().map(|e| e.get_ref().clone()),
-            profile: target.profile.clone(),
-            timeout,
-            role_arn: target.role_arn.as_ref().map(|r| r.get_ref().clone()),
-            external_id: target.external_id.as_ref().map(|r| r.get_ref().clone()),
-            session_name: target.session_name.as_ref().map(|r| r.get_ref().clone()),
-            metrics: target.metrics,
-            regions_fallback: list(&target.regions_fallback),
-            organization: target.organization.as_ref().is_some_and(|o| *o.get_ref()),
-            role_name: target.role_name.as_ref().map(|r| r.get_ref().clone()),
-            accounts: list(&target.accounts),
-            exclude_accounts: list(&target.exclude_accounts),
-            max_accounts_in_flight: target.max_accounts_in_flight.as_ref().map(|n| *n.get_ref()),
-        };
-        let request = fields
-            .into_request()
-            .map_err(|e| at.at(span_of(e.field), key(e.field), e.message))?;
-        targets.insert(name, request);
-    }
+    Ok(Retention {
+        reports_per_target: NonZeroUsize::new(keep).expect("checked positive"),
+        max_age,
+    })
+}
+
+/// Every `[[schedule]]`, each naming one of `targets`.
+fn schedules(
+    at: &Locator<'_>,
+    raw: Vec<raw::RawSchedule>,
+    targets: &BTreeMap<String, ScanRequest>,
+) -> Result<Vec<ScheduleEntry>, ConfigError> {
     let mut schedules = Vec::new();
-    for (i, schedule) in raw.schedule.into_iter().enumerate() {
+    for (i, schedule) in raw.into_iter().enumerate() {
         let key = |field: &str| format!("schedule[{i}].{field}");
         let target = schedule.target.get_ref().trim().to_string();
         if !targets.contains_key(&target) {
@@ -309,30 +272,7 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
             next: Arc::new(CronNext(cron)),
         });
     }
-    let fleet = raw.fleet.map(|f| fleet::validate(at, f)).transpose()?;
-    Ok(ServiceConfig {
-        max_concurrent_scans: NonZeroUsize::new(max).expect("checked positive"),
-        guard: GuardSettings {
-            max_scans_per_account: NonZeroUsize::new(per_account).expect("checked positive"),
-            cooldown,
-        },
-        retention: Retention {
-            reports_per_target: NonZeroUsize::new(keep).expect("checked positive"),
-            max_age,
-        },
-        catch_up: service.catch_up.unwrap_or(true),
-        targets,
-        schedules,
-        fleet,
-    })
-}
-
-/// A list-valued key's strings (absent: none).
-fn list(value: &Option<toml::Spanned<Vec<String>>>) -> Vec<String> {
-    value
-        .as_ref()
-        .map(|v| v.get_ref().clone())
-        .unwrap_or_default()
+    Ok(schedules)
 }
 
 #[cfg(test)]
