@@ -22,6 +22,19 @@
 //! - `outage/`: `bench outage`, a DynamoDB outage through a fault proxy in front of moto.
 //! - `harness/`: what families share: executables, the worker process (hidden `worker`,
 //!   `probe-socket`), the dedicated coordinator, the echo floor, windows, the table.
+//!
+//! # The shape of a runner
+//! Every bench's runner reads in three steps:
+//! 1. set-up: a struct holding what the run needs and what it started (`HostsRun`,
+//!    `admission::processes::Setup`, fleet's `Launch`, outage's `Setup`): directories,
+//!    executables, each process's command, coordinators, tables, simulators. The
+//!    coordinators, tables and emulators it started stop on drop, error or not.
+//! 2. one run: spawn, wait (`harness::exits` keeps each process's own exit instant),
+//!    read back what the processes left.
+//! 3. report: a serialisable struct of figures, printed as text or `--json`, then the
+//!    run's failures on stderr as `bench <name>: FAILED: ...` and exit 1 if there is one.
+//!    What fails a run is decided by a plain function over the figures (`failures`,
+//!    `failure`), apart from the printing.
 #![forbid(unsafe_code)]
 
 mod admission;

@@ -17,7 +17,7 @@
 
 #![allow(clippy::disallowed_methods)] // benchmarks measure wall-clock time
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
@@ -25,6 +25,7 @@ use anyhow::Context;
 use serde::Serialize;
 use tollgate_actors::clock::unix_now;
 use tollgate_quota::window::WindowShape;
+use tollgate_quota::Policy;
 
 use crate::admission::{Coordinator, Peer, Processes};
 use crate::harness::coordinator::DedicatedCoordinator;
@@ -62,147 +63,223 @@ struct Report {
     throughput_ratio_to_echo: f64,
 }
 
+/// One run: set-up (`Setup`: the directories, the workers' arguments, a dedicated
+/// coordinator and the peer's Python if asked), the rounds, then the report.
 pub fn run(args: &Processes) -> anyhow::Result<ExitCode> {
-    let processes = args.processes.max(1);
-    let n = args.requests.max(1);
-    let policy = bench_policy(args.rate, args.burst)?;
-    let limited = args.rate > 0.0;
-    let tmp = tempfile::tempdir().context("creating a temporary directory")?;
-    let dir = match &args.dir {
-        Some(d) => d.clone(),
-        None => tmp.path().join("admission"),
-    };
-    if let Some(log) = &args.log {
-        std::fs::create_dir_all(log).with_context(|| format!("creating {}", log.display()))?;
-    }
-    let exe = crate::harness::exe::bench()?;
-
-    let rounds = usize::from(args.rounds.unwrap_or(if limited { 1 } else { 3 })).min(n);
-    let mut extra = vec!["--dir".to_owned(), dir.display().to_string()];
-    if limited {
-        extra.extend(["--rate".into(), args.rate.to_string()]);
-        extra.extend(["--burst".into(), args.burst.to_string()]);
-    }
-    let (server, peer) = match args.coordinator {
-        Coordinator::Elected => (None, None),
-        Coordinator::Served { peer } => (
-            Some(DedicatedCoordinator::start(
-                &crate::harness::exe::tollgate()?,
-                &dir,
-            )?),
-            peer,
-        ),
-    };
-    let python = match peer {
-        Some(Peer::Pyrate) => Some(crate::admission::pyrate::python_with_pyrate()?),
-        None => None,
-    };
-    let mut echo_rounds = Vec::with_capacity(rounds);
-    let mut admission_rounds = Vec::with_capacity(rounds);
-    let mut peer_rounds = Vec::new();
-    for round in 0..rounds {
-        // The first `n % rounds` rounds take one request more.
-        let share = n / rounds + usize::from(round < n % rounds);
-        let socket = tmp.path().join(format!("echo-{round}.sock"));
-        echo_rounds.push(echo_floor(&exe, &socket, args.floor, processes, share)?);
-        admission_rounds.push(spawn_workers(
-            &exe,
-            processes,
-            share,
-            &extra,
-            args.log.as_deref(),
-        )?);
-        if let Some(python) = &python {
-            peer_rounds.push(crate::admission::pyrate::measure(
-                python,
-                processes,
-                share,
-                args.rate,
-                tmp.path(),
-            )?);
-        }
-    }
-    let serve_pid = match server {
+    let mut setup = Setup::start(args)?;
+    let rounds = setup.run_rounds(args)?;
+    let serve_pid = match setup.server.take() {
         Some(server) => Some(server.stop()?),
         None => None,
     };
-    let reports: Vec<&WorkerReport> = admission_rounds.iter().flatten().collect();
-    if let Some(pid) = serve_pid {
-        anyhow::ensure!(
-            reports.iter().all(|r| !r.coordinator),
-            "a worker took the coordinator role from the dedicated `serve` process {pid}"
-        );
-    }
-
-    let peer = python
-        .is_some()
-        .then(|| summarize(crate::admission::pyrate::SUBJECT, &peer_rounds));
-    let peer_max_starts_in_any_window = python.is_some().then(|| {
-        let mut grants: Vec<u64> = peer_rounds
-            .iter()
-            .flatten()
-            .flat_map(|r| r.granted_at_us.iter().copied())
-            .collect();
-        grants.sort_unstable();
-        max_in_window(&grants, Duration::from_secs(1))
-    });
-    let echo = summarize("unix-socket echo (64 B round trip)", &echo_rounds);
-    let admission = summarize("cross-process admission", &admission_rounds);
-    let mut grants: Vec<u64> = reports
-        .iter()
-        .flat_map(|r| r.granted_at_us.clone())
-        .collect();
-    grants.sort_unstable();
-    let shape = WindowShape::for_rate(policy.rate_per_second());
-    let admitted = grants.len();
-    // Each round starts with the burst the echo phase before it let refill.
-    let ideal_s = if limited {
-        admission_rounds
-            .iter()
-            .map(|round| {
-                let admitted: usize = round.iter().map(|r| r.granted_at_us.len()).sum();
-                ((admitted as f64 - policy.burst()) / policy.rate_per_second()).max(0.0)
-            })
-            .sum()
-    } else {
-        0.0
-    };
-    let report = Report {
-        processes,
-        floor_style: args.floor,
-        requests_per_process: n,
-        rounds,
-        rate_per_second: limited.then_some(args.rate),
-        burst: limited.then_some(args.burst),
-        admitted,
-        elapsed_s: admission_rounds.iter().map(|r| span_s(r)).sum(),
-        ideal_s,
-        max_starts_in_any_window: max_in_window(&grants, shape.length),
-        window_limit: shape.limit,
-        window_s: shape.length.as_secs_f64(),
-        coordinator_pid: serve_pid.or(reports.iter().find(|r| r.coordinator).map(|r| r.pid)),
-        p50_ratio_to_echo: ratio(admission.p50_us, echo.p50_us),
-        p99_ratio_to_echo: ratio(admission.p99_us, echo.p99_us),
-        throughput_ratio_to_echo: ratio(
-            admission.throughput_per_s.unwrap_or(0.0),
-            echo.throughput_per_s.unwrap_or(0.0),
-        ),
-        throughput_ratio_to_peer: peer.as_ref().map(|p| {
-            ratio(
-                admission.throughput_per_s.unwrap_or(0.0),
-                p.throughput_per_s.unwrap_or(0.0),
-            )
-        }),
-        admission,
-        echo_floor: echo,
-        peer,
-        peer_max_starts_in_any_window,
-    };
+    let report = setup.report(args, &rounds, serve_pid)?;
     let failures = failures(&report);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(verdict(&failures));
+    } else {
+        print_text(&report);
     }
+    Ok(verdict(&failures))
+}
+
+/// What a run needs, and what it started: dropped, it kills a dedicated coordinator still
+/// running, then removes the temporary directory.
+struct Setup {
+    /// Worker processes per round.
+    processes: usize,
+    /// Admissions per process, over all rounds.
+    n: usize,
+    rounds: usize,
+    policy: Policy,
+    /// A finite `--rate`: the pacing is measured too.
+    limited: bool,
+    /// This executable, the workers'.
+    exe: PathBuf,
+    /// The admission workers' arguments: the directory and, with a rate, the policy.
+    extra: Vec<String>,
+    /// The dedicated `tollgate serve` (`--serve`); `None` once stopped.
+    server: Option<DedicatedCoordinator>,
+    /// The peer's interpreter (`--peer pyrate`).
+    python: Option<PathBuf>,
+    tmp: tempfile::TempDir,
+}
+
+/// Each side's worker reports, one entry per round.
+struct Rounds {
+    echo: Vec<Vec<WorkerReport>>,
+    admission: Vec<Vec<WorkerReport>>,
+    /// Empty without a peer.
+    peer: Vec<Vec<WorkerReport>>,
+}
+
+impl Setup {
+    fn start(args: &Processes) -> anyhow::Result<Setup> {
+        let processes = args.processes.max(1);
+        let n = args.requests.max(1);
+        let policy = bench_policy(args.rate, args.burst)?;
+        let limited = args.rate > 0.0;
+        let tmp = tempfile::tempdir().context("creating a temporary directory")?;
+        let dir = match &args.dir {
+            Some(d) => d.clone(),
+            None => tmp.path().join("admission"),
+        };
+        if let Some(log) = &args.log {
+            std::fs::create_dir_all(log).with_context(|| format!("creating {}", log.display()))?;
+        }
+        let exe = crate::harness::exe::bench()?;
+        let rounds = usize::from(args.rounds.unwrap_or(if limited { 1 } else { 3 })).min(n);
+        let mut extra = vec!["--dir".to_owned(), dir.display().to_string()];
+        if limited {
+            extra.extend(["--rate".into(), args.rate.to_string()]);
+            extra.extend(["--burst".into(), args.burst.to_string()]);
+        }
+        let (server, peer) = match args.coordinator {
+            Coordinator::Elected => (None, None),
+            Coordinator::Served { peer } => (
+                Some(DedicatedCoordinator::start(
+                    &crate::harness::exe::tollgate()?,
+                    &dir,
+                )?),
+                peer,
+            ),
+        };
+        let mut setup = Setup {
+            processes,
+            n,
+            rounds,
+            policy,
+            limited,
+            exe,
+            extra,
+            server,
+            python: None,
+            tmp,
+        };
+        setup.python = match peer {
+            Some(Peer::Pyrate) => Some(crate::admission::pyrate::python_with_pyrate()?),
+            None => None,
+        };
+        Ok(setup)
+    }
+
+    /// The rounds: in each, the echo floor, the admissions, then the peer, each with the
+    /// round's share of the requests.
+    fn run_rounds(&self, args: &Processes) -> anyhow::Result<Rounds> {
+        let (processes, n, rounds) = (self.processes, self.n, self.rounds);
+        let mut out = Rounds {
+            echo: Vec::with_capacity(rounds),
+            admission: Vec::with_capacity(rounds),
+            peer: Vec::new(),
+        };
+        for round in 0..rounds {
+            // The first `n % rounds` rounds take one request more.
+            let share = n / rounds + usize::from(round < n % rounds);
+            let socket = self.tmp.path().join(format!("echo-{round}.sock"));
+            out.echo.push(echo_floor(
+                &self.exe, &socket, args.floor, processes, share,
+            )?);
+            out.admission.push(spawn_workers(
+                &self.exe,
+                processes,
+                share,
+                &self.extra,
+                args.log.as_deref(),
+            )?);
+            if let Some(python) = &self.python {
+                out.peer.push(crate::admission::pyrate::measure(
+                    python,
+                    processes,
+                    share,
+                    args.rate,
+                    self.tmp.path(),
+                )?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The run's figures from its rounds; refused if a worker took the coordinator role
+    /// from the dedicated `serve` (pid `serve_pid`).
+    fn report(
+        &self,
+        args: &Processes,
+        rounds: &Rounds,
+        serve_pid: Option<u32>,
+    ) -> anyhow::Result<Report> {
+        let (policy, limited) = (&self.policy, self.limited);
+        let reports: Vec<&WorkerReport> = rounds.admission.iter().flatten().collect();
+        if let Some(pid) = serve_pid {
+            anyhow::ensure!(
+                reports.iter().all(|r| !r.coordinator),
+                "a worker took the coordinator role from the dedicated `serve` process {pid}"
+            );
+        }
+        let peer = self
+            .python
+            .is_some()
+            .then(|| summarize(crate::admission::pyrate::SUBJECT, &rounds.peer));
+        let peer_max_starts_in_any_window = self.python.is_some().then(|| {
+            let mut grants: Vec<u64> = rounds
+                .peer
+                .iter()
+                .flatten()
+                .flat_map(|r| r.granted_at_us.iter().copied())
+                .collect();
+            grants.sort_unstable();
+            max_in_window(&grants, Duration::from_secs(1))
+        });
+        let echo = summarize("unix-socket echo (64 B round trip)", &rounds.echo);
+        let admission = summarize("cross-process admission", &rounds.admission);
+        let mut grants: Vec<u64> = reports
+            .iter()
+            .flat_map(|r| r.granted_at_us.clone())
+            .collect();
+        grants.sort_unstable();
+        let shape = WindowShape::for_rate(policy.rate_per_second());
+        // Each round starts with the burst the echo phase before it let refill.
+        let ideal_s = if limited {
+            rounds
+                .admission
+                .iter()
+                .map(|round| {
+                    let admitted: usize = round.iter().map(|r| r.granted_at_us.len()).sum();
+                    ((admitted as f64 - policy.burst()) / policy.rate_per_second()).max(0.0)
+                })
+                .sum()
+        } else {
+            0.0
+        };
+        let throughput = |row: &Row| row.throughput_per_s.unwrap_or(0.0);
+        Ok(Report {
+            processes: self.processes,
+            floor_style: args.floor,
+            requests_per_process: self.n,
+            rounds: self.rounds,
+            rate_per_second: limited.then_some(args.rate),
+            burst: limited.then_some(args.burst),
+            admitted: grants.len(),
+            elapsed_s: rounds.admission.iter().map(|r| span_s(r)).sum(),
+            ideal_s,
+            max_starts_in_any_window: max_in_window(&grants, shape.length),
+            window_limit: shape.limit,
+            window_s: shape.length.as_secs_f64(),
+            coordinator_pid: serve_pid.or(reports.iter().find(|r| r.coordinator).map(|r| r.pid)),
+            p50_ratio_to_echo: ratio(admission.p50_us, echo.p50_us),
+            p99_ratio_to_echo: ratio(admission.p99_us, echo.p99_us),
+            throughput_ratio_to_echo: ratio(throughput(&admission), throughput(&echo)),
+            throughput_ratio_to_peer: peer
+                .as_ref()
+                .map(|p| ratio(throughput(&admission), throughput(p))),
+            admission,
+            echo_floor: echo,
+            peer,
+            peer_max_starts_in_any_window,
+        })
+    }
+}
+
+/// The table of the two sides (and the peer), the run's shape and its ratios.
+fn print_text(report: &Report) {
     let mut rows = vec![report.admission.clone(), report.echo_floor.clone()];
     rows.extend(report.peer.clone());
     print_table(&rows);
@@ -210,7 +287,12 @@ pub fn run(args: &Processes) -> anyhow::Result<ExitCode> {
     println!(
         "processes {} x {} admissions in {} round(s), alternating with the echo: admitted {}, \
          elapsed {:.3} s, ideal {:.3} s",
-        report.processes, n, report.rounds, report.admitted, report.elapsed_s, report.ideal_s
+        report.processes,
+        report.requests_per_process,
+        report.rounds,
+        report.admitted,
+        report.elapsed_s,
+        report.ideal_s
     );
     println!(
         "max starts in any {:.0} s window: {} (limit {})",
@@ -231,7 +313,6 @@ pub fn run(args: &Processes) -> anyhow::Result<ExitCode> {
             ratio(peer.p50_us, report.admission.p50_us)
         );
     }
-    Ok(verdict(&failures))
 }
 
 /// Why this run's figures cannot be trusted: a floor above what it floors (then it is no

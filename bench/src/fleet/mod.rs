@@ -34,16 +34,17 @@ pub mod sdk;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
-use tollgate_sim::{Scenario, Simulator};
+use tollgate_sim::{Arrival, Scenario, Simulator, Stats};
 
 use crate::fleet::outage::OutageFigures;
 use crate::fleet::process::{failure, sdk_process, tollgate_process, ProcessResult, Worker};
+use crate::harness::exits;
 
 /// Longest a tollgate process may run before the bench calls it failed.
 const TOLLGATE_TIMEOUT: &str = "30m";
@@ -259,6 +260,8 @@ fn mode_name(mode: FleetMode) -> &'static str {
     }
 }
 
+/// One mode: set-up (a fresh simulator on loopback, each process's command), one run
+/// (K processes spawned, each exit waited for), then its row from what they left.
 fn run_mode(
     rt: &tokio::runtime::Runtime,
     scenario: &Scenario,
@@ -271,36 +274,93 @@ fn run_mode(
     let server = rt
         .block_on(simulator.serve(([127, 0, 0, 1], 0).into()))
         .context("starting the simulator on loopback")?;
-    let url = format!("http://{}", server.local_addr());
-    let regions = scenario.regions.join(",");
-    let exe = match mode.sdk() {
-        None => crate::harness::exe::tollgate()?,
-        Some(_) => crate::harness::exe::bench()?,
+    let launch = Launch {
+        mode,
+        exe: match mode.sdk() {
+            None => crate::harness::exe::tollgate()?,
+            Some(_) => crate::harness::exe::bench()?,
+        },
+        url: format!("http://{}", server.local_addr()),
+        regions: scenario.regions.join(","),
+        scenario,
+        dir,
+        keep_overrides,
     };
-    let admission = dir.join("admission");
 
     // The fault windows and arrivals count from here, with the scan.
     simulator.reset();
     let started = Instant::now();
     let mut children = Vec::new();
     for i in 0..k {
-        let mut cmd = Command::new(&exe);
-        match mode.sdk() {
+        let child = launch
+            .command(i)?
+            .spawn()
+            .context("spawning a fleet process")?;
+        std::fs::write(dir.join(format!("pid-{i}")), child.id().to_string())?;
+        children.push(child);
+    }
+    // Each process's own finish instant is recorded.
+    let exits: Vec<(Option<ExitStatus>, Duration)> = exits::join(exits::watch(children))
+        .into_iter()
+        .map(|(status, at)| (status, at - started))
+        .collect();
+    let finished = Finished {
+        completion: exits.iter().map(|(_, d)| *d).max().unwrap_or_default(),
+        exits,
+        stats: simulator.stats(),
+        arrivals: simulator.arrivals(),
+    };
+    rt.block_on(server.shutdown());
+    launch.result(k, finished)
+}
+
+/// What one mode's processes are started with.
+struct Launch<'a> {
+    mode: FleetMode,
+    /// `tollgate`, or this executable for the plain-SDK worker.
+    exe: PathBuf,
+    /// The simulator's endpoint.
+    url: String,
+    /// The scenario's regions, comma-separated.
+    regions: String,
+    scenario: &'a Scenario,
+    /// Where each process writes its report, telemetry, log and pid.
+    dir: &'a Path,
+    keep_overrides: bool,
+}
+
+/// What one mode's run left: each process's exit and time, the last one's, and the
+/// simulator's counters and arrivals.
+struct Finished {
+    exits: Vec<(Option<ExitStatus>, Duration)>,
+    completion: Duration,
+    stats: Stats,
+    arrivals: Vec<Arrival>,
+}
+
+impl Launch<'_> {
+    /// Process `i`'s command: `tollgate discover` sharing the mode's admission directory,
+    /// or a plain-SDK worker, both with the simulator's credentials.
+    fn command(&self, i: usize) -> anyhow::Result<Command> {
+        let dir = self.dir;
+        let mut cmd = Command::new(&self.exe);
+        match self.mode.sdk() {
             None => {
-                cmd.args(["discover", "--endpoint-url", &url, "--regions", &regions])
+                cmd.args(["discover", "--endpoint-url", &self.url])
+                    .args(["--regions", &self.regions])
                     .args(["--timeout", TOLLGATE_TIMEOUT, "--output"])
                     .arg(dir.join(format!("report-{i}.json")))
                     .arg("--telemetry")
                     .arg(dir.join(format!("telemetry-{i}.jsonl")))
-                    .env("TOLLGATE_ADMISSION_DIR", &admission);
-                if !keep_overrides {
+                    .env("TOLLGATE_ADMISSION_DIR", dir.join("admission"));
+                if !self.keep_overrides {
                     cmd.env("TOLLGATE_QUOTA_OVERRIDES", "");
                 }
             }
             Some((sdk, max_attempts)) => {
                 cmd.args([crate::harness::exe::FLEET_WORKER, "--mode", sdk])
-                    .args(["--endpoint-url", &url])
-                    .args(["--regions", &regions]);
+                    .args(["--endpoint-url", &self.url])
+                    .args(["--regions", &self.regions]);
                 if let Some(n) = max_attempts {
                     cmd.args(["--max-attempts", &n.to_string()]);
                 }
@@ -310,99 +370,86 @@ fn run_mode(
         let stdout = std::fs::File::create(dir.join(format!("stdout-{i}.json")))?;
         cmd.env("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
             .env("AWS_SECRET_ACCESS_KEY", "simulator-secret")
-            .env("AWS_REGION", scenario.regions[0].as_str())
+            .env("AWS_REGION", self.scenario.regions[0].as_str())
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .env_remove("AWS_PROFILE")
             .env_remove("AWS_SESSION_TOKEN")
             .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(log);
-        let child = cmd.spawn().context("spawning a fleet process")?;
-        std::fs::write(dir.join(format!("pid-{i}")), child.id().to_string())?;
-        children.push(child);
+        Ok(cmd)
     }
-    // Wait in threads so each process's own finish instant is recorded.
-    let waits: Vec<_> = children
-        .into_iter()
-        .map(|mut child| {
-            std::thread::spawn(move || {
-                let status = child.wait();
-                (status.ok(), started.elapsed())
-            })
-        })
-        .collect();
-    let finished: Vec<(Option<std::process::ExitStatus>, Duration)> = waits
-        .into_iter()
-        .map(|w| w.join().expect("wait thread"))
-        .collect();
-    let completion = finished.iter().map(|(_, d)| *d).max().unwrap_or_default();
-    let stats = simulator.stats();
-    let arrivals = simulator.arrivals();
-    rt.block_on(server.shutdown());
 
-    let expected = scenario.inventory_counts();
-    let items_expected = expected.buckets + expected.functions + expected.tables + expected.keys;
-    let mut per_process = Vec::new();
-    for (i, (status, elapsed)) in finished.into_iter().enumerate() {
-        let (mut p, reported) = match mode.sdk() {
-            None => tollgate_process(dir, i, items_expected)?,
-            Some(_) => sdk_process(dir, i, items_expected)?,
-        };
-        p.exit_code = status.and_then(|s| s.code());
-        let worker = match mode.sdk() {
-            Some(_) => Worker::PlainSdk,
-            None => Worker::Tollgate,
-        };
-        p.failure = failure(status, reported, worker);
-        p.elapsed_s = elapsed.as_secs_f64();
-        per_process.push(p);
+    /// The mode's row: each process read back from what it left, summed, against the
+    /// ideal and (when the scenario has one) around the outage.
+    fn result(&self, k: usize, finished: Finished) -> anyhow::Result<ModeResult> {
+        let (scenario, mode) = (self.scenario, self.mode);
+        let expected = scenario.inventory_counts();
+        let items_expected =
+            expected.buckets + expected.functions + expected.tables + expected.keys;
+        let mut per_process = Vec::new();
+        for (i, (status, elapsed)) in finished.exits.into_iter().enumerate() {
+            let (mut p, reported) = match mode.sdk() {
+                None => tollgate_process(self.dir, i, items_expected)?,
+                Some(_) => sdk_process(self.dir, i, items_expected)?,
+            };
+            p.exit_code = status.and_then(|s| s.code());
+            let worker = match mode.sdk() {
+                Some(_) => Worker::PlainSdk,
+                None => Worker::Tollgate,
+            };
+            p.failure = failure(status, reported, worker);
+            p.elapsed_s = elapsed.as_secs_f64();
+            per_process.push(p);
+        }
+        let ideal_s = crate::fleet::ideal::ideal_seconds(scenario, k);
+        let completion_s = finished.completion.as_secs_f64();
+        let sum = |f: fn(&ProcessResult) -> u64| per_process.iter().map(f).sum::<u64>();
+        let outage = crate::fleet::outage::outage(scenario).map(|fault| {
+            crate::fleet::outage::figures(
+                fault,
+                &finished.arrivals,
+                items_expected * k as u64,
+                sum(|p| p.items_complete),
+                finished.completion,
+                crate::fleet::outage::remaining_ideal(scenario, k, fault),
+            )
+        });
+        let stats = finished.stats;
+        Ok(ModeResult {
+            mode,
+            processes: k,
+            logical_requests: sum(|p| p.logical_requests),
+            physical_attempts: stats.totals.received,
+            throttled_responses: stats.totals.throttled,
+            retries: sum(|p| p.retries),
+            gave_up_calls: sum(|p| p.gave_up_calls),
+            completion_s,
+            ideal_s,
+            completion_vs_ideal: if ideal_s > 0.0 {
+                completion_s / ideal_s
+            } else {
+                f64::NAN
+            },
+            complete_processes: per_process.iter().filter(|p| p.complete).count(),
+            items_expected_per_process: items_expected,
+            per_process,
+            server_per_operation: stats
+                .per_operation
+                .iter()
+                .map(|(op, s)| {
+                    (
+                        op.clone(),
+                        ServerOp {
+                            received: s.received,
+                            throttled: s.throttled,
+                        },
+                    )
+                })
+                .collect(),
+            outage,
+        })
     }
-    let ideal_s = crate::fleet::ideal::ideal_seconds(scenario, k);
-    let completion_s = completion.as_secs_f64();
-    let sum = |f: fn(&ProcessResult) -> u64| per_process.iter().map(f).sum::<u64>();
-    let outage = crate::fleet::outage::outage(scenario).map(|fault| {
-        crate::fleet::outage::figures(
-            fault,
-            &arrivals,
-            items_expected * k as u64,
-            sum(|p| p.items_complete),
-            completion,
-            crate::fleet::outage::remaining_ideal(scenario, k, fault),
-        )
-    });
-    Ok(ModeResult {
-        mode,
-        processes: k,
-        logical_requests: sum(|p| p.logical_requests),
-        physical_attempts: stats.totals.received,
-        throttled_responses: stats.totals.throttled,
-        retries: sum(|p| p.retries),
-        gave_up_calls: sum(|p| p.gave_up_calls),
-        completion_s,
-        ideal_s,
-        completion_vs_ideal: if ideal_s > 0.0 {
-            completion_s / ideal_s
-        } else {
-            f64::NAN
-        },
-        complete_processes: per_process.iter().filter(|p| p.complete).count(),
-        items_expected_per_process: items_expected,
-        per_process,
-        server_per_operation: stats
-            .per_operation
-            .iter()
-            .map(|(op, s)| {
-                (
-                    op.clone(),
-                    ServerOp {
-                        received: s.received,
-                        throttled: s.throttled,
-                    },
-                )
-            })
-            .collect(),
-        outage,
-    })
 }
 
 fn print_table(report: &Report) {

@@ -258,6 +258,8 @@ async fn regional(sdk: &aws_config::SdkConfig, region: &str, tally: &Tally) -> F
     }
 }
 
+/// S3: every bucket listed from the home region, then each bucket's lifecycle and
+/// intelligent-tiering configurations read in its own region, `BATCH` buckets at a time.
 async fn s3_buckets(
     sdk: &aws_config::SdkConfig,
     home: &str,
@@ -274,29 +276,10 @@ async fn s3_buckets(
         )
     };
     let home_client = client(home);
-    let mut listed: Vec<(String, Option<String>)> = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let page = home_client
-            .list_buckets()
-            .set_continuation_token(token.clone())
-            .send()
-            .await;
-        tally.record("s3:ListBuckets", &page, &[]);
-        let Ok(page) = page else {
-            out.listings_failed += 1;
-            return out;
-        };
-        for b in page.buckets() {
-            if let Some(name) = b.name() {
-                listed.push((name.to_string(), b.bucket_region().map(str::to_string)));
-            }
-        }
-        token = page.continuation_token().map(str::to_string);
-        if token.is_none() {
-            break;
-        }
-    }
+    let Some(listed) = list_buckets(&home_client, tally).await else {
+        out.listings_failed += 1;
+        return out;
+    };
     let clients: BTreeMap<&str, aws_sdk_s3::Client> =
         regions.iter().map(|r| (r.as_str(), client(r))).collect();
     let (home_client, clients) = (&home_client, &clients);
@@ -304,60 +287,14 @@ async fn s3_buckets(
         let done = join_all(batch.iter().map(|(name, region)| async move {
             let region = match region {
                 Some(r) => Some(r.clone()),
-                None => {
-                    let answer = home_client.get_bucket_location().bucket(name).send().await;
-                    tally.record("s3:GetBucketLocation", &answer, &[]);
-                    answer.ok().map(|a| {
-                        a.location_constraint()
-                            .map(|c| c.as_str().to_string())
-                            .filter(|c| !c.is_empty())
-                            .unwrap_or_else(|| "us-east-1".to_string())
-                    })
-                }
+                None => bucket_location(home_client, name, tally).await,
             };
             let Some(client) = region.as_deref().and_then(|r| clients.get(r)) else {
                 return false;
             };
             let (lifecycle, tiering) = futures_util::future::join(
-                async {
-                    let answer = client
-                        .get_bucket_lifecycle_configuration()
-                        .bucket(name)
-                        .send()
-                        .await;
-                    tally.record(
-                        "s3:GetBucketLifecycleConfiguration",
-                        &answer,
-                        &["NoSuchLifecycleConfiguration"],
-                    );
-                    match answer {
-                        Ok(_) => true,
-                        Err(SdkError::ServiceError(e)) => {
-                            e.err().code() == Some("NoSuchLifecycleConfiguration")
-                        }
-                        Err(_) => false,
-                    }
-                },
-                async {
-                    let mut token: Option<String> = None;
-                    loop {
-                        let page = client
-                            .list_bucket_intelligent_tiering_configurations()
-                            .bucket(name)
-                            .set_continuation_token(token.clone())
-                            .send()
-                            .await;
-                        tally.record("s3:ListBucketIntelligentTieringConfigurations", &page, &[]);
-                        let Ok(page) = page else { return false };
-                        token = page
-                            .next_continuation_token()
-                            .filter(|_| page.is_truncated() == Some(true))
-                            .map(str::to_string);
-                        if token.is_none() {
-                            return true;
-                        }
-                    }
-                },
+                bucket_lifecycle(client, name, tally),
+                bucket_tiering(client, name, tally),
             )
             .await;
             lifecycle && tiering
@@ -366,6 +303,86 @@ async fn s3_buckets(
         out.buckets_complete += done.into_iter().filter(|ok| *ok).count() as u64;
     }
     out
+}
+
+/// Every bucket's name and region (when ListBuckets gives it), or `None` if a page failed.
+async fn list_buckets(
+    client: &aws_sdk_s3::Client,
+    tally: &Tally,
+) -> Option<Vec<(String, Option<String>)>> {
+    let mut listed: Vec<(String, Option<String>)> = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = client
+            .list_buckets()
+            .set_continuation_token(token.clone())
+            .send()
+            .await;
+        tally.record("s3:ListBuckets", &page, &[]);
+        let page = page.ok()?;
+        for b in page.buckets() {
+            if let Some(name) = b.name() {
+                listed.push((name.to_string(), b.bucket_region().map(str::to_string)));
+            }
+        }
+        token = page.continuation_token().map(str::to_string);
+        if token.is_none() {
+            return Some(listed);
+        }
+    }
+}
+
+/// A bucket's region from GetBucketLocation (an empty constraint is us-east-1).
+async fn bucket_location(client: &aws_sdk_s3::Client, name: &str, tally: &Tally) -> Option<String> {
+    let answer = client.get_bucket_location().bucket(name).send().await;
+    tally.record("s3:GetBucketLocation", &answer, &[]);
+    answer.ok().map(|a| {
+        a.location_constraint()
+            .map(|c| c.as_str().to_string())
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| "us-east-1".to_string())
+    })
+}
+
+/// Whether the bucket's lifecycle configuration was read (none configured counts).
+async fn bucket_lifecycle(client: &aws_sdk_s3::Client, name: &str, tally: &Tally) -> bool {
+    let answer = client
+        .get_bucket_lifecycle_configuration()
+        .bucket(name)
+        .send()
+        .await;
+    tally.record(
+        "s3:GetBucketLifecycleConfiguration",
+        &answer,
+        &["NoSuchLifecycleConfiguration"],
+    );
+    match answer {
+        Ok(_) => true,
+        Err(SdkError::ServiceError(e)) => e.err().code() == Some("NoSuchLifecycleConfiguration"),
+        Err(_) => false,
+    }
+}
+
+/// Whether every page of the bucket's intelligent-tiering configurations was read.
+async fn bucket_tiering(client: &aws_sdk_s3::Client, name: &str, tally: &Tally) -> bool {
+    let mut token: Option<String> = None;
+    loop {
+        let page = client
+            .list_bucket_intelligent_tiering_configurations()
+            .bucket(name)
+            .set_continuation_token(token.clone())
+            .send()
+            .await;
+        tally.record("s3:ListBucketIntelligentTieringConfigurations", &page, &[]);
+        let Ok(page) = page else { return false };
+        token = page
+            .next_continuation_token()
+            .filter(|_| page.is_truncated() == Some(true))
+            .map(str::to_string);
+        if token.is_none() {
+            return true;
+        }
+    }
 }
 
 async fn lambda_functions(

@@ -9,12 +9,14 @@
 //! - `coordinator`: `tollgate serve` holding a directory's coordinator role for a run.
 //! - `echo`: the bare Unix-socket echo, the floor of `admission --processes`.
 //! - `window`: the most grants any window held, from grant instants.
+//! - `exits`: waiting for a run's processes, each one's exit instant recorded.
 //! - `stats`: percentiles and the printed table.
 //! - `watched`: an emulator under a watchdog shell, stopped when this process exits.
 
 pub mod coordinator;
 pub mod echo;
 pub mod exe;
+pub mod exits;
 pub mod stats;
 pub mod watched;
 pub mod window;

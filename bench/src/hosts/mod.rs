@@ -51,7 +51,7 @@ use crate::harness::worker::{bench_policy, GrantLine, WorkerReport};
 use crate::harness::worker::{collect_reports, span_s};
 use crate::hosts::bucket_bound::BoundCheck;
 use crate::hosts::policy_files::{grants_per_period, HostPolicies, PeriodCount};
-use crate::hosts::table::{apply, FleetTable};
+use crate::hosts::table::{apply, Env, FleetTable};
 
 /// Time given to the workers to start and connect before they all begin.
 const START_DELAY: Duration = Duration::from_millis(800);
@@ -153,159 +153,58 @@ struct Report {
     load_average: Option<String>,
 }
 
+/// One run: set-up (`HostsRun`: the table, a coordinator per host), the workers spawned
+/// and waited for (host 0's coordinator killed or the table cut off on the way if asked),
+/// then the report from the merged grant logs and the proxy's counts.
 pub fn run(args: &HostsArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(args.hosts >= 1, "--hosts must be at least 1");
-    anyhow::ensure!(args.processes >= 1, "--processes must be at least 1");
-    anyhow::ensure!(args.requests >= 1, "--requests must be at least 1");
-    anyhow::ensure!(
-        args.rate > 0.0,
-        "--rate must be a positive rate: the bench checks a finite bucket"
-    );
-    let fallback = bench_policy(args.rate, args.burst)?;
-    let policies = HostPolicies::new(
-        args.hosts,
-        args.policy_file.as_ref(),
-        &args.policy_file_for,
-        fallback,
-    )?;
-    let skew_ms = skew_ms()?;
-    let tmp = tempfile::tempdir().context("creating a temporary directory")?;
-    let logs = match &args.log {
-        Some(dir) => prepare_log_dir(dir)?,
-        None => {
-            let dir = tmp.path().join("logs");
-            std::fs::create_dir(&dir)?;
-            dir
-        }
-    };
-    let table = if args.no_fleet {
-        None
-    } else {
-        Some(FleetTable::create(args.endpoint_url.as_deref())?)
-    };
-    let env = match &table {
-        Some(t) => t.host_env(),
-        None => FleetTable::no_fleet_env(),
-    };
-    let tollgate = crate::harness::exe::tollgate()?;
-    let bench = crate::harness::exe::bench()?;
-    let mut coordinators = Vec::with_capacity(args.hosts);
-    let host_env = |h: usize| {
-        let mut env = env.clone();
-        if let Some(file) = policies.file(h) {
-            let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
-            env.push((
-                "TOLLGATE_POLICY_FILE".into(),
-                Some(file.display().to_string()),
-            ));
-        }
-        env
-    };
-    for h in 0..args.hosts {
-        let dir = tmp.path().join(format!("host-{h}")).join("admission");
-        std::fs::create_dir_all(dir.parent().expect("a host directory"))?;
-        coordinators.push(Some(
-            DedicatedCoordinator::start_with_env(&tollgate, &dir, &host_env(h))
-                .with_context(|| format!("starting host {h}'s coordinator"))?,
-        ));
-    }
+    let mut setup = HostsRun::start(args)?;
     let admissions_total = args.hosts * args.processes * args.requests;
-    let strictest = policies.strictest();
-    let ideal_s = policy_files::ideal_s(admissions_total, strictest, policies.allowance());
+    let strictest = setup.policies.strictest();
+    let ideal_s = policy_files::ideal_s(admissions_total, strictest, setup.policies.allowance());
     let start_at = unix_now().as_micros() + START_DELAY.as_micros() as u64;
-    let mut children = Vec::new();
-    for h in 0..args.hosts {
-        let dir = tmp.path().join(format!("host-{h}")).join("admission");
-        let policy = policies.policy(h);
-        for i in 0..args.processes {
-            let mut cmd = Command::new(&bench);
-            apply(&mut cmd, &host_env(h));
-            cmd.arg(crate::harness::exe::WORKER)
-                .arg("--dir")
-                .arg(&dir)
-                .args(["--requests", &args.requests.to_string()])
-                .args(["--rate", &policy.rate_per_second().to_string()])
-                .args(["--burst", &policy.burst().to_string()])
-                .args(["--start-at-us", &start_at.to_string()])
-                .args(["--host", &h.to_string()])
-                .arg("--log")
-                .arg(logs.join(format!("host-{h}-worker-{i}.jsonl")))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit());
-            children.push(cmd.spawn().context("spawning a bench worker")?);
-        }
-    }
+    let children = setup.spawn_workers(args, start_at)?;
     // A run that takes 4× its ideal (and a minute more) is stuck: its workers are killed.
     let limit = Duration::from_secs_f64(ideal_s * 4.0 + 60.0) + START_DELAY;
     let guard = Deadline::arm(children.iter().map(|c| c.id()).collect(), limit);
-    let outage = match (&table, args.outage) {
+    let outage = match (&setup.table, args.outage) {
         (Some(t), Some((from_s, for_s))) => Some(t.outage(start_at, from_s, for_s)),
         (None, Some(_)) => anyhow::bail!("--outage needs the fleet table: drop --no-fleet"),
         _ => None,
     };
-    let mut killed = None;
-    if args.kill_host {
-        let kill_at = start_at + (ideal_s / 2.0 * 1e6) as u64;
-        let now = unix_now().as_micros();
-        if kill_at > now {
-            std::thread::sleep(Duration::from_micros(kill_at - now));
-        }
-        let victim = coordinators[0].take().expect("host 0's coordinator");
-        let pid = victim.pid();
-        victim.kill()?;
-        killed = Some(pid);
-    }
+    let killed = match args.kill_host {
+        true => Some(setup.kill_host_0(start_at + (ideal_s / 2.0 * 1e6) as u64)?),
+        false => None,
+    };
     let reports = collect_reports(children);
     guard.disarm();
     if let Some(outage) = outage {
         let _ = outage.join();
     }
     let reports = reports?;
-    for (h, c) in coordinators.into_iter().enumerate() {
-        if let Some(c) = c {
-            c.stop()
-                .with_context(|| format!("stopping host {h}'s coordinator"))?;
-        }
-    }
-    let grants = read_logs(&logs)?;
+    setup.stop_coordinators()?;
+    let grants = read_logs(&setup.logs)?;
     let instants: Vec<u64> = grants.iter().map(|g| g.granted_at_us).collect();
     // The fleet promises the strictest of the hosts' policies.
     let check = bucket_bound::check(
         &instants,
         strictest.rate_per_second(),
         strictest.burst(),
-        skew_ms as f64 / 1e3,
+        setup.skew_ms as f64 / 1e3,
     );
-    let requests = table.as_ref().map(|t| t.requests());
+    let requests = setup.table.as_ref().map(|t| t.requests());
     let mut report = build_report(
         args,
         &reports,
         &grants,
         check,
         ideal_s,
-        skew_ms,
+        setup.skew_ms,
         killed,
-        table.as_ref(),
+        setup.table.as_ref(),
         requests,
     );
-    if let Some(t) = &table {
-        let seen = t.seen();
-        let end_us = grants.last().map_or(start_at, |g| g.granted_at_us);
-        report.dynamodb_phases = Some(request_phases::split(
-            &seen.timeline,
-            &seen.conditional_failures,
-            start_at,
-            end_us,
-        ));
-    }
-    report.rate_per_second = strictest.rate_per_second();
-    report.burst = strictest.burst();
-    if let Some(allowance) = policies.allowance() {
-        report.grants_per_period = grants_per_period(allowance, &grants);
-        report.allowance_amount = Some(allowance.amount());
-        report.max_grants_per_period = report.grants_per_period.iter().map(|p| p.grants).max();
-    }
-    drop(table);
+    setup.add_policy_and_phase_figures(&mut report, &grants, start_at);
+    drop(setup.table.take());
     let failures = failures(&report, admissions_total);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -320,6 +219,185 @@ pub fn run(args: &HostsArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What a `bench hosts` run needs, and what it started. Dropped, it stops what is left in
+/// the order the run would: the coordinators (killed), the table (its proxy and dynalite),
+/// then the temporary directory.
+struct HostsRun {
+    /// One per host; `None` once killed (`--kill-host`) or stopped.
+    coordinators: Vec<Option<DedicatedCoordinator>>,
+    /// `None` with `--no-fleet`, or once the run has read its counts.
+    table: Option<FleetTable>,
+    policies: HostPolicies,
+    /// The environment every process of every host gets (the table's, or none).
+    env: Env,
+    /// The fleet's clock-skew bound the check allows for.
+    skew_ms: u64,
+    /// Where the workers write their grant logs.
+    logs: PathBuf,
+    /// This executable, the workers'.
+    bench: PathBuf,
+    tmp: tempfile::TempDir,
+}
+
+impl HostsRun {
+    /// Validate the arguments, create the table (unless `--no-fleet`) and start every
+    /// host's coordinator.
+    fn start(args: &HostsArgs) -> anyhow::Result<HostsRun> {
+        anyhow::ensure!(args.hosts >= 1, "--hosts must be at least 1");
+        anyhow::ensure!(args.processes >= 1, "--processes must be at least 1");
+        anyhow::ensure!(args.requests >= 1, "--requests must be at least 1");
+        anyhow::ensure!(
+            args.rate > 0.0,
+            "--rate must be a positive rate: the bench checks a finite bucket"
+        );
+        let fallback = bench_policy(args.rate, args.burst)?;
+        let policies = HostPolicies::new(
+            args.hosts,
+            args.policy_file.as_ref(),
+            &args.policy_file_for,
+            fallback,
+        )?;
+        let skew_ms = skew_ms()?;
+        let tmp = tempfile::tempdir().context("creating a temporary directory")?;
+        let logs = match &args.log {
+            Some(dir) => prepare_log_dir(dir)?,
+            None => {
+                let dir = tmp.path().join("logs");
+                std::fs::create_dir(&dir)?;
+                dir
+            }
+        };
+        let table = match args.no_fleet {
+            true => None,
+            false => Some(FleetTable::create(args.endpoint_url.as_deref())?),
+        };
+        let env = match &table {
+            Some(t) => t.host_env(),
+            None => FleetTable::no_fleet_env(),
+        };
+        let tollgate = crate::harness::exe::tollgate()?;
+        let mut run = HostsRun {
+            coordinators: Vec::with_capacity(args.hosts),
+            table,
+            policies,
+            env,
+            skew_ms,
+            logs,
+            bench: crate::harness::exe::bench()?,
+            tmp,
+        };
+        for h in 0..args.hosts {
+            let dir = run.admission_dir(h);
+            std::fs::create_dir_all(dir.parent().expect("a host directory"))?;
+            let coordinator =
+                DedicatedCoordinator::start_with_env(&tollgate, &dir, &run.host_env(h))
+                    .with_context(|| format!("starting host {h}'s coordinator"))?;
+            run.coordinators.push(Some(coordinator));
+        }
+        Ok(run)
+    }
+
+    /// Host `h`'s admission directory.
+    fn admission_dir(&self, h: usize) -> PathBuf {
+        self.tmp.path().join(format!("host-{h}")).join("admission")
+    }
+
+    /// Host `h`'s environment: the run's, with its policy file if it has one.
+    fn host_env(&self, h: usize) -> Env {
+        let mut env = self.env.clone();
+        if let Some(file) = self.policies.file(h) {
+            let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+            env.push((
+                "TOLLGATE_POLICY_FILE".into(),
+                Some(file.display().to_string()),
+            ));
+        }
+        env
+    }
+
+    /// Every host's P workers, all beginning at `start_at` (µs since the epoch).
+    fn spawn_workers(
+        &self,
+        args: &HostsArgs,
+        start_at: u64,
+    ) -> anyhow::Result<Vec<std::process::Child>> {
+        let mut children = Vec::new();
+        for h in 0..args.hosts {
+            let dir = self.admission_dir(h);
+            let policy = self.policies.policy(h);
+            for i in 0..args.processes {
+                let mut cmd = Command::new(&self.bench);
+                apply(&mut cmd, &self.host_env(h));
+                cmd.arg(crate::harness::exe::WORKER)
+                    .arg("--dir")
+                    .arg(&dir)
+                    .args(["--requests", &args.requests.to_string()])
+                    .args(["--rate", &policy.rate_per_second().to_string()])
+                    .args(["--burst", &policy.burst().to_string()])
+                    .args(["--start-at-us", &start_at.to_string()])
+                    .args(["--host", &h.to_string()])
+                    .arg("--log")
+                    .arg(self.logs.join(format!("host-{h}-worker-{i}.jsonl")))
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit());
+                children.push(cmd.spawn().context("spawning a bench worker")?);
+            }
+        }
+        Ok(children)
+    }
+
+    /// SIGKILL host 0's coordinator at `kill_at` (µs since the epoch); its pid.
+    fn kill_host_0(&mut self, kill_at: u64) -> anyhow::Result<u32> {
+        let now = unix_now().as_micros();
+        if kill_at > now {
+            std::thread::sleep(Duration::from_micros(kill_at - now));
+        }
+        let victim = self.coordinators[0].take().expect("host 0's coordinator");
+        let pid = victim.pid();
+        victim.kill()?;
+        Ok(pid)
+    }
+
+    /// SIGTERM every coordinator still running and wait for it.
+    fn stop_coordinators(&mut self) -> anyhow::Result<()> {
+        for (h, c) in self.coordinators.iter_mut().enumerate() {
+            if let Some(c) = c.take() {
+                c.stop()
+                    .with_context(|| format!("stopping host {h}'s coordinator"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The figures only the table and the policy files give: the proxy's requests by
+    /// phase, the strictest policy's rate and burst, grants per allowance period.
+    fn add_policy_and_phase_figures(
+        &self,
+        report: &mut Report,
+        grants: &[GrantLine],
+        start_at: u64,
+    ) {
+        if let Some(t) = &self.table {
+            let seen = t.seen();
+            let end_us = grants.last().map_or(start_at, |g| g.granted_at_us);
+            report.dynamodb_phases = Some(request_phases::split(
+                &seen.timeline,
+                &seen.conditional_failures,
+                start_at,
+                end_us,
+            ));
+        }
+        let strictest = self.policies.strictest();
+        report.rate_per_second = strictest.rate_per_second();
+        report.burst = strictest.burst();
+        if let Some(allowance) = self.policies.allowance() {
+            report.grants_per_period = grants_per_period(allowance, grants);
+            report.allowance_amount = Some(allowance.amount());
+            report.max_grants_per_period = report.grants_per_period.iter().map(|p| p.grants).max();
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

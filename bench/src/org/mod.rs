@@ -239,6 +239,8 @@ impl Drop for Coordinator {
     }
 }
 
+/// One run: set-up (a fresh simulator on loopback, the coordinator process), one scan
+/// sampled until it exits, the floor against the same simulator, then the figures.
 fn run_once(
     rt: &tokio::runtime::Runtime,
     shape: Shape,
@@ -261,42 +263,10 @@ fn run_once(
     simulator.reset();
     let report_path = dir.join("report.json");
     let started = Instant::now();
-    let mut child = Command::new(crate::harness::exe::tollgate()?)
-        .args(["discover", "--organization", "--regions", "all"])
-        .args(["--endpoint-url", &url, "--timeout", TIMEOUT, "--output"])
-        .arg(&report_path)
-        .env("TOLLGATE_ADMISSION_DIR", &admission)
-        .env("TOLLGATE_QUOTA_OVERRIDES", overrides(&scenario))
-        .env("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
-        .env("AWS_SECRET_ACCESS_KEY", "simulator-secret")
-        .env("AWS_REGION", scenario.regions[0].as_str())
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_SESSION_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("discover.log"))?)
+    let mut child = discover_command(&url, &scenario, &admission, &report_path, dir)?
         .spawn()
         .context("spawning tollgate discover --organization")?;
-    let pid = child.id();
-    let (mut scanner_peak, mut coordinator_peak) = (0u64, 0u64);
-    let mut scanner_last = proc_sample::Reading::default();
-    loop {
-        if let Some(r) = proc_sample::read(coordinator_pid) {
-            coordinator_peak = coordinator_peak.max(r.rss_kb);
-        }
-        match proc_sample::read(pid) {
-            Some(r) => {
-                scanner_peak = scanner_peak.max(r.rss_kb);
-                scanner_last = r;
-                if r.zombie {
-                    break;
-                }
-            }
-            None => break,
-        }
-        std::thread::sleep(SAMPLE_EVERY);
-    }
+    let peaks = Peaks::sample_until_exit(child.id(), coordinator_pid);
     let status = child.wait().context("waiting for tollgate discover")?;
     let completion = started.elapsed();
     let coordinator_after = proc_sample::read(coordinator_pid).unwrap_or_default();
@@ -326,28 +296,7 @@ fn run_once(
     let per_call = |cpu: Duration| cpu.as_secs_f64() * 1e6 / calls.max(1) as f64;
     let binding = ideal::binding(&scenario);
     let completion_s = completion.as_secs_f64();
-    let assume_role = op("sts:AssumeRole");
-    let scanner_cpu_us_per_call = per_call(scanner_last.cpu);
-    let sdk_cpu_us_per_call = floor.cpu_s * 1e6 / floor.attempts.max(1) as f64;
-    let failure = match (status.code(), &report) {
-        (None, _) => Some(format!("tollgate discover crashed: {status}")),
-        (_, None) => Some("tollgate discover wrote no report".to_owned()),
-        // A floor at or above what it bounds, or one that measured retries, is no floor.
-        _ if floor_throttled > 0 => Some(format!(
-            "the plain-SDK floor was throttled {floor_throttled} times: its CPU per attempt includes retries"
-        )),
-        _ if sdk_cpu_us_per_call >= scanner_cpu_us_per_call => Some(format!(
-            "the plain-SDK floor ({sdk_cpu_us_per_call:.0} µs per call) is not below the scanner ({scanner_cpu_us_per_call:.0} µs): no floor"
-        )),
-        _ if assume_role != members => Some(format!(
-            "{assume_role} AssumeRole calls for {members} members"
-        )),
-        _ if scanned != shape.accounts as u64 => {
-            Some(format!("{scanned} accounts scanned of {}", shape.accounts))
-        }
-        _ => None,
-    };
-    Ok(RunResult {
+    let mut result = RunResult {
         completion_s,
         ideal_s: binding.seconds,
         completion_vs_ideal: if binding.seconds > 0.0 {
@@ -359,22 +308,118 @@ fn run_once(
         calls,
         throttled: stats.totals.throttled,
         calls_per_account: calls as f64 / shape.accounts as f64,
-        assume_role,
+        assume_role: op("sts:AssumeRole"),
         list_accounts: op("organizations:ListAccounts"),
-        scanner_cpu_us_per_call,
+        scanner_cpu_us_per_call: per_call(peaks.scanner_last.cpu),
         coordinator_cpu_us_per_call: per_call(
             coordinator_after.cpu.saturating_sub(coordinator_before.cpu),
         ),
-        sdk_cpu_us_per_call,
+        sdk_cpu_us_per_call: floor.cpu_s * 1e6 / floor.attempts.max(1) as f64,
         sdk_calls: floor.attempts,
         sdk_throttled: floor_throttled,
-        scanner_peak_rss_mb: scanner_peak as f64 / 1024.0,
-        coordinator_peak_rss_mb: coordinator_peak as f64 / 1024.0,
+        scanner_peak_rss_mb: peaks.scanner_kb as f64 / 1024.0,
+        coordinator_peak_rss_mb: peaks.coordinator_kb as f64 / 1024.0,
         live_actors: footprint.live_actors,
         accounts_scanned: scanned,
         exit_code: status.code(),
-        failure,
-    })
+        failure: None,
+    };
+    result.failure = failure(&result, status, report.is_some(), members, shape);
+    Ok(result)
+}
+
+/// Why a run fails, if it does: the scan crashed or wrote no report, the floor measured
+/// retries or is no floor, or the AssumeRole count or the accounts scanned are off.
+fn failure(
+    run: &RunResult,
+    status: std::process::ExitStatus,
+    reported: bool,
+    members: u64,
+    shape: Shape,
+) -> Option<String> {
+    let (sdk, scanner) = (run.sdk_cpu_us_per_call, run.scanner_cpu_us_per_call);
+    let (floor_throttled, assume_role) = (run.sdk_throttled, run.assume_role);
+    let scanned = run.accounts_scanned;
+    match (status.code(), reported) {
+        (None, _) => Some(format!("tollgate discover crashed: {status}")),
+        (_, false) => Some("tollgate discover wrote no report".to_owned()),
+        // A floor at or above what it bounds, or one that measured retries, is no floor.
+        _ if floor_throttled > 0 => Some(format!(
+            "the plain-SDK floor was throttled {floor_throttled} times: its CPU per attempt includes retries"
+        )),
+        _ if sdk >= scanner => Some(format!(
+            "the plain-SDK floor ({sdk:.0} µs per call) is not below the scanner ({scanner:.0} µs): no floor"
+        )),
+        _ if assume_role != members => Some(format!(
+            "{assume_role} AssumeRole calls for {members} members"
+        )),
+        _ if scanned != shape.accounts as u64 => {
+            Some(format!("{scanned} accounts scanned of {}", shape.accounts))
+        }
+        _ => None,
+    }
+}
+
+/// The scan: `tollgate discover --organization --regions all` against the simulator,
+/// sharing the coordinator's admission directory, its overrides under the server quotas.
+fn discover_command(
+    url: &str,
+    scenario: &tollgate_sim::Scenario,
+    admission: &Path,
+    report_path: &Path,
+    dir: &Path,
+) -> anyhow::Result<Command> {
+    let mut cmd = Command::new(crate::harness::exe::tollgate()?);
+    cmd.args(["discover", "--organization", "--regions", "all"])
+        .args(["--endpoint-url", url, "--timeout", TIMEOUT, "--output"])
+        .arg(report_path)
+        .env("TOLLGATE_ADMISSION_DIR", admission)
+        .env("TOLLGATE_QUOTA_OVERRIDES", overrides(scenario))
+        .env("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
+        .env("AWS_SECRET_ACCESS_KEY", "simulator-secret")
+        .env("AWS_REGION", scenario.regions[0].as_str())
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_SESSION_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("discover.log"))?);
+    Ok(cmd)
+}
+
+/// Peak RSS of the scanner and the coordinator while the scan ran, and the scanner's
+/// last reading (its CPU time when it exited).
+struct Peaks {
+    scanner_kb: u64,
+    coordinator_kb: u64,
+    scanner_last: proc_sample::Reading,
+}
+
+impl Peaks {
+    /// Sample both every `SAMPLE_EVERY` until the scanner is a zombie or gone.
+    fn sample_until_exit(scanner: u32, coordinator: u32) -> Peaks {
+        let mut peaks = Peaks {
+            scanner_kb: 0,
+            coordinator_kb: 0,
+            scanner_last: proc_sample::Reading::default(),
+        };
+        loop {
+            if let Some(r) = proc_sample::read(coordinator) {
+                peaks.coordinator_kb = peaks.coordinator_kb.max(r.rss_kb);
+            }
+            match proc_sample::read(scanner) {
+                Some(r) => {
+                    peaks.scanner_kb = peaks.scanner_kb.max(r.rss_kb);
+                    peaks.scanner_last = r;
+                    if r.zombie {
+                        return peaks;
+                    }
+                }
+                None => return peaks,
+            }
+            std::thread::sleep(SAMPLE_EVERY);
+        }
+    }
 }
 
 /// The floor of `cpu/call scan`: the plain AWS SDK for Rust making the same discovery

@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::fault_proxy::{FaultProxy, Window};
 use super::moto::{ACCESS_KEY, SECRET_KEY};
 use super::Breakers;
+use crate::harness::exits;
 
 /// The scan deadline of each process: far beyond any outage the bench runs.
 const SCAN_TIMEOUT: &str = "30m";
@@ -69,54 +70,24 @@ pub struct RunResult {
     pub timeline: String,
 }
 
+/// One run: set-up (the proxy; each process's command), the run (spawned, the window
+/// armed at the first DescribeTable, every exit waited for), then the figures.
 pub fn run_once(setup: &Setup<'_>) -> anyhow::Result<RunResult> {
     let exe = crate::harness::exe::tollgate()?;
     let proxy = FaultProxy::start(setup.moto_url, setup.processes, setup.window)?;
-    let admission = setup.dir.join("admission");
     let spawned = Instant::now();
     let mut children = Vec::new();
     for (i, url) in proxy.urls.iter().enumerate() {
-        let mut cmd = Command::new(&exe);
-        cmd.args(["discover", "--endpoint-url", url, "--regions", setup.region])
-            .args(["--datasets", "dynamodb-tables", "--timeout", SCAN_TIMEOUT])
-            .arg("--output")
-            .arg(setup.dir.join(format!("report-{i}.json")))
-            .arg("--telemetry")
-            .arg(setup.dir.join(format!("telemetry-{i}.jsonl")))
-            .env("TOLLGATE_ADMISSION_DIR", &admission)
-            .env("TOLLGATE_QUOTA_OVERRIDES", "")
-            .env_remove("TOLLGATE_POLICY_FILE")
-            .env_remove("TOLLGATE_FLEET_TABLE")
-            .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-            .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-            .env("AWS_REGION", setup.region)
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env_remove("AWS_PROFILE")
-            .env_remove("AWS_SESSION_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(
-                setup.dir.join(format!("process-{i}.log")),
-            )?);
-        match setup.breakers {
-            Breakers::On => cmd.env_remove("TOLLGATE_BREAKERS"),
-            Breakers::Off => cmd.env("TOLLGATE_BREAKERS", "off"),
-        };
+        let mut cmd = discover_command(setup, &exe, i, url)?;
         children.push(cmd.spawn().context("spawning tollgate discover")?);
     }
-    let waits: Vec<_> = children
-        .into_iter()
-        .map(|mut child| std::thread::spawn(move || (child.wait().ok(), Instant::now())))
-        .collect();
+    let waits = exits::watch(children);
     // The outage's clock starts at the first DescribeTable.
     while proxy.describe_tables() == 0 && waits.iter().any(|w| !w.is_finished()) {
         std::thread::sleep(ARM_POLL);
     }
     proxy.arm();
-    let ended: Vec<_> = waits
-        .into_iter()
-        .map(|w| w.join().expect("wait thread"))
-        .collect();
+    let ended = exits::join(waits);
     let armed = proxy.armed().unwrap_or(spawned);
     let outage_end = armed + setup.window.end();
     let last = ended.iter().map(|(_, at)| *at).max().unwrap_or(outage_end);
@@ -162,19 +133,7 @@ pub fn run_once(setup: &Setup<'_>) -> anyhow::Result<RunResult> {
         .map(|a| format!("{:.1}@{}", (a.at - window.start).as_secs_f64(), a.process))
         .collect::<Vec<_>>()
         .join(" ");
-
-    let mut listed = 0u64;
-    let mut complete_reports = 0;
-    let mut failed_by_attempt = BTreeMap::new();
-    for i in 0..setup.processes {
-        let (n, complete) = read_report(&setup.dir.join(format!("report-{i}.json")));
-        listed += n;
-        complete_reports += usize::from(complete);
-        read_failures(
-            &setup.dir.join(format!("telemetry-{i}.jsonl")),
-            &mut failed_by_attempt,
-        );
-    }
+    let (listed, complete_reports, failed_by_attempt) = read_outputs(setup);
     Ok(RunResult {
         breakers: setup.breakers,
         into_outage: inside.len() as u64,
@@ -192,6 +151,56 @@ pub fn run_once(setup: &Setup<'_>) -> anyhow::Result<RunResult> {
         failed_by_attempt,
         timeline,
     })
+}
+
+/// Process `i`'s `tollgate discover` through its proxy port `url`: default policies, no
+/// fleet table, the breakers as the run asks.
+fn discover_command(setup: &Setup<'_>, exe: &Path, i: usize, url: &str) -> anyhow::Result<Command> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["discover", "--endpoint-url", url, "--regions", setup.region])
+        .args(["--datasets", "dynamodb-tables", "--timeout", SCAN_TIMEOUT])
+        .arg("--output")
+        .arg(setup.dir.join(format!("report-{i}.json")))
+        .arg("--telemetry")
+        .arg(setup.dir.join(format!("telemetry-{i}.jsonl")))
+        .env("TOLLGATE_ADMISSION_DIR", setup.dir.join("admission"))
+        .env("TOLLGATE_QUOTA_OVERRIDES", "")
+        .env_remove("TOLLGATE_POLICY_FILE")
+        .env_remove("TOLLGATE_FLEET_TABLE")
+        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        .env("AWS_REGION", setup.region)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_SESSION_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(
+            setup.dir.join(format!("process-{i}.log")),
+        )?);
+    match setup.breakers {
+        Breakers::On => cmd.env_remove("TOLLGATE_BREAKERS"),
+        Breakers::Off => cmd.env("TOLLGATE_BREAKERS", "off"),
+    };
+    Ok(cmd)
+}
+
+/// What the processes left behind: the tables their reports list, how many reports are
+/// complete, and the 500s their telemetry recorded by attempt number.
+fn read_outputs(setup: &Setup<'_>) -> (u64, usize, BTreeMap<u32, u64>) {
+    let mut listed = 0u64;
+    let mut complete_reports = 0;
+    let mut failed_by_attempt = BTreeMap::new();
+    for i in 0..setup.processes {
+        let (n, complete) = read_report(&setup.dir.join(format!("report-{i}.json")));
+        listed += n;
+        complete_reports += usize::from(complete);
+        read_failures(
+            &setup.dir.join(format!("telemetry-{i}.jsonl")),
+            &mut failed_by_attempt,
+        );
+    }
+    (listed, complete_reports, failed_by_attempt)
 }
 
 /// The tables a report lists and whether its dynamodb-tables dataset is complete; a
