@@ -15,14 +15,14 @@ use std::time::Duration;
 use actix::{Addr, ArbiterHandle};
 use futures_util::FutureExt;
 use tokio::sync::oneshot;
-use tollgate_quota::{AdmitRequest, BreakerScope, Clock, Grant, Owner, Passage, Policy, Timestamp};
+use tollgate_quota::{AdmitRequest, BreakerScope, Clock, Owner, Passage, Policy, Timestamp};
 
 use crate::actor_cache::ActorCache;
 use crate::breaker_board::BreakerBoard;
 use crate::footprint::{CountActors, CountScopes, Footprint};
 use crate::key::CanonicalKey;
 use crate::messages::{
-    Admit, BreakerPass, BreakerReport, Breakers, CancelScope, Feedback, Pause, Release, Reserve,
+    BreakerPass, BreakerReport, Breakers, CancelScope, Feedback, Pause, Release, Reserve,
     WaiterTag, IN_PROCESS,
 };
 use crate::ops::{Answer, CoordinationStatus, Operation};
@@ -192,6 +192,9 @@ impl LocalAdmission {
 
     /// Do `op` for `caller` and answer it. `actor`: the key's actor if the caller holds
     /// it already (a reservation guard does), which spares a lookup.
+    ///
+    /// The operations that may wait ([`Operation::may_wait`]) are done here; the others,
+    /// which complete at once, by [`serve_at_once`](Self::serve_at_once).
     pub(crate) async fn serve(
         &self,
         op: Operation,
@@ -199,8 +202,6 @@ impl LocalAdmission {
         actor: Option<Addr<QuotaActor>>,
     ) -> Result<Answer, AdmissionError> {
         let now = self.now();
-        // The key's actor: the one the caller holds while it runs, else looked up.
-        let held = actor.filter(Addr::connected);
         Ok(match op {
             Operation::Reserve {
                 key,
@@ -230,20 +231,14 @@ impl LocalAdmission {
                 timeout,
                 scope,
             } => {
-                let (tag, deadline) = (caller.tag(scope), now + timeout);
                 let request = AdmitRequest {
                     reservation,
                     cost,
                     retry,
                 };
-                let grant: Grant = self
-                    .ask(&key, policy, |reply| Admit {
-                        request,
-                        deadline,
-                        once: false,
-                        tag,
-                        reply,
-                    })
+                let (tag, deadline) = (caller.tag(scope), now + timeout);
+                let grant = self
+                    .admit_on((&key, policy, request), deadline, false, tag)
                     .await?;
                 Answer::from(grant)
             }
@@ -271,6 +266,27 @@ impl LocalAdmission {
                 };
                 Answer::from(self.admit_paired(pair, caller).await?)
             }
+            Operation::BreakerPass { key, timeout } => {
+                let passage = self
+                    .breaker_pass(BreakerScope::of(key.quota_key()), timeout)
+                    .await?;
+                Answer::Passage(passage)
+            }
+            op => return self.serve_at_once(op, caller, actor).await,
+        })
+    }
+
+    /// Do an operation that completes at once (`!op.may_wait()`) for `caller`: a message
+    /// to the key's actor or to the breakers, a cancellation, the status.
+    async fn serve_at_once(
+        &self,
+        op: Operation,
+        caller: Caller,
+        actor: Option<Addr<QuotaActor>>,
+    ) -> Result<Answer, AdmissionError> {
+        // The key's actor: the one the caller holds while it runs, else looked up.
+        let held = actor.filter(Addr::connected);
+        Ok(match op {
             Operation::Feedback {
                 key,
                 policy,
@@ -278,13 +294,14 @@ impl LocalAdmission {
                 admitted_at,
                 refund_retry,
             } => {
+                let feedback = Feedback {
+                    outcome,
+                    admitted_at,
+                    refund_retry,
+                };
                 self.held_or_looked_up(held, &key, policy)
                     .await?
-                    .do_send(Feedback {
-                        outcome,
-                        admitted_at,
-                        refund_retry,
-                    });
+                    .do_send(feedback);
                 Answer::Done
             }
             Operation::Pause { key, policy, hint } => {
@@ -292,12 +309,6 @@ impl LocalAdmission {
                     .await?
                     .do_send(Pause { hint });
                 Answer::Done
-            }
-            Operation::BreakerPass { key, timeout } => {
-                let passage = self
-                    .breaker_pass(BreakerScope::of(key.quota_key()), timeout)
-                    .await?;
-                Answer::Passage(passage)
             }
             Operation::BreakerReport {
                 key,
@@ -316,31 +327,41 @@ impl LocalAdmission {
                 policy,
                 reservation,
             } => {
+                let owner = caller.owner;
                 self.held_or_looked_up(held, &key, policy)
                     .await?
-                    .do_send(Release {
-                        reservation,
-                        owner: caller.owner,
-                    });
+                    .do_send(Release { reservation, owner });
                 Answer::Done
             }
             Operation::Cancel { scope } => {
                 Answer::Cancelled(self.cancel(CancelScope::Scope(scope)).await?)
             }
-            Operation::Status => Answer::Status(CoordinationStatus {
-                coordinator_pid: self.owner.pid,
-                clients: self.clients().map(|c| c.list()).unwrap_or_default(),
-                keys: self
-                    .registry
-                    .send(StatusAll)
-                    .await
-                    .map_err(|_| AdmissionError::Stopped)?,
-                breakers: self
-                    .breakers
-                    .send(Breakers)
-                    .await
-                    .map_err(|_| AdmissionError::Stopped)?,
-            }),
+            Operation::Status => Answer::Status(self.status().await?),
+            // Exhaustive on purpose: a new operation must be placed in one of the two.
+            Operation::Reserve { .. }
+            | Operation::Admit { .. }
+            | Operation::AdmitWithBudget { .. }
+            | Operation::BreakerPass { .. } => {
+                unreachable!("`serve` does the operations that may wait")
+            }
+        })
+    }
+
+    /// Who coordinates, who is connected, every key's state and every breaker's.
+    async fn status(&self) -> Result<CoordinationStatus, AdmissionError> {
+        Ok(CoordinationStatus {
+            coordinator_pid: self.owner.pid,
+            clients: self.clients().map(|c| c.list()).unwrap_or_default(),
+            keys: self
+                .registry
+                .send(StatusAll)
+                .await
+                .map_err(|_| AdmissionError::Stopped)?,
+            breakers: self
+                .breakers
+                .send(Breakers)
+                .await
+                .map_err(|_| AdmissionError::Stopped)?,
         })
     }
 

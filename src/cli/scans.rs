@@ -31,41 +31,7 @@ pub struct ScansArgs {
 pub enum ScansCommand {
     /// Submit a scan of a configured target, or of regions and datasets; an identical
     /// running scan is joined instead.
-    Submit {
-        /// A target from the service's configuration.
-        #[arg(long, conflicts_with_all = ["regions", "datasets", "endpoint_url", "profile", "timeout", "role_arn"])]
-        target: Option<String>,
-        /// Regions, comma-separated.
-        #[arg(long, value_delimiter = ',', value_name = "REGION")]
-        regions: Vec<String>,
-        /// Datasets, comma-separated (default: all).
-        #[arg(long, value_delimiter = ',', value_name = "DATASET")]
-        datasets: Vec<Dataset>,
-        /// Send every AWS request to this endpoint (an emulator).
-        #[arg(long, value_name = "URL")]
-        endpoint_url: Option<String>,
-        /// AWS profile.
-        #[arg(long)]
-        profile: Option<String>,
-        /// Deadline of the whole scan (90s, 5m, 1h).
-        #[arg(long, value_name = "DURATION")]
-        timeout: Option<String>,
-        /// Scan another account: the IAM role to assume (STS AssumeRole).
-        #[arg(long, value_name = "ARN")]
-        role_arn: Option<String>,
-        /// The external id the role requires.
-        #[arg(long, value_name = "ID", requires = "role_arn")]
-        external_id: Option<String>,
-        /// The role session name (default: tollgate).
-        #[arg(long, value_name = "NAME", requires = "role_arn")]
-        session_name: Option<String>,
-        /// Wait until the scan finishes and print its status.
-        #[arg(long)]
-        wait: bool,
-        /// Skip the account's cooldown (never its cap of running scans).
-        #[arg(long)]
-        force: bool,
-    },
+    Submit(SubmitArgs),
     /// List scans, newest first.
     List,
     /// One scan with per-dataset progress.
@@ -85,6 +51,77 @@ pub enum ScansCommand {
     },
 }
 
+/// `tollgate scans submit` flags.
+#[derive(Debug, clap::Args)]
+pub struct SubmitArgs {
+    /// A target from the service's configuration.
+    #[arg(long, conflicts_with_all = ["regions", "datasets", "endpoint_url", "profile", "timeout", "role_arn"])]
+    pub target: Option<String>,
+    /// Regions, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "REGION")]
+    pub regions: Vec<String>,
+    /// Datasets, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',', value_name = "DATASET")]
+    pub datasets: Vec<Dataset>,
+    /// Send every AWS request to this endpoint (an emulator).
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// AWS profile.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Deadline of the whole scan (90s, 5m, 1h).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Scan another account: the IAM role to assume (STS AssumeRole).
+    #[arg(long, value_name = "ARN")]
+    pub role_arn: Option<String>,
+    /// The external id the role requires.
+    #[arg(long, value_name = "ID", requires = "role_arn")]
+    pub external_id: Option<String>,
+    /// The role session name (default: tollgate).
+    #[arg(long, value_name = "NAME", requires = "role_arn")]
+    pub session_name: Option<String>,
+    /// Wait until the scan finishes and print its status.
+    #[arg(long)]
+    pub wait: bool,
+    /// Skip the account's cooldown (never its cap of running scans).
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl SubmitArgs {
+    /// The submission's request body: the target, or the regions, datasets and the
+    /// options given; `force` when asked.
+    fn into_body(self) -> serde_json::Value {
+        let mut body = match self.target {
+            Some(target) => serde_json::json!({ "target": target }),
+            None => {
+                let mut body = serde_json::json!({
+                    "regions": self.regions,
+                    "datasets": self.datasets.iter().map(|d| d.name()).collect::<Vec<_>>(),
+                });
+                for (key, value) in [
+                    ("endpoint_url", self.endpoint_url),
+                    ("profile", self.profile),
+                    ("timeout", self.timeout),
+                    ("role_arn", self.role_arn),
+                    ("external_id", self.external_id),
+                    ("session_name", self.session_name),
+                ] {
+                    if let Some(value) = value {
+                        body[key] = value.into();
+                    }
+                }
+                body
+            }
+        };
+        if self.force {
+            body["force"] = true.into();
+        }
+        body
+    }
+}
+
 /// How often `submit --wait` polls.
 const POLL: Duration = Duration::from_millis(500);
 
@@ -93,130 +130,17 @@ pub fn run(args: ScansArgs) -> anyhow::Result<ExitCode> {
     let token = ApiToken::read(&state_dir.token_path())?;
     let client = ServiceClient::new(&args.url, token)?;
     let mut out = std::io::stdout().lock();
+    let json = args.json;
     match args.command {
-        ScansCommand::Submit {
-            target,
-            regions,
-            datasets,
-            endpoint_url,
-            profile,
-            timeout,
-            role_arn,
-            external_id,
-            session_name,
-            wait,
-            force,
-        } => {
-            let mut body = match target {
-                Some(target) => serde_json::json!({ "target": target }),
-                None => {
-                    let mut body = serde_json::json!({
-                        "regions": regions,
-                        "datasets": datasets.iter().map(|d| d.name()).collect::<Vec<_>>(),
-                    });
-                    for (key, value) in [
-                        ("endpoint_url", endpoint_url),
-                        ("profile", profile),
-                        ("timeout", timeout),
-                        ("role_arn", role_arn),
-                        ("external_id", external_id),
-                        ("session_name", session_name),
-                    ] {
-                        if let Some(value) = value {
-                            body[key] = value.into();
-                        }
-                    }
-                    body
-                }
-            };
-            if force {
-                body["force"] = true.into();
-            }
-            let answer = match client.json("POST", "/v1/scans", Some(&body.to_string())) {
-                Err(ClientError::Refused {
-                    reason,
-                    retry_after_seconds,
-                    latest_scan,
-                    message,
-                }) => {
-                    if args.json {
-                        let refusal = serde_json::json!({
-                            "error": message,
-                            "reason": reason,
-                            "retry_after_seconds": retry_after_seconds,
-                            "latest_scan": latest_scan,
-                        });
-                        writeln!(out, "{refusal}")?;
-                    } else {
-                        writeln!(out, "refused ({reason}): {message}")?;
-                        writeln!(out, "latest scan: {latest_scan}")?;
-                        writeln!(
-                            out,
-                            "read it with `tollgate scans report {latest_scan}`, retry in \
-                             {retry_after_seconds} s, or pass --force"
-                        )?;
-                    }
-                    return Ok(ExitCode::from(1));
-                }
-                answer => answer?,
-            };
-            let scan_id = answer["scan_id"]
-                .as_str()
-                .context("no scan_id in the answer")?
-                .to_string();
-            if !wait {
-                if args.json {
-                    writeln!(out, "{answer}")?;
-                } else {
-                    let how = if answer["joined"].as_bool() == Some(true) {
-                        "joined"
-                    } else {
-                        "submitted"
-                    };
-                    writeln!(out, "{how} {scan_id}")?;
-                }
-                return Ok(ExitCode::SUCCESS);
-            }
-            loop {
-                let scan = client.json("GET", &format!("/v1/scans/{scan_id}"), None)?;
-                let status = scan["status"].as_str().unwrap_or("?");
-                if status != "queued" && status != "running" {
-                    print_scan(&mut out, &scan, args.json)?;
-                    return Ok(ExitCode::from(if status == "complete" { 0 } else { 1 }));
-                }
-                std::thread::sleep(POLL);
-            }
-        }
-        ScansCommand::List => {
-            let answer = client.json("GET", "/v1/scans", None)?;
-            if args.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&answer)?)?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            writeln!(
-                out,
-                "{:<22} {:<12} {:<12} {:<24} datasets",
-                "scan", "status", "target", "queued"
-            )?;
-            for scan in answer["scans"].as_array().into_iter().flatten() {
-                writeln!(
-                    out,
-                    "{:<22} {:<12} {:<12} {:<24} {}",
-                    scan["scan_id"].as_str().unwrap_or("?"),
-                    scan["status"].as_str().unwrap_or("?"),
-                    scan["target"].as_str().unwrap_or("-"),
-                    scan["queued_at"].as_str().unwrap_or("?"),
-                    join(&scan["datasets"]),
-                )?;
-            }
-        }
+        ScansCommand::Submit(submit) => return submit_scan(&client, &mut out, submit, json),
+        ScansCommand::List => list(&client, &mut out, json)?,
         ScansCommand::Show { scan_id } => {
             let scan = client.json("GET", &format!("/v1/scans/{scan_id}"), None)?;
-            print_scan(&mut out, &scan, args.json)?;
+            print_scan(&mut out, &scan, json)?;
         }
         ScansCommand::Cancel { scan_id } => {
             let scan = client.json("DELETE", &format!("/v1/scans/{scan_id}"), None)?;
-            if args.json {
+            if json {
                 writeln!(out, "{scan}")?;
             } else {
                 writeln!(
@@ -226,34 +150,147 @@ pub fn run(args: ScansArgs) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
-        ScansCommand::Report { scan_id } => {
-            let bytes = client.request("GET", &format!("/v1/scans/{scan_id}/report"), None)?;
-            if args.json {
-                out.write_all(&bytes)?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let report: serde_json::Value =
-                serde_json::from_slice(&bytes).context("decoding the report")?;
-            writeln!(
-                out,
-                "scan {} · account {} · {}",
-                report["scan_id"].as_str().unwrap_or("?"),
-                report["account"].as_str().unwrap_or("unresolved"),
-                join(&report["regions"])
-            )?;
-            writeln!(out, "{:<18} {:<10} {:>7}", "dataset", "status", "items")?;
-            for (name, dataset) in report["datasets"].as_object().into_iter().flatten() {
-                writeln!(
-                    out,
-                    "{:<18} {:<10} {:>7}",
-                    name,
-                    dataset["status"].as_str().unwrap_or("?"),
-                    dataset["items"].as_array().map_or(0, Vec::len)
-                )?;
-            }
-        }
+        ScansCommand::Report { scan_id } => report(&client, &mut out, &scan_id, json)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `submit`: the submission's answer (refused: why, and what to do instead), or with
+/// `--wait` the scan once it has ended (exit 0 only when it completed).
+fn submit_scan(
+    client: &ServiceClient,
+    out: &mut impl Write,
+    submit: SubmitArgs,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let wait = submit.wait;
+    let body = submit.into_body();
+    let answer = match client.json("POST", "/v1/scans", Some(&body.to_string())) {
+        Err(ClientError::Refused {
+            reason,
+            retry_after_seconds,
+            latest_scan,
+            message,
+        }) => {
+            if json {
+                let refusal = serde_json::json!({
+                    "error": message,
+                    "reason": reason,
+                    "retry_after_seconds": retry_after_seconds,
+                    "latest_scan": latest_scan,
+                });
+                writeln!(out, "{refusal}")?;
+            } else {
+                writeln!(out, "refused ({reason}): {message}")?;
+                writeln!(out, "latest scan: {latest_scan}")?;
+                writeln!(
+                    out,
+                    "read it with `tollgate scans report {latest_scan}`, retry in \
+                     {retry_after_seconds} s, or pass --force"
+                )?;
+            }
+            return Ok(ExitCode::from(1));
+        }
+        answer => answer?,
+    };
+    let scan_id = answer["scan_id"]
+        .as_str()
+        .context("no scan_id in the answer")?
+        .to_string();
+    if wait {
+        return wait_for(client, out, &scan_id, json);
+    }
+    if json {
+        writeln!(out, "{answer}")?;
+    } else {
+        let how = if answer["joined"].as_bool() == Some(true) {
+            "joined"
+        } else {
+            "submitted"
+        };
+        writeln!(out, "{how} {scan_id}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `submit --wait`: poll the scan every [`POLL`] until it is neither queued nor running,
+/// then print it; exit 0 only when it completed.
+fn wait_for(
+    client: &ServiceClient,
+    out: &mut impl Write,
+    scan_id: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    loop {
+        let scan = client.json("GET", &format!("/v1/scans/{scan_id}"), None)?;
+        let status = scan["status"].as_str().unwrap_or("?");
+        if status != "queued" && status != "running" {
+            print_scan(out, &scan, json)?;
+            return Ok(ExitCode::from(if status == "complete" { 0 } else { 1 }));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// `list`: one line per scan, newest first.
+fn list(client: &ServiceClient, out: &mut impl Write, json: bool) -> anyhow::Result<()> {
+    let answer = client.json("GET", "/v1/scans", None)?;
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&answer)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<22} {:<12} {:<12} {:<24} datasets",
+        "scan", "status", "target", "queued"
+    )?;
+    for scan in answer["scans"].as_array().into_iter().flatten() {
+        writeln!(
+            out,
+            "{:<22} {:<12} {:<12} {:<24} {}",
+            scan["scan_id"].as_str().unwrap_or("?"),
+            scan["status"].as_str().unwrap_or("?"),
+            scan["target"].as_str().unwrap_or("-"),
+            scan["queued_at"].as_str().unwrap_or("?"),
+            join(&scan["datasets"]),
+        )?;
+    }
+    Ok(())
+}
+
+/// `report`: a finished scan's report, as the service has it (`--json`) or one line per
+/// dataset.
+fn report(
+    client: &ServiceClient,
+    out: &mut impl Write,
+    scan_id: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let bytes = client.request("GET", &format!("/v1/scans/{scan_id}/report"), None)?;
+    if json {
+        out.write_all(&bytes)?;
+        return Ok(());
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&bytes).context("decoding the report")?;
+    writeln!(
+        out,
+        "scan {} · account {} · {}",
+        report["scan_id"].as_str().unwrap_or("?"),
+        report["account"].as_str().unwrap_or("unresolved"),
+        join(&report["regions"])
+    )?;
+    writeln!(out, "{:<18} {:<10} {:>7}", "dataset", "status", "items")?;
+    for (name, dataset) in report["datasets"].as_object().into_iter().flatten() {
+        writeln!(
+            out,
+            "{:<18} {:<10} {:>7}",
+            name,
+            dataset["status"].as_str().unwrap_or("?"),
+            dataset["items"].as_array().map_or(0, Vec::len)
+        )?;
+    }
+    Ok(())
 }
 
 fn join(values: &serde_json::Value) -> String {

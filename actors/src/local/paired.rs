@@ -158,7 +158,9 @@ impl LocalAdmission {
         Ok(BudgetSlot { actor, id, caller })
     }
 
-    async fn admit_on(
+    /// The grant of `request` on `key`, waiting until `deadline` (`once`: tried on
+    /// arrival only, see [`Admit::once`]).
+    pub(super) async fn admit_on(
         &self,
         (key, policy, request): (&CanonicalKey, Policy, AdmitRequest),
         deadline: Timestamp,

@@ -14,6 +14,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use aws_sdk_sts::operation::get_caller_identity::GetCallerIdentityOutput;
+use aws_smithy_async::time::SharedTimeSource;
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use tokio::time::{sleep, Instant};
 use tokio_util::sync::CancellationToken;
@@ -23,9 +25,10 @@ use tollgate_quota::key::{AccountId, RunId};
 use tollgate_quota::{AccountScope, Partition};
 use tollgate_storage::MemoryStore;
 
-use crate::aws::backoff::{random_unit, RetrySettings};
+use crate::aws::backoff::{random_unit, RetrySettings, ServerDelay};
 use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::sdk_error::describe;
+use crate::aws::taxonomy::ErrorClass;
 use crate::aws::telemetry::{
     emit, AttemptEvent, AttemptOutcome, Attribution, RetryOutcome, TelemetrySink,
 };
@@ -103,6 +106,9 @@ pub fn isolated_admission() -> Result<AdmissionRuntime, AdmissionError> {
     ))
 }
 
+/// The operation [`resolve_identity`] sends.
+const OPERATION: &str = "GetCallerIdentity";
+
 /// Resolve the caller with `sts` (a client from [`sdk_config`](crate::aws::sdk_config)),
 /// sending through `http` (the inner client: this request is not gated). Falls back to
 /// `unresolved:<run_id>` on any failure except cancellation, which is an error.
@@ -114,45 +120,18 @@ pub async fn resolve_identity(
     deadline: Instant,
     telemetry: &dyn TelemetrySink,
 ) -> Result<CallerIdentity, CallError> {
-    const OPERATION: &str = "GetCallerIdentity";
     let region = sts.config().region().map(|r| r.as_ref().to_owned());
     let deadline = deadline.min(monotonic_now() + IDENTITY_TIMEOUT);
     let settings = RetrySettings::default();
-    let attribution = Attribution::new(run_id.as_str().to_owned(), "caller-identity", &[]);
-    let event = |attempt: u32,
-                 started: (Instant, u64),
-                 status: Option<u16>,
-                 outcome: AttemptOutcome,
-                 retry: RetryOutcome| AttemptEvent {
-        service: "sts".into(),
-        operation: OPERATION.into(),
-        quota: None,
-        attempt,
-        retry_count: attempt - 1,
-        started_at_ms: started.1,
-        preparation_count: 1,
-        queue_duration_ms: 0,
-        transport_duration_ms: since(started.0).as_millis() as u64,
-        dispatched: status.is_some(),
-        status_code: status,
-        outcome,
-        retry_outcome: retry,
-        error_code: None,
-        attribution: attribution.clone(),
-        cleanup_outcome: None,
-        datapoints: None,
-    };
-    let time_source = sts.config().time_source();
-    let now_ms = || {
-        time_source
-            .as_ref()
-            .and_then(|t| t.now().duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_millis() as u64)
+    let report = AttemptReport {
+        sink: telemetry,
+        attribution: Attribution::new(run_id.as_str().to_owned(), "caller-identity", &[]),
+        time_source: sts.config().time_source(),
     };
     let cancelled = || CallError::new(CallErrorKind::Cancelled, OPERATION, "cancelled");
     let mut last = String::new();
-    for attempt in 1..=IDENTITY_MAX_ATTEMPTS {
-        let started = (monotonic_now(), now_ms());
+    for number in 1..=IDENTITY_MAX_ATTEMPTS {
+        let attempt = report.start(number);
         let send = sts
             .get_caller_identity()
             .customize()
@@ -161,83 +140,47 @@ pub async fn resolve_identity(
         let result = tokio::select! {
             biased;
             _ = cancel.cancelled() => {
-                emit(telemetry, &event(attempt, started, None, AttemptOutcome::Cancelled, RetryOutcome::Cancelled));
+                report.emit(&attempt, None, AttemptOutcome::Cancelled, RetryOutcome::Cancelled);
                 return Err(cancelled());
             }
             _ = tokio::time::sleep_until(deadline) => {
-                emit(telemetry, &event(attempt, started, None, AttemptOutcome::DeadlineExceeded, RetryOutcome::Deadline));
+                report.emit(&attempt, None, AttemptOutcome::DeadlineExceeded, RetryOutcome::Deadline);
                 last = "timed out".into();
                 break;
             }
             result = send => result,
         };
-        match result {
+        let err = match result {
             Ok(out) => {
-                emit(
-                    telemetry,
-                    &event(
-                        attempt,
-                        started,
-                        Some(200),
-                        AttemptOutcome::Success,
-                        RetryOutcome::Done,
-                    ),
+                report.emit(
+                    &attempt,
+                    Some(200),
+                    AttemptOutcome::Success,
+                    RetryOutcome::Done,
                 );
-                let arn = out.arn().map(str::to_owned);
-                let parsed = arn.as_deref().and_then(parse_arn);
-                let account = out.account().and_then(|a| AccountId::new(a).ok());
-                return Ok(match (parsed, account) {
-                    (Some((partition, from_arn)), account) => {
-                        CallerIdentity::resolved(partition, account.unwrap_or(from_arn), arn)
-                    }
-                    (None, _) => CallerIdentity::unresolved(
-                        run_id,
-                        region.as_deref(),
-                        "GetCallerIdentity answered without a valid ARN",
-                    ),
-                });
+                return Ok(identity_of(&out, run_id, region.as_deref()));
             }
-            Err(err) => {
-                let status = err.raw_response().map(|r| r.status().as_u16());
-                let facts = describe(&err, status.is_some());
-                last = match &facts.code {
-                    Some(code) => format!("{code}: {}", facts.message),
-                    None => facts.message.clone(),
-                };
-                let (outcome, more) = match facts.class {
-                    crate::aws::ErrorClass::Throttled => (AttemptOutcome::Throttle, true),
-                    crate::aws::ErrorClass::Transient => (AttemptOutcome::Transient, true),
-                    crate::aws::ErrorClass::Fatal | crate::aws::ErrorClass::Credentials => {
-                        (AttemptOutcome::Fatal, false)
-                    }
-                };
-                let delay = settings.backoff(
-                    attempt,
-                    facts.class,
-                    crate::aws::backoff::ServerDelay::default(),
-                    random_unit,
-                );
-                let retry = if !more {
-                    RetryOutcome::NotRetryable
-                } else if attempt == IDENTITY_MAX_ATTEMPTS {
-                    RetryOutcome::AttemptsExhausted
-                } else if monotonic_now() + delay >= deadline {
-                    RetryOutcome::Deadline
-                } else {
-                    RetryOutcome::Retry
-                };
-                let mut e = event(attempt, started, status, outcome, retry);
-                e.error_code = facts.code.clone();
-                emit(telemetry, &e);
-                if retry != RetryOutcome::Retry {
-                    break;
-                }
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return Err(cancelled()),
-                    _ = sleep(delay) => {}
-                }
-            }
+            Err(err) => err,
+        };
+        let status = err.raw_response().map(|r| r.status().as_u16());
+        let facts = describe(&err, status.is_some());
+        let (outcome, retryable) = attempt_outcome(facts.class);
+        let delay = settings.backoff(number, facts.class, ServerDelay::default(), random_unit);
+        let retry = retry_outcome(retryable, number, monotonic_now() + delay >= deadline);
+        let mut event = report.event(&attempt, status, outcome, retry);
+        event.error_code = facts.code.clone();
+        emit(telemetry, &event);
+        last = match facts.code {
+            Some(code) => format!("{code}: {}", facts.message),
+            None => facts.message,
+        };
+        if retry != RetryOutcome::Retry {
+            break;
+        }
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(cancelled()),
+            _ = sleep(delay) => {}
         }
     }
     Ok(CallerIdentity::unresolved(
@@ -247,6 +190,122 @@ pub async fn resolve_identity(
             "caller identity could not be resolved ({last}); admission is isolated to this run"
         ),
     ))
+}
+
+/// The identity in a `GetCallerIdentity` answer: the partition from its ARN, the account
+/// as answered (else from the ARN); unresolved when the ARN is missing or invalid.
+fn identity_of(
+    out: &GetCallerIdentityOutput,
+    run_id: RunId,
+    region: Option<&str>,
+) -> CallerIdentity {
+    let arn = out.arn().map(str::to_owned);
+    let parsed = arn.as_deref().and_then(parse_arn);
+    let account = out.account().and_then(|a| AccountId::new(a).ok());
+    match (parsed, account) {
+        (Some((partition, from_arn)), account) => {
+            CallerIdentity::resolved(partition, account.unwrap_or(from_arn), arn)
+        }
+        (None, _) => CallerIdentity::unresolved(
+            run_id,
+            region,
+            "GetCallerIdentity answered without a valid ARN",
+        ),
+    }
+}
+
+/// A failed attempt's outcome, and whether another attempt may see a different one.
+fn attempt_outcome(class: ErrorClass) -> (AttemptOutcome, bool) {
+    match class {
+        ErrorClass::Throttled => (AttemptOutcome::Throttle, true),
+        ErrorClass::Transient => (AttemptOutcome::Transient, true),
+        ErrorClass::Fatal | ErrorClass::Credentials => (AttemptOutcome::Fatal, false),
+    }
+}
+
+/// What follows failed attempt `number`: another one only if the failure is retryable,
+/// attempts remain and the backoff ends before the deadline (`past_deadline`).
+fn retry_outcome(retryable: bool, number: u32, past_deadline: bool) -> RetryOutcome {
+    if !retryable {
+        RetryOutcome::NotRetryable
+    } else if number == IDENTITY_MAX_ATTEMPTS {
+        RetryOutcome::AttemptsExhausted
+    } else if past_deadline {
+        RetryOutcome::Deadline
+    } else {
+        RetryOutcome::Retry
+    }
+}
+
+/// One identity attempt: its number, and when it started (monotonic, and wall-clock
+/// milliseconds on the client's time source).
+struct Attempt {
+    number: u32,
+    started: Instant,
+    started_at_ms: u64,
+}
+
+/// The telemetry of the identity attempts: each one's [`AttemptEvent`].
+struct AttemptReport<'a> {
+    sink: &'a dyn TelemetrySink,
+    attribution: Attribution,
+    time_source: Option<SharedTimeSource>,
+}
+
+impl AttemptReport<'_> {
+    /// Attempt `number`, starting now.
+    fn start(&self, number: u32) -> Attempt {
+        let started_at_ms = self
+            .time_source
+            .as_ref()
+            .and_then(|t| t.now().duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as u64);
+        Attempt {
+            number,
+            started: monotonic_now(),
+            started_at_ms,
+        }
+    }
+
+    /// The event of `attempt`, ended now (`status`: the HTTP status, if it was sent).
+    fn event(
+        &self,
+        attempt: &Attempt,
+        status: Option<u16>,
+        outcome: AttemptOutcome,
+        retry: RetryOutcome,
+    ) -> AttemptEvent {
+        AttemptEvent {
+            service: "sts".into(),
+            operation: OPERATION.into(),
+            quota: None,
+            attempt: attempt.number,
+            retry_count: attempt.number - 1,
+            started_at_ms: attempt.started_at_ms,
+            preparation_count: 1,
+            queue_duration_ms: 0,
+            transport_duration_ms: since(attempt.started).as_millis() as u64,
+            dispatched: status.is_some(),
+            status_code: status,
+            outcome,
+            retry_outcome: retry,
+            error_code: None,
+            attribution: self.attribution.clone(),
+            cleanup_outcome: None,
+            datapoints: None,
+        }
+    }
+
+    /// Emit the event of `attempt`.
+    fn emit(
+        &self,
+        attempt: &Attempt,
+        status: Option<u16>,
+        outcome: AttemptOutcome,
+        retry: RetryOutcome,
+    ) {
+        emit(self.sink, &self.event(attempt, status, outcome, retry));
+    }
 }
 
 #[cfg(test)]

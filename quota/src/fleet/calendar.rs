@@ -157,110 +157,197 @@ pub(crate) struct PlaceArgs<'a> {
 /// Place a block of `args.wanted` tokens on the calendar; on a grant, update the
 /// calendar's stamp and charge its allowance (a refusal changes nothing).
 pub(crate) fn place(calendar: &mut ItemCalendar, args: &PlaceArgs<'_>) -> Placement {
-    let now = args.now;
-    let since = now.saturating_sub(HOSTS_SEEN_WINDOW);
-    let seen: Vec<(&HostId, Timestamp)> = args
-        .hosts
-        .iter()
-        .filter(|(_, at)| **at >= since)
-        .map(|(h, at)| (h, *at))
-        .collect();
-    // A seen host drops out of the strictest rule when its last write leaves the window.
-    let drops_out = seen
-        .iter()
-        .map(|(_, at)| *at + HOSTS_SEEN_WINDOW)
-        .min()
-        .unwrap_or(Timestamp::from_micros(u64::MAX));
-    let declarations: Vec<&Declaration> = seen
-        .iter()
-        .filter_map(|(h, _)| calendar.declarations.get(*h))
-        .collect();
-    let mut at = args.tat.max(now);
+    let (declarations, drops_out) = seen_declarations(&calendar.declarations, args);
+    let mut at = args.tat.max(args.now);
     let mut boundary = (at >= calendar.valid_until).then_some(calendar.valid_until);
     let mut last = None;
     for _ in 0..MAX_SEGMENTS {
         let Some(effective) = effective_at(declarations.iter().copied(), at, args.anchor) else {
             break;
         };
-        let policy = effective.policy;
+        let segment = Segment::starting(effective.policy, at, boundary, args);
+        match segment.try_place(&effective, calendar.allowance, drops_out, args) {
+            Step::NextAt(next) => {
+                (at, boundary) = (next, Some(next));
+                last = Some(segment);
+            }
+            Step::Refused(placement) => return placement,
+            Step::Granted {
+                placement,
+                valid_until,
+                counter,
+            } => {
+                calendar.valid_until = valid_until;
+                if counter.is_some() {
+                    calendar.allowance = counter;
+                }
+                return placement;
+            }
+        }
+    }
+    no_room(last, args)
+}
+
+/// The declarations of the hosts seen in the last [`HOSTS_SEEN_WINDOW`], and the instant
+/// the first of those hosts drops out of the strictest rule (its last write leaves the
+/// window).
+fn seen_declarations<'a>(
+    declarations: &'a BTreeMap<HostId, Declaration>,
+    args: &PlaceArgs<'_>,
+) -> (Vec<&'a Declaration>, Timestamp) {
+    let since = args.now.saturating_sub(HOSTS_SEEN_WINDOW);
+    let seen: Vec<(&HostId, Timestamp)> = args
+        .hosts
+        .iter()
+        .filter(|(_, at)| **at >= since)
+        .map(|(h, at)| (h, *at))
+        .collect();
+    let drops_out = seen
+        .iter()
+        .map(|(_, at)| *at + HOSTS_SEEN_WINDOW)
+        .min()
+        .unwrap_or(Timestamp::from_micros(u64::MAX));
+    let seen = seen
+        .iter()
+        .filter_map(|(h, _)| declarations.get(*h))
+        .collect();
+    (seen, drops_out)
+}
+
+/// One segment's parameters: the shape of its run before the count is known.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    policy: Policy,
+    window: SpendWindow,
+    spacing: Duration,
+    /// The instant after which the segment's first token is due.
+    start: Timestamp,
+}
+
+/// What one segment decided.
+enum Step {
+    /// Nothing fits before the segment ends: look again from this boundary.
+    NextAt(Timestamp),
+    /// The run would open beyond the horizon: the calendar is unchanged.
+    Refused(Placement),
+    /// A grant: the calendar's new stamp and, under an allowance, its charged counter.
+    Granted {
+        placement: Placement,
+        valid_until: Timestamp,
+        counter: Option<AllowanceCounter>,
+    },
+}
+
+impl Segment {
+    /// The segment at `at` under `policy`; one that begins at `boundary` opens after it.
+    fn starting(
+        policy: Policy,
+        at: Timestamp,
+        boundary: Option<Timestamp>,
+        args: &PlaceArgs<'_>,
+    ) -> Self {
         let window = SpendWindow::for_policy(policy.rate_per_second(), policy.admission_burst());
         let spacing = secs_ceil(1.0 / (policy.rate_per_second() * args.factor));
-        let mut start = at.max(now + window.lead_for(args.round_trip));
+        let mut start = at.max(args.now + window.lead_for(args.round_trip));
         if let Some(b) = boundary {
             // The segment's first token opens at the boundary or later: e₁ − W ≥ B.
             start = start.max((b + window.open_before).saturating_sub(spacing));
         }
+        Segment {
+            policy,
+            window,
+            spacing,
+            start,
+        }
+    }
+
+    /// Place the block in this segment: the tokens due before its stamp (and within the
+    /// allowance's remaining amount, `stored` being the item's counter), or where to look
+    /// next.
+    fn try_place(
+        &self,
+        effective: &Effective,
+        stored: Option<AllowanceCounter>,
+        drops_out: Timestamp,
+        args: &PlaceArgs<'_>,
+    ) -> Step {
         let mut valid_until = effective.valid_until.min(drops_out);
         let mut room = args.wanted.max(1);
         let mut counter = None;
         if let Some(allowance) = &effective.allowance {
-            let wall = WallClock::from_timestamp(start, args.anchor);
-            let mut c = calendar
-                .allowance
-                .unwrap_or_else(|| AllowanceCounter::new(allowance, 0, wall));
+            let wall = WallClock::from_timestamp(self.start, args.anchor);
+            let mut c = stored.unwrap_or_else(|| AllowanceCounter::new(allowance, 0, wall));
             c.roll(allowance, wall);
             let reset = c.period().next_reset.to_timestamp(args.anchor);
             valid_until = valid_until.min(reset);
             room = room.min(c.remaining(allowance));
             if room == 0 {
-                (at, boundary) = (reset, Some(reset));
-                last = Some((policy, window, spacing, start));
-                continue;
+                return Step::NextAt(reset);
             }
-            counter = Some((allowance.clone(), c));
+            counter = Some((allowance, c));
         }
-        let first_due = start + spacing;
+        let first_due = self.start + self.spacing;
         if first_due >= valid_until {
-            (at, boundary) = (valid_until, Some(valid_until));
-            last = Some((policy, window, spacing, start));
-            continue;
+            return Step::NextAt(valid_until);
         }
         // Only tokens due before the stamp: the rest belong to the next segment.
         let fit = (valid_until.saturating_since(first_due).as_micros() as u64 - 1)
-            / spacing.as_micros().max(1) as u64
+            / self.spacing.as_micros().max(1) as u64
             + 1;
         let mut run = TokenRun {
             first_due,
-            spacing,
+            spacing: self.spacing,
             count: room.min(fit),
-            window,
+            window: self.window,
         };
-        let latest_open = now + args.horizon;
+        let latest_open = args.now + args.horizon;
         if run.opens(0) > latest_open {
-            let next_at = now + run.opens(0).saturating_since(latest_open);
+            let next_at = args.now + run.opens(0).saturating_since(latest_open);
             run.count = 0;
-            return Placement {
+            return Step::Refused(Placement {
                 run,
                 next_at: Some(next_at),
-                policy,
+                policy: self.policy,
                 allowance: None,
-            };
+            });
         }
-        calendar.valid_until = valid_until;
-        let seen_allowance = counter.map(|(allowance, mut c)| {
+        let charged = counter.map(|(allowance, mut c)| {
             c.charge(run.count);
-            calendar.allowance = Some(c);
-            AllowanceSeen {
-                period: c.period(),
-                remaining: c.remaining(&allowance),
-                allowance,
-                anchor: args.anchor,
-            }
+            (allowance, c)
         });
-        return Placement {
-            run,
-            next_at: None,
-            policy,
-            allowance: seen_allowance,
-        };
+        Step::Granted {
+            placement: Placement {
+                run,
+                next_at: None,
+                policy: self.policy,
+                allowance: charged.map(|(allowance, c)| AllowanceSeen {
+                    period: c.period(),
+                    remaining: c.remaining(allowance),
+                    allowance: allowance.clone(),
+                    anchor: args.anchor,
+                }),
+            },
+            valid_until,
+            counter: charged.map(|(_, c)| c),
+        }
     }
-    // No room within the segments looked at: ask again when the last one starts.
-    let (policy, window, spacing, start) = last.unwrap_or((
-        Policy::with_rate(1.0, 1.0).expect("a valid policy"),
-        SpendWindow::for_policy(1.0, 1.0),
-        Duration::from_secs(1),
-        now + Duration::from_secs(1),
-    ));
+}
+
+/// No room within the segments looked at (`last`, if any): ask again when the last one
+/// starts.
+fn no_room(last: Option<Segment>, args: &PlaceArgs<'_>) -> Placement {
+    let now = args.now;
+    let Segment {
+        policy,
+        window,
+        spacing,
+        start,
+    } = last.unwrap_or(Segment {
+        policy: Policy::with_rate(1.0, 1.0).expect("a valid policy"),
+        window: SpendWindow::for_policy(1.0, 1.0),
+        spacing: Duration::from_secs(1),
+        start: now + Duration::from_secs(1),
+    });
     let run = TokenRun {
         first_due: start + spacing,
         spacing,

@@ -44,8 +44,10 @@
 //! - `failure`: how a preparation ended and the call error it leaves.
 //! - `events`: the attempt events this loop emits.
 //! - this file: the loop that applies decisions: it reserves, passes the breaker,
-//!   sends, hands the reports on, sleeps the backoff and emits telemetry. It reads time
-//!   only through [`crate::clock::now`] (and the admission clock for `startedAtMs`).
+//!   sends, hands the reports on, sleeps the backoff and emits telemetry. `run` drives
+//!   one step of a `Call` per state of [`tally::Next`] (`pass_breaker`, `prepare`,
+//!   `back_off`), then `finish`es with the release. It reads time only through
+//!   [`crate::clock::now`] (and the admission clock for `startedAtMs`).
 
 mod decide;
 mod events;
@@ -60,7 +62,7 @@ use std::time::Duration;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
-use tokio::time::{sleep, sleep_until};
+use tokio::time::{sleep, sleep_until, Instant};
 use tollgate_actors::{
     batch_writes, AdmissionError, CanonicalKey, Cleanup, ReservationGuard, WaitOptions,
 };
@@ -105,118 +107,231 @@ where
         service,
         operation,
         quota: Some(key.to_string()),
-        attribution: match &gate.account {
-            tollgate_quota::AccountScope::Account(id) => {
-                Attribution::new(ctx.scan_id.to_string(), ctx.collector, &ctx.datasets)
-                    .with_account(id.as_str())
-            }
-            _ => Attribution::new(ctx.scan_id.to_string(), ctx.collector, &ctx.datasets),
-        },
+        attribution: attribution(gate, ctx),
     };
-    let mut tally = Tally::FIRST;
-    let mut stamp = Stamp::read(gate);
+    let stamp = Stamp::read(gate);
     // The concurrency reservation, held across every retry.
     let guard = match reserve(gate, ctx, &key).await {
         Ok(guard) => Arc::new(guard),
         Err(e) => {
-            let (result, mut event) = not_admitted(&events, &tally, stamp, &e, None);
+            let (result, mut event) = not_admitted(&events, &Tally::FIRST, stamp, &e, None);
             event.cleanup_outcome = Some(CleanupOutcome::Released);
             events.emit(&event);
             return result;
         }
     };
-    // The breaker's probe lease this attempt holds; the failure that asked for a retry.
-    let mut probe: Option<ProbeId> = None;
-    let mut last_failure: Option<FailureFacts> = None;
+    let mut call = Call {
+        gate,
+        ctx,
+        key: &key,
+        metric_data,
+        events,
+        guard,
+        tally: Tally::FIRST,
+        stamp,
+        probe: None,
+        last_failure: None,
+        tail: None,
+    };
     let mut next = Next::PassBreaker;
-    // The last attempt's reports, when it succeeded: sent with the release, in one write.
-    let mut tail: Option<(AttemptRecord, PrepEnd)> = None;
-    let (result, mut final_event) = loop {
-        match next {
-            Next::PassBreaker => match pass_breaker(gate, ctx, &key).await {
-                Ok(lease) => (probe, next) = (lease, Next::Prepare),
-                Err(e) => break not_admitted(&events, &tally, stamp, &e, last_failure.take()),
-            },
-            Next::Prepare => {
-                tally.prepare();
-                stamp = Stamp::read(gate);
-                let breaker = probe.is_none().then(|| BreakerRecheck {
-                    admission: gate.admission.clone(),
-                    key: key.clone(),
-                });
-                let plan = AttemptPlan {
-                    guard: guard.clone(),
-                    retry: tally.is_retry(),
-                    cost: 1,
-                    scope: ctx.scan_id.scope(),
-                    cancel: ctx.cancel.clone(),
-                    deadline: ctx.deadline,
-                    max_wait: gate.signed_request_max_wait,
-                    breaker,
-                    metric_data: metric_data.clone(),
-                };
-                let (answer, record) = send_once(gate, ctx, plan, &mut send).await;
-                // Asked again after a long wait, the breaker may have made it the probe.
-                probe = probe.or(record.probe);
-                let (sent, prep, now) = (Sent::of(&record), Prep::of(&tally, stamp), clock::now());
-                let ended = PrepEnd::of(&answer);
-                let end = match answer {
-                    Ok(value) => {
-                        let event = events.success(prep, &record, now);
-                        tail = Some((record, ended));
-                        break (Ok(value), event);
-                    }
-                    Err(end) => end,
-                };
-                send_reports(gate, &guard, &key, &record, &mut probe, ended);
-                tally.ended(sent);
-                let ending = end.ending();
-                let standing = Standing {
-                    // issue 24: a failure before dispatch counts against the limit at
-                    // once (it was left out until the next failure: 7 preparations for 6).
-                    attempts_used: tally.attempts_used() + u32::from(sent == Sent::Unsent),
-                    server: record.retry_after,
-                    time_left: ctx.deadline.saturating_duration_since(now),
-                };
-                let decision = decide(ending, standing, &gate.retry, random_unit);
-                if !decision.keeps_probe() {
-                    give_up_probe(gate, &key, &mut probe);
-                }
-                let (outcome, verdict) = (attempt_outcome(ending), decision.retry_outcome());
-                let event = events.event(prep, &record, outcome, verdict, end.code(), now);
-                tally.follow(&decision, sent);
-                match decision.next() {
-                    Ok(step) => {
-                        events.emit(&event);
-                        last_failure = end.into_failure().or(last_failure);
-                        next = step;
-                    }
-                    Err(kind) => {
-                        let last = last_failure.take();
-                        let error = end.into_error(kind, sent, operation, last, tally.dispatched);
-                        break (Err(error), event);
-                    }
-                }
-            }
-            Next::Backoff(delay) => {
-                if !back_off(ctx, delay).await {
-                    break cancelled_in_backoff(&events, &tally, stamp);
-                }
-                next = Next::PassBreaker;
-            }
+    let (result, final_event) = loop {
+        let step = match next {
+            Next::PassBreaker => call.pass_breaker().await,
+            Next::Prepare => call.prepare(&mut send).await,
+            Next::Backoff(delay) => call.back_off(delay).await,
+        };
+        match step {
+            Step::Next(then) => next = then,
+            Step::End(result, event) => break (result, event),
         }
     };
-    // The call's last messages to the coordinator (a success's feedback and breaker
-    // report, then the release) leave in one write: one wake-up of the coordinator.
-    let cleanup = batch_writes(|| {
-        if let Some((record, ended)) = &tail {
-            send_reports(gate, &guard, &key, record, &mut probe, *ended);
-        }
-        release(guard)
-    });
-    final_event.cleanup_outcome = Some(cleanup);
-    events.emit(&final_event);
+    call.finish(final_event);
     result
+}
+
+/// Who the call's work is for: its scan, collector and datasets, and the caller's
+/// account when it is resolved.
+fn attribution(gate: &GateInner, ctx: &CallContext) -> Attribution {
+    let attribution = Attribution::new(ctx.scan_id.to_string(), ctx.collector, &ctx.datasets);
+    match &gate.account {
+        tollgate_quota::AccountScope::Account(id) => attribution.with_account(id.as_str()),
+        _ => attribution,
+    }
+}
+
+/// What one of the loop's steps leads to: the next state, or the call's end (its result
+/// and its last event, which the cleanup completes).
+// Not boxed: a box would be an allocation at every call's end, on the hot path. A step
+// lives for one turn of the loop, as the `(result, event)` pair it carries did before.
+#[allow(clippy::large_enum_variant)]
+enum Step<T> {
+    Next(Next),
+    End(Result<T, CallError>, AttemptEvent),
+}
+
+/// One logical call under its reservation: what is fixed for the call, and what its loop
+/// carries from one step to the next.
+struct Call<'a> {
+    gate: &'a GateInner,
+    ctx: &'a CallContext,
+    key: &'a QuotaKey,
+    metric_data: Option<Arc<MetricDataPlan>>,
+    events: Events<'a>,
+    /// The concurrency reservation, held across every retry.
+    guard: Arc<ReservationGuard>,
+    tally: Tally,
+    /// When the current preparation started.
+    stamp: Stamp,
+    /// The breaker's probe lease this attempt holds.
+    probe: Option<ProbeId>,
+    /// The failure that asked for a retry.
+    last_failure: Option<FailureFacts>,
+    /// The last attempt's reports, when it succeeded: sent with the release, in one write.
+    tail: Option<(AttemptRecord, PrepEnd)>,
+}
+
+impl Call<'_> {
+    /// [`Next::PassBreaker`]: ask the scope's breaker for passage, then prepare.
+    async fn pass_breaker<T>(&mut self) -> Step<T> {
+        match pass_breaker(self.gate, self.ctx, self.key).await {
+            Ok(lease) => {
+                self.probe = lease;
+                Step::Next(Next::Prepare)
+            }
+            Err(e) => {
+                let last = self.last_failure.take();
+                let (result, event) = not_admitted(&self.events, &self.tally, self.stamp, &e, last);
+                Step::End(result, event)
+            }
+        }
+    }
+
+    /// [`Next::Prepare`]: prepare and send the current attempt once; a success ends the
+    /// call (its reports wait for the release), anything else is reported and decided.
+    async fn prepare<T, E, F, Fut>(&mut self, send: &mut F) -> Step<T>
+    where
+        F: FnMut(GatedHttpClient) -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        self.tally.prepare();
+        self.stamp = Stamp::read(self.gate);
+        let (answer, record) = send_once(self.gate, self.ctx, self.plan(), send).await;
+        // Asked again after a long wait, the breaker may have made it the probe.
+        self.probe = self.probe.or(record.probe);
+        let (sent, prep, now) = (
+            Sent::of(&record),
+            Prep::of(&self.tally, self.stamp),
+            clock::now(),
+        );
+        let ended = PrepEnd::of(&answer);
+        let end = match answer {
+            Ok(value) => {
+                let event = self.events.success(prep, &record, now);
+                self.tail = Some((record, ended));
+                return Step::End(Ok(value), event);
+            }
+            Err(end) => end,
+        };
+        let (gate, guard, key) = (self.gate, &self.guard, self.key);
+        send_reports(gate, guard, key, &record, &mut self.probe, ended);
+        self.tally.ended(sent);
+        self.after_failure(end, sent, &record, prep, now)
+    }
+
+    /// The plan of the current attempt's next preparation: the breaker is asked again
+    /// after a long wait unless this attempt is the probe.
+    fn plan(&self) -> AttemptPlan {
+        let breaker = self.probe.is_none().then(|| BreakerRecheck {
+            admission: self.gate.admission.clone(),
+            key: self.key.clone(),
+        });
+        AttemptPlan {
+            guard: self.guard.clone(),
+            retry: self.tally.is_retry(),
+            cost: 1,
+            scope: self.ctx.scan_id.scope(),
+            cancel: self.ctx.cancel.clone(),
+            deadline: self.ctx.deadline,
+            max_wait: self.gate.signed_request_max_wait,
+            breaker,
+            metric_data: self.metric_data.clone(),
+        }
+    }
+
+    /// Apply [`decide`] to a preparation that ended as `end`: its event, and the retry it
+    /// asks for or the error the call ends with.
+    fn after_failure<T>(
+        &mut self,
+        end: AttemptEnd,
+        sent: Sent,
+        record: &AttemptRecord,
+        prep: Prep,
+        now: Instant,
+    ) -> Step<T> {
+        let ending = end.ending();
+        let standing = Standing {
+            // issue 24: a failure before dispatch counts against the limit at
+            // once (it was left out until the next failure: 7 preparations for 6).
+            attempts_used: self.tally.attempts_used() + u32::from(sent == Sent::Unsent),
+            server: record.retry_after,
+            time_left: self.ctx.deadline.saturating_duration_since(now),
+        };
+        let decision = decide(ending, standing, &self.gate.retry, random_unit);
+        if !decision.keeps_probe() {
+            give_up_probe(self.gate, self.key, &mut self.probe);
+        }
+        let (outcome, verdict) = (attempt_outcome(ending), decision.retry_outcome());
+        let event = self
+            .events
+            .event(prep, record, outcome, verdict, end.code(), now);
+        self.tally.follow(&decision, sent);
+        match decision.next() {
+            Ok(step) => {
+                self.events.emit(&event);
+                self.last_failure = end.into_failure().or(self.last_failure.take());
+                Step::Next(step)
+            }
+            Err(kind) => {
+                let (last, operation) = (self.last_failure.take(), self.events.operation);
+                let error = end.into_error(kind, sent, operation, last, self.tally.dispatched);
+                Step::End(Err(error), event)
+            }
+        }
+    }
+
+    /// [`Next::Backoff`]: sleep the backoff, then pass the breaker for the next attempt.
+    async fn back_off<T>(&mut self, delay: Duration) -> Step<T> {
+        if back_off(self.ctx, delay).await {
+            Step::Next(Next::PassBreaker)
+        } else {
+            let (result, event) = cancelled_in_backoff(&self.events, &self.tally, self.stamp);
+            Step::End(result, event)
+        }
+    }
+
+    /// The call's last messages to the coordinator (a success's feedback and breaker
+    /// report, then the release) leave in one write: one wake-up of the coordinator. The
+    /// cleanup's outcome completes the call's last event, which is then emitted.
+    fn finish(self, mut final_event: AttemptEvent) {
+        let Call {
+            gate,
+            key,
+            events,
+            guard,
+            mut probe,
+            tail,
+            ..
+        } = self;
+        let cleanup = batch_writes(|| {
+            if let Some((record, ended)) = &tail {
+                send_reports(gate, &guard, key, record, &mut probe, *ended);
+            }
+            release(guard)
+        });
+        final_event.cleanup_outcome = Some(cleanup);
+        events.emit(&final_event);
+    }
 }
 
 /// Take the call's concurrency reservation within its deadline (raced with its
