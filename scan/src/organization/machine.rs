@@ -21,6 +21,11 @@ use crate::organization::request::AccountFilter;
 use crate::organization::schedule::{next_step, Slots, Step};
 use crate::organization::select::{ListedAccount, Plan, Planner};
 
+/// Why an account not started by the deadline is skipped (queued, or its turn came late).
+pub(crate) const DEADLINE_SKIP: &str = "not reached before the organization's deadline (--timeout)";
+/// Why an account not started before the cancellation is skipped.
+pub(crate) const CANCEL_SKIP: &str = "the scan was cancelled before this account started";
+
 /// How one account ended.
 #[derive(Debug)]
 pub enum Outcome {
@@ -173,6 +178,11 @@ impl Machine {
         }
     }
 
+    /// Accounts the listing named, once it has ended; `None` while it goes on.
+    pub fn listed(&self) -> Option<u64> {
+        (!self.listing).then_some(self.accounts.listed)
+    }
+
     /// The report's account parts (once [`Action::Done`]).
     pub fn into_accounts(self) -> Accounts {
         self.accounts
@@ -180,8 +190,8 @@ impl Machine {
 
     fn skip_queued(&mut self, reason: SkipReason) {
         let message = match reason {
-            SkipReason::Deadline => "not reached before the organization's deadline (--timeout)",
-            _ => "the scan was cancelled before this account started",
+            SkipReason::Deadline => DEADLINE_SKIP,
+            _ => CANCEL_SKIP,
         };
         for account in self.queue.drain(..) {
             self.progress.set(&account, AccountPhase::Skipped(reason));

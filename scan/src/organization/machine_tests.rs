@@ -231,6 +231,7 @@ fn a_failed_page_is_the_organizations_error_naming_the_accounts_listed_before_it
         AccountFilter::default(),
         vec![page(&["1", "2"], true), failed_page()],
     );
+    assert_eq!(machine.listed(), Some(2));
     let accounts = machine.into_accounts();
     let error = accounts.error.expect("the listing's error");
     assert_eq!(error.operation, "organizations:ListAccounts");
@@ -276,4 +277,13 @@ fn filters_skip_as_pages_arrive_and_unlisted_named_accounts_once_the_listing_end
         ]
     );
     assert_eq!(accounts.listed, 3);
+}
+
+#[test]
+fn the_listed_count_is_known_only_once_the_last_page_arrived() {
+    let (_, machine) = run(4, AccountFilter::default(), vec![page(&["1", "2"], true)]);
+    assert_eq!(machine.listed(), None);
+    let pages = vec![page(&["1", "2"], true), page(&["3"], false)];
+    let (_, machine) = run(4, AccountFilter::default(), pages);
+    assert_eq!(machine.listed(), Some(3));
 }

@@ -34,7 +34,9 @@ use tollgate_quota::{AccountScope, Timestamp};
 
 use crate::organization::credentials::RoleCredentials;
 use crate::organization::listing;
-use crate::organization::machine::{Accounts, Action, Event, Machine, Now, Outcome, WaitFor};
+use crate::organization::machine::{
+    Accounts, Action, Event, Machine, Now, Outcome, WaitFor, CANCEL_SKIP, DEADLINE_SKIP,
+};
 use crate::organization::progress::{AccountPhase, ProgressBoard};
 use crate::organization::report::{
     OrganizationReport, OrganizationSummary, SkipReason, SkippedAccount,
@@ -266,10 +268,11 @@ async fn drive(
             },
             _ = tokio::time::sleep_until(deadline), if wait.deadline => Event::Woke,
         };
-        if let Event::Page { more: false, .. } = &event {
-            tracing::info!(%scan_id, "organization listed");
-        }
+        let listing = machine.listed().is_none();
         machine.on(event);
+        if let (true, Some(listed)) = (listing, machine.listed()) {
+            tracing::info!(%scan_id, listed, "organization listed");
+        }
     }
 }
 
@@ -333,13 +336,11 @@ async fn scan_account(env: Arc<Env>, account: String) -> Outcome {
         Err(skipped) => return skipped,
     };
     if env.cancel.is_cancelled() {
-        let why = "the scan was cancelled before this account started";
-        return skip(&env, &account, SkipReason::Cancelled, why);
+        return skip(&env, &account, SkipReason::Cancelled, CANCEL_SKIP);
     }
     let left = env.deadline.saturating_duration_since(monotonic_now());
     if left.is_zero() {
-        let why = "not reached before the organization's deadline (--timeout)";
-        return skip(&env, &account, SkipReason::Deadline, why);
+        return skip(&env, &account, SkipReason::Deadline, DEADLINE_SKIP);
     }
     let Ok(id) = AccountId::new(&account) else {
         let why = "ListAccounts named an invalid account id";
