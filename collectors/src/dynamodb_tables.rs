@@ -11,6 +11,9 @@ use crate::operation;
 use crate::output::{DatasetReport, DynamoDbTable, Item};
 use crate::{CollectorRun, Operation, ReportBuilder, ServiceClient};
 
+/// The resource type of the items.
+pub const TYPE: &str = "AWS::DynamoDB::Table";
+
 /// Tables described at once.
 pub const BATCH: usize = 10;
 
@@ -22,7 +25,7 @@ const DEFAULT_BILLING_MODE: &str = "PROVISIONED";
 
 /// Collect the dataset over every region of the scan.
 pub async fn collect(run: &CollectorRun) -> DatasetReport {
-    run.per_region(collect_region).await
+    run.per_region(TYPE, collect_region).await
 }
 
 async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
@@ -78,26 +81,34 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
         .await;
         let before = out.len();
         for (name, answer) in batch.iter().zip(described) {
-            let (billing_mode, item_count) = match answer {
+            let (billing_mode, item_count, arn) = match answer {
                 Ok(answer) => {
                     let table = answer.table();
+                    let arn = table.and_then(|t| t.table_arn()).map(str::to_string);
                     let billing_mode = table.map(|t| {
                         t.billing_mode_summary()
                             .and_then(|s| s.billing_mode())
                             .map(|m| m.as_str().to_string())
                             .unwrap_or_else(|| DEFAULT_BILLING_MODE.to_string())
                     });
-                    (billing_mode, table.and_then(|t| t.item_count()))
+                    (billing_mode, table.and_then(|t| t.item_count()), arn)
                 }
                 Err(e) if e.code() == Some("ResourceNotFoundException") => continue,
                 Err(e) => {
                     out.value_missing(DESCRIBE_TABLE, "billing_mode, item_count", &e);
-                    (None, None)
+                    (None, None, None)
                 }
             };
+            let arn = arn.unwrap_or_else(|| run.arn("dynamodb", region, &format!("table/{name}")));
+            let resource = run
+                .resource(TYPE, name, Some(region))
+                .arn(Some(arn.clone()))
+                .property("TableName", name.as_str())
+                .property("BillingMode", billing_mode.clone())
+                .property("Arn", arn);
             out.push(Item::DynamoDbTable(DynamoDbTable {
+                resource,
                 table_name: name.clone(),
-                region: region.to_string(),
                 billing_mode,
                 item_count,
                 activity: None,

@@ -15,13 +15,16 @@ use crate::{CollectorRun, Operation, ReportBuilder, ServiceClient};
 /// Keys described at once.
 pub const BATCH: usize = 10;
 
+/// The resource type of the items.
+pub const TYPE: &str = "AWS::KMS::Key";
+
 const LIST_KEYS: Operation = operation!("kms", "ListKeys");
 const DESCRIBE_KEY: Operation = operation!("kms", "DescribeKey");
 const GET_KEY_LAST_USAGE: Operation = operation!("kms", "GetKeyLastUsage");
 
 /// Collect the dataset over every region of the scan.
 pub async fn collect(run: &CollectorRun) -> DatasetReport {
-    run.per_region(collect_region).await
+    run.per_region(TYPE, collect_region).await
 }
 
 async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
@@ -47,10 +50,13 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
                 break;
             }
         };
-        let ids: Vec<String> = page
+        let ids: Vec<(String, Option<String>)> = page
             .keys()
             .iter()
-            .filter_map(|k| k.key_id().map(str::to_string))
+            .filter_map(|k| {
+                k.key_id()
+                    .map(|id| (id.to_string(), k.key_arn().map(str::to_string)))
+            })
             .collect();
         run.progress.listed_more(ids.len());
         run.progress.plan_more(2 * ids.len());
@@ -68,9 +74,9 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             out.cancelled();
             break;
         }
-        let described = join_all(batch.iter().map(|id| describe(run, region, id))).await;
+        let described = join_all(batch.iter().map(|id| describe(run, region, &id.0))).await;
         let before = out.len();
-        for (id, (metadata, usage)) in batch.iter().zip(described) {
+        for ((id, arn), (metadata, usage)) in batch.iter().zip(described) {
             let (key_manager, key_state) = match metadata {
                 Ok(answer) => {
                     let meta = answer.key_metadata();
@@ -97,9 +103,17 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
                     None
                 }
             };
+            let arn = arn
+                .clone()
+                .unwrap_or_else(|| run.arn("kms", region, &format!("key/{id}")));
+            let resource = run
+                .resource(TYPE, id, Some(region))
+                .arn(Some(arn.clone()))
+                .property("KeyId", id.as_str())
+                .property("Arn", arn);
             out.push(Item::KmsKey(KmsKey {
+                resource,
                 key_id: id.clone(),
-                region: region.to_string(),
                 key_manager,
                 key_state,
                 last_used_at,

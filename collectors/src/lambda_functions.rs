@@ -16,6 +16,9 @@ use tollgate_engine::aws::CallError;
 /// Functions whose version listings run at once.
 pub const BATCH: usize = 10;
 
+/// The resource type of the items.
+pub const TYPE: &str = "AWS::Lambda::Function";
+
 const LIST_FUNCTIONS: Operation = operation!("lambda", "ListFunctions");
 const LIST_VERSIONS: Operation = operation!("lambda", "ListVersionsByFunction");
 
@@ -24,7 +27,7 @@ const LATEST: &str = "$LATEST";
 
 /// Collect the dataset over every region of the scan.
 pub async fn collect(run: &CollectorRun) -> DatasetReport {
-    run.per_region(collect_region).await
+    run.per_region(TYPE, collect_region).await
 }
 
 async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
@@ -57,6 +60,7 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             functions.push((
                 name.to_string(),
                 f.runtime().map(|r| r.as_str().to_string()),
+                f.function_arn().map(str::to_string),
             ));
         }
         run.progress.listed_more(page.functions().len());
@@ -71,14 +75,23 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             out.cancelled();
             break;
         }
-        let counts = join_all(batch.iter().map(|(name, _)| versions(run, region, name))).await;
-        for ((name, runtime), count) in batch.iter().zip(counts) {
+        let counts = join_all(batch.iter().map(|(name, _, _)| versions(run, region, name))).await;
+        for ((name, runtime, arn), count) in batch.iter().zip(counts) {
             let version_count = count
                 .map_err(|e| out.value_missing(LIST_VERSIONS, "version_count", &e))
                 .ok();
+            let arn = arn
+                .clone()
+                .unwrap_or_else(|| run.arn("lambda", region, &format!("function:{name}")));
+            let resource = run
+                .resource(TYPE, name, Some(region))
+                .arn(Some(arn.clone()))
+                .property("FunctionName", name.as_str())
+                .property("Runtime", runtime.clone())
+                .property("Arn", arn);
             out.push(Item::LambdaFunction(LambdaFunction {
+                resource,
                 function_name: name.clone(),
-                region: region.to_string(),
                 runtime: runtime.clone(),
                 version_count,
                 activity: None,

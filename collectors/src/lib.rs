@@ -37,6 +37,7 @@ pub mod lambda_functions;
 pub mod operation;
 pub mod progress;
 pub mod report_builder;
+pub mod resource;
 pub mod s3_buckets;
 
 use std::future::Future;
@@ -53,6 +54,7 @@ pub use report_builder::ReportBuilder;
 
 pub use dataset::Dataset;
 pub use output::{DatasetReport, DatasetStatus, DiscoveryReport, Item};
+pub use resource::Resource;
 
 use clients::{ClientSettings, Clients};
 use tollgate_engine::aws::{AwsGate, CallContext, CallError, GatedHttpClient};
@@ -85,8 +87,13 @@ impl std::fmt::Debug for CollectorRun {
 
 impl CollectorRun {
     /// Run `per_region` for every region of the scan at once and merge the results into
-    /// one dataset report (marked cancelled if the scan was).
-    pub async fn per_region<'a, F, Fut>(&'a self, per_region: F) -> DatasetReport
+    /// one dataset report of `resource_type` (marked cancelled if the scan was), with one
+    /// coverage entry per region (unless the region's part wrote its own).
+    pub async fn per_region<'a, F, Fut>(
+        &'a self,
+        resource_type: &str,
+        per_region: F,
+    ) -> DatasetReport
     where
         F: Fn(&'a CollectorRun, &'a str) -> Fut,
         Fut: Future<Output = ReportBuilder>,
@@ -94,7 +101,20 @@ impl CollectorRun {
         let mut out = ReportBuilder::new();
         let regions =
             futures_util::future::join_all(self.regions.iter().map(|r| per_region(self, r))).await;
-        for region in regions {
+        let account = self.account();
+        for (name, mut region) in self.regions.iter().zip(regions) {
+            if self.is_cancelled() {
+                region.cancelled();
+            }
+            if !region.has_coverage() {
+                let entry = region.coverage_entry(
+                    resource_type,
+                    account.as_deref(),
+                    name,
+                    region.len() as u64,
+                );
+                region.covered(entry);
+            }
             region.merge_into(&mut out);
         }
         if self.is_cancelled() {
@@ -129,6 +149,32 @@ impl CollectorRun {
             .first()
             .map(String::as_str)
             .unwrap_or("us-east-1")
+    }
+
+    /// The scanned account, `None` when the caller's identity was not resolved.
+    pub fn account(&self) -> Option<String> {
+        match self.gate.account() {
+            tollgate_quota::AccountScope::Account(id) => Some(id.as_str().to_string()),
+            tollgate_quota::AccountScope::Unresolved(_) => None,
+        }
+    }
+
+    /// A resource of this scan's account: `resource_type` identified by `id` in `region`
+    /// (`None`: unknown).
+    pub fn resource(&self, resource_type: &str, id: &str, region: Option<&str>) -> Resource {
+        Resource::new(resource_type, id.to_string())
+            .account(self.account())
+            .region(region.map(str::to_string))
+    }
+
+    /// `arn:<partition>:<service>:<region>:<account>:<resource>` of this scan's account
+    /// (`<account>` empty when unresolved, as AWS writes an ARN without one).
+    pub fn arn(&self, service: &str, region: &str, resource: &str) -> String {
+        format!(
+            "arn:{}:{service}:{region}:{}:{resource}",
+            self.gate.partition().as_str(),
+            self.account().unwrap_or_default()
+        )
     }
 
     /// Whether the scan was cancelled.

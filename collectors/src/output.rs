@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::Dataset;
+pub use crate::resource::{Resource, GLOBAL, TAGS_ONLY};
 
 // The gate's own report pieces (throttling, fleet degradation, timestamps) are the
 // engine's: re-exported so the report's whole model is named from one module.
@@ -126,6 +127,70 @@ pub struct DatasetReport {
     pub reasons: Vec<Reason>,
     /// The resources found.
     pub items: Vec<Item>,
+    /// How well each account and region (or `global`) of its type was covered, with a
+    /// reason where not `complete` and the items found there.
+    #[serde(default)]
+    pub coverage: Vec<Coverage>,
+}
+
+/// One type's coverage in one account and region.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// CloudFormation type name.
+    pub resource_type: String,
+    /// The account; `null` when the caller's identity was not resolved.
+    pub account: Option<String>,
+    /// The region, or `global` for a global type.
+    pub region: String,
+    /// How complete the type's listing there is.
+    pub status: CoverageStatus,
+    /// Why it is not `complete` (the first cause; the dataset's `reasons` count them all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Items found there.
+    pub count: u64,
+}
+
+/// How completely one type was listed in one account and region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CoverageStatus {
+    /// Every listing call answered.
+    Complete,
+    /// Listed, but calls were lost (throttling, retries, the deadline): items may miss.
+    Partial,
+    /// The listing failed: what was found is not the inventory.
+    Failed,
+    /// The endpoint or the collection path does not support the type there (Cloud
+    /// Control `UnsupportedActionException`, `TypeNotFoundException`, an emulator
+    /// without the API): not a failed scan, and nothing is known of the type.
+    Unsupported,
+    /// Access denied: not a failed scan, and nothing is known of the type.
+    Denied,
+    /// Not listed on purpose (a parent type not in the scan, the deadline before it
+    /// started).
+    Skipped,
+    /// The scan was cancelled before the listing ended.
+    Cancelled,
+    /// Only the tagging sweep saw the type's resources: those with tags, never proof
+    /// that others are absent.
+    TagsOnly,
+}
+
+impl CoverageStatus {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CoverageStatus::Complete => "complete",
+            CoverageStatus::Partial => "partial",
+            CoverageStatus::Failed => "failed",
+            CoverageStatus::Unsupported => "unsupported",
+            CoverageStatus::Denied => "denied",
+            CoverageStatus::Skipped => "skipped",
+            CoverageStatus::Cancelled => "cancelled",
+            CoverageStatus::TagsOnly => "tags-only",
+        }
+    }
 }
 
 /// One distinct cause of missing data, with how often it happened.
@@ -222,6 +287,34 @@ pub enum Item {
     DynamoDbTable(DynamoDbTable),
     /// `kms-keys`.
     KmsKey(KmsKey),
+    /// Any other type (EC2, the Cloud Control sweep, a tags-only item): the common fields
+    /// only, its details in `properties`. Last: the variants above each require a field
+    /// of their own (`name`, `function_name`, ...), which this one never has.
+    Resource(Resource),
+}
+
+impl Item {
+    /// The common fields.
+    pub fn resource(&self) -> &Resource {
+        match self {
+            Item::S3Bucket(i) => &i.resource,
+            Item::LambdaFunction(i) => &i.resource,
+            Item::DynamoDbTable(i) => &i.resource,
+            Item::KmsKey(i) => &i.resource,
+            Item::Resource(r) => r,
+        }
+    }
+
+    /// The common fields, to merge tags into.
+    pub fn resource_mut(&mut self) -> &mut Resource {
+        match self {
+            Item::S3Bucket(i) => &mut i.resource,
+            Item::LambdaFunction(i) => &mut i.resource,
+            Item::DynamoDbTable(i) => &mut i.resource,
+            Item::KmsKey(i) => &mut i.resource,
+            Item::Resource(r) => r,
+        }
+    }
 }
 
 /// An item's CloudWatch activity (`--metrics`): daily series over the last 14 complete
@@ -262,10 +355,12 @@ pub struct ActivityDatapoint {
 /// An S3 bucket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct S3Bucket {
-    /// Bucket name.
+    /// The resource model's common fields (`resource_type`, `id`, `arn`, `account`,
+    /// `region`, `tags`, `properties`).
+    #[serde(flatten)]
+    pub resource: Resource,
+    /// Bucket name. (`region` is the bucket's region; `null` if it could not be read.)
     pub name: String,
-    /// The bucket's region; `null` if it could not be read.
-    pub region: Option<String>,
     /// Lifecycle rules (0 when the bucket has no lifecycle configuration).
     pub lifecycle_rule_count: Option<u32>,
     /// Intelligent-Tiering configurations.
@@ -278,10 +373,12 @@ pub struct S3Bucket {
 /// A Lambda function.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LambdaFunction {
+    /// The resource model's common fields (`resource_type`, `id`, `arn`, `account`,
+    /// `region`, `tags`, `properties`).
+    #[serde(flatten)]
+    pub resource: Resource,
     /// Function name.
     pub function_name: String,
-    /// Region.
-    pub region: String,
     /// Runtime (`null` for container-image functions).
     pub runtime: Option<String>,
     /// Published versions, excluding `$LATEST`.
@@ -294,10 +391,12 @@ pub struct LambdaFunction {
 /// A DynamoDB table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DynamoDbTable {
+    /// The resource model's common fields (`resource_type`, `id`, `arn`, `account`,
+    /// `region`, `tags`, `properties`).
+    #[serde(flatten)]
+    pub resource: Resource,
     /// Table name.
     pub table_name: String,
-    /// Region.
-    pub region: String,
     /// `PROVISIONED` or `PAY_PER_REQUEST` (tables created before on-demand existed report
     /// no billing mode summary and are `PROVISIONED`).
     pub billing_mode: Option<String>,
@@ -311,10 +410,12 @@ pub struct DynamoDbTable {
 /// A KMS key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KmsKey {
+    /// The resource model's common fields (`resource_type`, `id`, `arn`, `account`,
+    /// `region`, `tags`, `properties`).
+    #[serde(flatten)]
+    pub resource: Resource,
     /// Key id.
     pub key_id: String,
-    /// Region.
-    pub region: String,
     /// `AWS` or `CUSTOMER`.
     pub key_manager: Option<String>,
     /// `Enabled`, `Disabled`, `PendingDeletion`, ...
@@ -332,6 +433,29 @@ mod tests {
     fn statuses_order_from_best_to_worst() {
         use DatasetStatus::*;
         assert!(Complete < Partial && Partial < Failed && Failed < Cancelled);
+    }
+
+    #[test]
+    fn coverage_statuses_keep_their_json_spelling() {
+        use CoverageStatus::*;
+        for status in [
+            Complete,
+            Partial,
+            Failed,
+            Unsupported,
+            Denied,
+            Skipped,
+            Cancelled,
+            TagsOnly,
+        ] {
+            let json = serde_json::to_value(status).unwrap();
+            assert_eq!(json, status.as_str());
+            assert_eq!(
+                serde_json::from_value::<CoverageStatus>(json).unwrap(),
+                status
+            );
+        }
+        assert_eq!(TagsOnly.as_str(), "tags-only");
     }
 
     #[test]
@@ -362,29 +486,33 @@ mod tests {
     fn items_round_trip_untagged() {
         let items = vec![
             Item::S3Bucket(S3Bucket {
+                resource: crate::resource::Resource::new("AWS::S3::Bucket", "b".into())
+                    .region(Some("us-east-1".into())),
                 name: "b".into(),
-                region: Some("us-east-1".into()),
                 lifecycle_rule_count: Some(2),
                 intelligent_tiering_configuration_count: None,
                 activity: None,
             }),
             Item::KmsKey(KmsKey {
+                resource: crate::resource::Resource::new("AWS::KMS::Key", "k".into())
+                    .region(Some("eu-west-1".into())),
                 key_id: "k".into(),
-                region: "eu-west-1".into(),
                 key_manager: Some("CUSTOMER".into()),
                 key_state: Some("Enabled".into()),
                 last_used_at: None,
             }),
             Item::LambdaFunction(LambdaFunction {
+                resource: crate::resource::Resource::new("AWS::Lambda::Function", "f".into())
+                    .region(Some("us-east-1".into())),
                 function_name: "f".into(),
-                region: "us-east-1".into(),
                 runtime: None,
                 version_count: Some(0),
                 activity: None,
             }),
             Item::DynamoDbTable(DynamoDbTable {
+                resource: crate::resource::Resource::new("AWS::DynamoDB::Table", "t".into())
+                    .region(Some("us-east-1".into())),
                 table_name: "t".into(),
-                region: "us-east-1".into(),
                 billing_mode: Some("PAY_PER_REQUEST".into()),
                 item_count: Some(0),
                 activity: None,

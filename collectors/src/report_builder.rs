@@ -13,7 +13,9 @@
 //!
 //! Reasons are deduplicated by (operation, field, kind, code) and counted.
 
-use crate::output::{DatasetReport, DatasetStatus, Item, Reason, ReasonKind};
+use crate::output::{
+    Coverage, CoverageStatus, DatasetReport, DatasetStatus, Item, Reason, ReasonKind,
+};
 use tollgate_engine::aws::{CallError, CallErrorKind};
 
 /// Accumulates one dataset's items, reasons and status.
@@ -22,6 +24,16 @@ pub struct ReportBuilder {
     items: Vec<Item>,
     reasons: Vec<Reason>,
     status: Option<DatasetStatus>,
+    coverage: Vec<Coverage>,
+    /// The first failed listing's error (code, message, whether access was denied or the
+    /// operation is unavailable): what a region's coverage entry says.
+    listing_error: Option<ListingError>,
+}
+
+#[derive(Debug, Clone)]
+struct ListingError {
+    status: CoverageStatus,
+    reason: String,
 }
 
 impl ReportBuilder {
@@ -33,6 +45,11 @@ impl ReportBuilder {
     /// Add an item.
     pub fn push(&mut self, item: Item) {
         self.items.push(item);
+    }
+
+    /// The items collected so far.
+    pub fn items(&self) -> &[Item] {
+        &self.items
     }
 
     /// Items collected so far.
@@ -81,6 +98,8 @@ impl ReportBuilder {
             items: report.items,
             reasons: report.reasons,
             status: Some(report.status),
+            coverage: report.coverage,
+            listing_error: None,
         }
     }
 
@@ -88,6 +107,19 @@ impl ReportBuilder {
     pub fn listing_failed(&mut self, operation: impl AsRef<str>, error: &CallError) {
         let kind = reason_kind(error.kind());
         self.note(operation.as_ref(), None, kind, error);
+        if self.listing_error.is_none() {
+            let status = match (error.kind(), error.code()) {
+                (CallErrorKind::Cancelled, _) => CoverageStatus::Cancelled,
+                (CallErrorKind::Fatal, Some(code)) if is_access_denied(code) => {
+                    CoverageStatus::Denied
+                }
+                _ => CoverageStatus::Failed,
+            };
+            self.listing_error = Some(ListingError {
+                status,
+                reason: format!("{}: {}", operation.as_ref(), error.message()),
+            });
+        }
         match error.kind() {
             CallErrorKind::Cancelled => self.worsen(DatasetStatus::Cancelled),
             _ => self.worsen(DatasetStatus::Failed),
@@ -104,9 +136,53 @@ impl ReportBuilder {
         self.status.unwrap_or(DatasetStatus::Complete)
     }
 
+    /// Add a coverage entry of its own (a collector that knows better than the status
+    /// rules, such as an unsupported Cloud Control type).
+    pub fn covered(&mut self, entry: Coverage) {
+        self.coverage.push(entry);
+    }
+
+    /// The coverage entry of `resource_type` in `account` and `region` (or `global`)
+    /// from this builder's status so far, with `count` items: a failed listing says why
+    /// (`denied` for an access-denied one).
+    pub fn coverage_entry(
+        &self,
+        resource_type: &str,
+        account: Option<&str>,
+        region: &str,
+        count: u64,
+    ) -> Coverage {
+        let (status, reason) = match (&self.listing_error, self.status()) {
+            (Some(e), _) => (e.status, Some(e.reason.clone())),
+            (None, DatasetStatus::Complete) => (CoverageStatus::Complete, None),
+            (None, DatasetStatus::Partial) => (
+                CoverageStatus::Partial,
+                self.reasons
+                    .first()
+                    .map(|r| format!("{}: {}", r.operation, r.message)),
+            ),
+            (None, DatasetStatus::Failed) => (CoverageStatus::Failed, None),
+            (None, DatasetStatus::Cancelled) => (CoverageStatus::Cancelled, None),
+        };
+        Coverage {
+            resource_type: resource_type.to_string(),
+            account: account.map(str::to_string),
+            region: region.to_string(),
+            status,
+            reason,
+            count,
+        }
+    }
+
+    /// Whether a coverage entry was written (by [`ReportBuilder::covered`]).
+    pub fn has_coverage(&self) -> bool {
+        !self.coverage.is_empty()
+    }
+
     /// Fold `self` (one region's part) into `into`.
     pub fn merge_into(self, into: &mut ReportBuilder) {
         into.items.extend(self.items);
+        into.coverage.extend(self.coverage);
         for reason in self.reasons {
             match into.reasons.iter_mut().find(|r| same_cause(r, &reason)) {
                 Some(existing) => existing.count += reason.count,
@@ -124,6 +200,7 @@ impl ReportBuilder {
             status: self.status(),
             reasons: self.reasons,
             items: self.items,
+            coverage: self.coverage,
         }
     }
 
@@ -238,8 +315,9 @@ mod tests {
     fn a_failed_enrichment_keeps_the_items_and_makes_even_a_denial_partial() {
         let mut b = ReportBuilder::new();
         b.push(Item::KmsKey(crate::output::KmsKey {
+            resource: crate::resource::Resource::new("AWS::KMS::Key", "k".into())
+                .region(Some("us-east-1".into())),
             key_id: "k".into(),
-            region: "us-east-1".into(),
             key_manager: None,
             key_state: None,
             last_used_at: None,
@@ -313,4 +391,13 @@ mod tests {
             report.reasons[0].message
         );
     }
+}
+
+/// Whether an AWS error code means access denied (`AccessDenied`,
+/// `AccessDeniedException`, `UnauthorizedOperation`, `AuthorizationError`).
+pub fn is_access_denied(code: &str) -> bool {
+    code.starts_with("AccessDenied")
+        || code == "UnauthorizedOperation"
+        || code == "AuthorizationError"
+        || code == "UnauthorizedException"
 }

@@ -16,8 +16,12 @@ use futures_util::future::join_all;
 
 use crate::operation;
 use crate::output::{DatasetReport, Item, S3Bucket};
+use crate::resource::Resource;
 use crate::{CollectorRun, Operation, ReportBuilder, ServiceClient};
 use tollgate_engine::aws::{CallError, CallErrorKind};
+
+/// The resource type of the items.
+pub const TYPE: &str = "AWS::S3::Bucket";
 
 /// Buckets whose configuration reads run at once.
 pub const BATCH: usize = 10;
@@ -60,7 +64,7 @@ pub async fn collect(run: &CollectorRun) -> DatasetReport {
             Ok(page) => page,
             Err(e) => {
                 out.listing_failed(LIST_BUCKETS, &e);
-                return out.finish();
+                return finish(run, out);
             }
         };
         for bucket in page.buckets() {
@@ -102,6 +106,28 @@ pub async fn collect(run: &CollectorRun) -> DatasetReport {
     if run.is_cancelled() {
         out.cancelled();
     }
+    finish(run, out)
+}
+
+/// The report, with one coverage entry per scanned region: the one global listing
+/// covers them all, each counting the buckets in it.
+fn finish(run: &CollectorRun, mut out: ReportBuilder) -> DatasetReport {
+    let account = run.account();
+    let entries: Vec<_> = run
+        .regions
+        .iter()
+        .map(|region| {
+            let count = out
+                .items()
+                .iter()
+                .filter(|i| i.resource().region.as_deref() == Some(region.as_str()))
+                .count();
+            out.coverage_entry(TYPE, account.as_deref(), region, count as u64)
+        })
+        .collect();
+    for entry in entries {
+        out.covered(entry);
+    }
     out.finish()
 }
 
@@ -137,8 +163,8 @@ async fn describe(run: &CollectorRun, home: &str, bucket: &Listed) -> Option<Des
         run.progress.done(2);
         return Some(Described {
             item: Some(S3Bucket {
+                resource: bucket_resource(run, &bucket.name, None),
                 name: bucket.name.clone(),
-                region: None,
                 lifecycle_rule_count: None,
                 intelligent_tiering_configuration_count: None,
                 activity: None,
@@ -159,14 +185,23 @@ async fn describe(run: &CollectorRun, home: &str, bucket: &Listed) -> Option<Des
         .ok();
     Some(Described {
         item: Some(S3Bucket {
+            resource: bucket_resource(run, &bucket.name, Some(&region)),
             name: bucket.name.clone(),
-            region: Some(region),
             lifecycle_rule_count,
             intelligent_tiering_configuration_count,
             activity: None,
         }),
         failures,
     })
+}
+
+/// A bucket's common fields (`region`: `None` when its location could not be read).
+fn bucket_resource(run: &CollectorRun, name: &str, region: Option<&str>) -> Resource {
+    let arn = format!("arn:{}:s3:::{name}", run.gate.partition().as_str());
+    run.resource(TYPE, name, region)
+        .arn(Some(arn.clone()))
+        .property("BucketName", name)
+        .property("Arn", arn)
 }
 
 /// GetBucketLocation: an empty constraint is us-east-1, the legacy `EU` is eu-west-1.

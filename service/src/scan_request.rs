@@ -57,8 +57,11 @@ impl From<DiscoveryRequest> for ScanRequest {
 pub struct ScanFields {
     /// Region names.
     pub regions: Vec<String>,
-    /// Dataset names.
+    /// Dataset names (aliases or type names).
     pub datasets: Vec<String>,
+    /// Resource types: type names, `*` globs or dataset aliases (joined with
+    /// `datasets`).
+    pub types: Vec<String>,
     /// Emulator endpoint.
     pub endpoint_url: Option<String>,
     /// AWS profile.
@@ -221,12 +224,19 @@ impl ScanFields {
         self,
         region_source: RegionSource,
     ) -> Result<DiscoveryRequest, FieldError> {
-        let datasets = self
+        let mut datasets = self
             .datasets
             .iter()
             .map(|d| d.parse::<Dataset>())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| FieldError::new("datasets", e.to_string()))?;
+        if !self.types.is_empty() {
+            let types = tollgate_collectors::dataset::select(&self.types)
+                .map_err(|e| FieldError::new("types", e.to_string()))?;
+            datasets.extend(types);
+            datasets.sort_unstable();
+            datasets.dedup();
+        }
         if let Some(profile) = &self.profile {
             if profile.trim().is_empty() {
                 return Err(FieldError::new("profile", "must not be empty"));

@@ -51,10 +51,12 @@ pub struct DiscoverArgs {
     /// unavailable (default: the configured region); the report says why.
     #[arg(long, value_delimiter = ',', value_name = "REGION")]
     pub regions_fallback: Vec<String>,
-    /// Datasets to collect, comma-separated: s3-buckets, lambda-functions,
-    /// dynamodb-tables, kms-keys (default: all).
-    #[arg(long, value_delimiter = ',', value_name = "DATASET")]
-    pub datasets: Vec<Dataset>,
+    /// Resource types to collect, comma-separated: CloudFormation type names with `*`
+    /// globs (`AWS::EC2::*`, `AWS::*`) or the dataset aliases s3-buckets,
+    /// lambda-functions, dynamodb-tables, kms-keys (default: the default types; `tollgate
+    /// types` lists them). `--datasets` is the same flag.
+    #[arg(long, alias = "datasets", value_delimiter = ',', value_name = "TYPE")]
+    pub types: Vec<String>,
     /// Send every AWS request to this endpoint (an emulator such as moto); S3 uses
     /// path-style addressing.
     #[arg(long, value_name = "URL")]
@@ -190,6 +192,14 @@ pub(super) fn region_flags(
     Ok((regions, RegionSource::Listed))
 }
 
+/// The datasets `--types` selects (empty: the defaults).
+pub(super) fn select_types(types: &[String]) -> anyhow::Result<Vec<Dataset>> {
+    if types.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(tollgate_collectors::dataset::select(types)?)
+}
+
 /// `tollgate discover` without `--organization` (mod.rs sends that to `discover_org`).
 pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
     let ScanEnv {
@@ -201,7 +211,7 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
     let request = DiscoveryRequest {
         region_source,
         regions,
-        datasets: args.datasets,
+        datasets: select_types(&args.types)?,
         endpoint_url: args.endpoint_url,
         profile: args.profile,
         timeout: args.scan.timeout,

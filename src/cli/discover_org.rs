@@ -28,7 +28,7 @@ fn request(args: DiscoverArgs) -> anyhow::Result<OrganizationRequest> {
     let scan = DiscoveryRequest {
         regions,
         region_source,
-        datasets: args.datasets,
+        datasets: super::discover::select_types(&args.types)?,
         endpoint_url: args.endpoint_url,
         profile: args.profile,
         timeout: args.scan.timeout,

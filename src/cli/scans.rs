@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use tollgate_collectors::Dataset;
 use tollgate_service::client::DEFAULT_URL;
 use tollgate_service::{ApiToken, ClientError, ServiceClient, StateDir, StateDirEnv};
 
@@ -55,14 +54,15 @@ pub enum ScansCommand {
 #[derive(Debug, clap::Args)]
 pub struct SubmitArgs {
     /// A target from the service's configuration.
-    #[arg(long, conflicts_with_all = ["regions", "datasets", "endpoint_url", "profile", "timeout", "role_arn"])]
+    #[arg(long, conflicts_with_all = ["regions", "types", "endpoint_url", "profile", "timeout", "role_arn"])]
     pub target: Option<String>,
     /// Regions, comma-separated.
     #[arg(long, value_delimiter = ',', value_name = "REGION")]
     pub regions: Vec<String>,
-    /// Datasets, comma-separated (default: all).
-    #[arg(long, value_delimiter = ',', value_name = "DATASET")]
-    pub datasets: Vec<Dataset>,
+    /// Resource types, comma-separated: type names, `*` globs or dataset aliases
+    /// (default: the default types); `--datasets` is the same flag.
+    #[arg(long, alias = "datasets", value_delimiter = ',', value_name = "TYPE")]
+    pub types: Vec<String>,
     /// Send every AWS request to this endpoint (an emulator).
     #[arg(long, value_name = "URL")]
     pub endpoint_url: Option<String>,
@@ -98,7 +98,7 @@ impl SubmitArgs {
             None => {
                 let mut body = serde_json::json!({
                     "regions": self.regions,
-                    "datasets": self.datasets.iter().map(|d| d.name()).collect::<Vec<_>>(),
+                    "types": self.types,
                 });
                 for (key, value) in [
                     ("endpoint_url", self.endpoint_url),

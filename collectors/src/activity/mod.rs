@@ -159,7 +159,7 @@ fn set_activity(item: &mut Item, activity: Activity) {
         Item::LambdaFunction(f) => f.activity = Some(activity),
         Item::DynamoDbTable(t) => t.activity = Some(activity),
         Item::S3Bucket(b) => b.activity = Some(activity),
-        Item::KmsKey(_) => {}
+        Item::KmsKey(_) | Item::Resource(_) => {}
     }
 }
 
@@ -168,7 +168,7 @@ fn activity_of(item: &mut Item) -> Option<&mut Activity> {
         Item::LambdaFunction(f) => f.activity.as_mut(),
         Item::DynamoDbTable(t) => t.activity.as_mut(),
         Item::S3Bucket(b) => b.activity.as_mut(),
-        Item::KmsKey(_) => None,
+        Item::KmsKey(_) | Item::Resource(_) => None,
     }
 }
 

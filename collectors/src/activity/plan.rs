@@ -150,10 +150,18 @@ impl Batch {
 /// activity (KMS keys) or without a known region (a bucket whose location failed).
 pub fn specs_of(item: &Item) -> Option<(&'static [MetricSpec], &str, &str)> {
     match item {
-        Item::LambdaFunction(f) => Some((&LAMBDA, f.region.as_str(), f.function_name.as_str())),
-        Item::DynamoDbTable(t) => Some((&DYNAMODB, t.region.as_str(), t.table_name.as_str())),
-        Item::S3Bucket(b) => Some((&S3, b.region.as_deref()?, b.name.as_str())),
-        Item::KmsKey(_) => None,
+        Item::LambdaFunction(f) => Some((
+            &LAMBDA,
+            f.resource.region.as_deref()?,
+            f.function_name.as_str(),
+        )),
+        Item::DynamoDbTable(t) => Some((
+            &DYNAMODB,
+            t.resource.region.as_deref()?,
+            t.table_name.as_str(),
+        )),
+        Item::S3Bucket(b) => Some((&S3, b.resource.region.as_deref()?, b.name.as_str())),
+        Item::KmsKey(_) | Item::Resource(_) => None,
     }
 }
 
@@ -196,19 +204,22 @@ pub fn plan(reports: &BTreeMap<Dataset, DatasetReport>) -> Vec<Batch> {
 mod tests {
     use super::*;
     use crate::output::{DatasetStatus, DynamoDbTable, KmsKey, LambdaFunction, S3Bucket};
+    use crate::resource::Resource;
 
     fn report(items: Vec<Item>) -> DatasetReport {
         DatasetReport {
             status: DatasetStatus::Complete,
             reasons: Vec::new(),
             items,
+            coverage: Vec::new(),
         }
     }
 
     fn function(name: &str, region: &str) -> Item {
         Item::LambdaFunction(LambdaFunction {
+            resource: Resource::new("AWS::Lambda::Function", name.into())
+                .region(Some(region.into())),
             function_name: name.into(),
-            region: region.into(),
             runtime: None,
             version_count: Some(0),
             activity: None,
@@ -217,8 +228,9 @@ mod tests {
 
     fn table(name: &str) -> Item {
         Item::DynamoDbTable(DynamoDbTable {
+            resource: Resource::new("AWS::DynamoDB::Table", name.into())
+                .region(Some("us-east-1".into())),
             table_name: name.into(),
-            region: "us-east-1".into(),
             billing_mode: None,
             item_count: None,
             activity: None,
@@ -256,8 +268,9 @@ mod tests {
         reports.insert(
             Dataset::S3Buckets,
             report(vec![Item::S3Bucket(S3Bucket {
+                resource: crate::resource::Resource::new("AWS::S3::Bucket", "lost".into())
+                    .region(None),
                 name: "lost".into(),
-                region: None,
                 lifecycle_rule_count: None,
                 intelligent_tiering_configuration_count: None,
                 activity: None,
@@ -266,8 +279,9 @@ mod tests {
         reports.insert(
             Dataset::KmsKeys,
             report(vec![Item::KmsKey(KmsKey {
+                resource: crate::resource::Resource::new("AWS::KMS::Key", "k".into())
+                    .region(Some("us-east-1".into())),
                 key_id: "k".into(),
-                region: "us-east-1".into(),
                 key_manager: None,
                 key_state: None,
                 last_used_at: None,

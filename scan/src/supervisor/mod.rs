@@ -359,6 +359,7 @@ fn unfinished(status: DatasetStatus, message: &str) -> DatasetReport {
             count: 1,
         }],
         items: Vec::new(),
+        coverage: Vec::new(),
     }
 }
 

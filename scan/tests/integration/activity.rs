@@ -221,7 +221,7 @@ async fn every_items_series_arrive_exactly_across_batches_and_pages() {
                     );
                     checked += 1;
                 }
-                Item::KmsKey(_) => {}
+                Item::KmsKey(_) | Item::Resource(_) => {}
             }
         }
     }

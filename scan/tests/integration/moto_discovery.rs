@@ -116,8 +116,13 @@ async fn create_fixture(moto: &Moto, prefix: &str) -> Fixture {
                 .unwrap();
         }
         buckets.push(S3Bucket {
+            resource: model(
+                "AWS::S3::Bucket",
+                &name,
+                format!("arn:aws:s3:::{name}"),
+                &[("BucketName", name.as_str().into())],
+            ),
             name,
-            region: Some(REGION.into()),
             lifecycle_rule_count: Some(rules),
             // moto does not answer ListBucketIntelligentTieringConfigurations.
             intelligent_tiering_configuration_count: None,
@@ -164,8 +169,16 @@ async fn create_fixture(moto: &Moto, prefix: &str) -> Fixture {
             assert_eq!(version.version(), Some((i + 1).to_string().as_str()));
         }
         functions.push(LambdaFunction {
+            resource: model(
+                "AWS::Lambda::Function",
+                &name,
+                format!("arn:aws:lambda:{REGION}:{MOTO_ACCOUNT}:function:{name}"),
+                &[
+                    ("FunctionName", name.as_str().into()),
+                    ("Runtime", "python3.12".into()),
+                ],
+            ),
             function_name: name,
-            region: REGION.into(),
             runtime: Some("python3.12".into()),
             version_count: Some(published),
             activity: None,
@@ -217,8 +230,24 @@ async fn create_fixture(moto: &Moto, prefix: &str) -> Fixture {
                 .unwrap();
         }
         tables.push(DynamoDbTable {
+            resource: model(
+                "AWS::DynamoDB::Table",
+                &name,
+                format!("arn:aws:dynamodb:{REGION}:{MOTO_ACCOUNT}:table/{name}"),
+                &[
+                    ("TableName", name.as_str().into()),
+                    (
+                        "BillingMode",
+                        if on_demand {
+                            "PAY_PER_REQUEST"
+                        } else {
+                            "PROVISIONED"
+                        }
+                        .into(),
+                    ),
+                ],
+            ),
             table_name: name,
-            region: REGION.into(),
             billing_mode: Some(
                 if on_demand {
                     "PAY_PER_REQUEST"
@@ -243,8 +272,13 @@ async fn create_fixture(moto: &Moto, prefix: &str) -> Fixture {
             .unwrap();
         let id = created.key_metadata().unwrap().key_id().to_string();
         keys.push(KmsKey {
+            resource: model(
+                "AWS::KMS::Key",
+                &id,
+                format!("arn:aws:kms:{REGION}:{MOTO_ACCOUNT}:key/{id}"),
+                &[("KeyId", id.as_str().into())],
+            ),
             key_id: id,
-            region: REGION.into(),
             key_manager: Some("CUSTOMER".into()),
             key_state: Some("Enabled".into()),
             // moto answers GetKeyLastUsage with an HTML 500.
@@ -257,6 +291,24 @@ async fn create_fixture(moto: &Moto, prefix: &str) -> Fixture {
         tables,
         keys,
     }
+}
+
+/// The resource model's fields of a fixture item in moto's account and [`REGION`]:
+/// `properties` are `props` plus the ARN as `Arn`, as the collectors write them.
+fn model(
+    resource_type: &str,
+    id: &str,
+    arn: String,
+    props: &[(&str, serde_json::Value)],
+) -> tollgate_collectors::Resource {
+    let mut resource = tollgate_collectors::Resource::new(resource_type, id.to_string())
+        .account(Some(MOTO_ACCOUNT.to_string()))
+        .region(Some(REGION.to_string()))
+        .arn(Some(arn.clone()));
+    for (name, value) in props {
+        resource = resource.property(name, value.clone());
+    }
+    resource.property("Arn", arn)
 }
 
 /// The report's items of one dataset whose name starts with `prefix` (tests share moto).

@@ -297,7 +297,7 @@ fn demo_account_discovered_complete_and_the_throttle_storm_is_retried() {
         .map(|i| match i {
             Item::S3Bucket(b) => (
                 b.name.clone(),
-                b.region.clone().unwrap(),
+                b.resource.region.clone().unwrap(),
                 b.lifecycle_rule_count.unwrap(),
                 b.intelligent_tiering_configuration_count.unwrap(),
             ),
@@ -328,7 +328,7 @@ fn demo_account_discovered_complete_and_the_throttle_storm_is_retried() {
         .map(|i| match i {
             Item::LambdaFunction(f) => (
                 f.function_name.clone(),
-                f.region.clone(),
+                f.resource.region.clone().unwrap(),
                 f.runtime.clone().unwrap(),
                 f.version_count.unwrap(),
             ),
@@ -359,7 +359,7 @@ fn demo_account_discovered_complete_and_the_throttle_storm_is_retried() {
         .map(|i| match i {
             Item::DynamoDbTable(t) => (
                 t.table_name.clone(),
-                t.region.clone(),
+                t.resource.region.clone().unwrap(),
                 t.billing_mode.clone().unwrap(),
                 t.item_count.unwrap(),
             ),
@@ -390,7 +390,7 @@ fn demo_account_discovered_complete_and_the_throttle_storm_is_retried() {
         .map(|i| match i {
             Item::KmsKey(k) => (
                 k.key_id.clone(),
-                k.region.clone(),
+                k.resource.region.clone().unwrap(),
                 k.key_manager.clone().unwrap(),
                 k.last_used_at.as_deref().map(rfc3339_secs),
             ),

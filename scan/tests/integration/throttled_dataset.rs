@@ -128,15 +128,23 @@ async fn a_throttled_dataset_is_partial_and_the_gap_is_reported() {
         items,
         [
             DynamoDbTable {
+                resource: tollgate_collectors::Resource::new(
+                    "AWS::DynamoDB::Table",
+                    "orders".into()
+                )
+                .region(Some("us-east-1".into())),
                 table_name: "orders".into(),
-                region: "us-east-1".into(),
                 billing_mode: Some("PAY_PER_REQUEST".into()),
                 item_count: Some(5),
                 activity: None,
             },
             DynamoDbTable {
+                resource: tollgate_collectors::Resource::new(
+                    "AWS::DynamoDB::Table",
+                    "users".into()
+                )
+                .region(Some("us-east-1".into())),
                 table_name: "users".into(),
-                region: "us-east-1".into(),
                 billing_mode: None,
                 item_count: None,
                 activity: None,

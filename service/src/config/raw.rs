@@ -48,6 +48,7 @@ pub struct RawTarget {
     pub name: Spanned<String>,
     pub regions: Option<Spanned<Vec<String>>>,
     pub datasets: Option<Spanned<Vec<String>>>,
+    pub types: Option<Spanned<Vec<String>>>,
     pub profile: Option<String>,
     pub endpoint_url: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,

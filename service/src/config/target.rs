@@ -74,6 +74,7 @@ fn fields(
     Ok(ScanFields {
         regions: list(&target.regions),
         datasets: list(&target.datasets),
+        types: list(&target.types),
         endpoint_url: target.endpoint_url.as_ref().map(|e| e.get_ref().clone()),
         profile: target.profile.clone(),
         timeout,
@@ -96,6 +97,7 @@ fn span_of(target: &RawTarget, field: &str) -> Option<Range<usize>> {
     match field {
         "regions" => target.regions.as_ref().map(|r| r.span()),
         "datasets" => target.datasets.as_ref().map(|d| d.span()),
+        "types" => target.types.as_ref().map(|d| d.span()),
         "endpoint_url" => target.endpoint_url.as_ref().map(|e| e.span()),
         "timeout" => target.timeout.as_ref().map(|t| t.span()),
         "role_arn" => target.role_arn.as_ref().map(|r| r.span()),

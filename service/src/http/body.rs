@@ -39,6 +39,8 @@ struct RawSubmission {
     #[serde(default, deserialize_with = "present")]
     datasets: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present")]
+    types: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
     endpoint_url: Option<String>,
     #[serde(default, deserialize_with = "present")]
     profile: Option<String>,
@@ -146,6 +148,7 @@ fn parse_scan(
     let fields = ScanFields {
         regions: raw.regions.unwrap_or_default(),
         datasets: raw.datasets.unwrap_or_default(),
+        types: raw.types.unwrap_or_default(),
         endpoint_url: raw.endpoint_url,
         profile: raw.profile,
         timeout,

@@ -56,6 +56,7 @@ fn unstarted_report(
                         count: 1,
                     }],
                     items: Vec::new(),
+                    coverage: Vec::new(),
                 };
                 (d.clone(), report)
             })
