@@ -19,6 +19,8 @@
 //! - [`actor`]: `CollectorActor` and the message it sends the supervisor.
 //! - [`clients`]: the run's SDK clients, one generic builder and cache per service.
 //! - [`operation`]: `Operation`, an operation named once for calls and reports.
+//! - [`coverage`]: `Coverage` per type, account and region, and its summary.
+//! - [`resource`]: `Resource`, the common fields of every item.
 //! - [`progress`]: `Progress`, counters a collector bumps and the supervisor publishes.
 //! - [`report_builder`]: `ReportBuilder`, the status and reasons rules.
 //! - [`s3_buckets`], [`lambda_functions`], [`dynamodb_tables`], [`kms_keys`]: one file per
@@ -31,6 +33,7 @@ pub mod output;
 pub mod activity;
 pub mod actor;
 pub mod clients;
+pub mod coverage;
 pub mod dynamodb_tables;
 pub mod kms_keys;
 pub mod lambda_functions;

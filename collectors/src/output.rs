@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::coverage::{Coverage, CoverageStatus, CoverageSummary};
 use crate::dataset::Dataset;
 pub use crate::resource::{Resource, GLOBAL, TAGS_ONLY};
 
@@ -131,66 +132,6 @@ pub struct DatasetReport {
     /// reason where not `complete` and the items found there.
     #[serde(default)]
     pub coverage: Vec<Coverage>,
-}
-
-/// One type's coverage in one account and region.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Coverage {
-    /// CloudFormation type name.
-    pub resource_type: String,
-    /// The account; `null` when the caller's identity was not resolved.
-    pub account: Option<String>,
-    /// The region, or `global` for a global type.
-    pub region: String,
-    /// How complete the type's listing there is.
-    pub status: CoverageStatus,
-    /// Why it is not `complete` (the first cause; the dataset's `reasons` count them all).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Items found there.
-    pub count: u64,
-}
-
-/// How completely one type was listed in one account and region.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CoverageStatus {
-    /// Every listing call answered.
-    Complete,
-    /// Listed, but calls were lost (throttling, retries, the deadline): items may miss.
-    Partial,
-    /// The listing failed: what was found is not the inventory.
-    Failed,
-    /// The endpoint or the collection path does not support the type there (Cloud
-    /// Control `UnsupportedActionException`, `TypeNotFoundException`, an emulator
-    /// without the API): not a failed scan, and nothing is known of the type.
-    Unsupported,
-    /// Access denied: not a failed scan, and nothing is known of the type.
-    Denied,
-    /// Not listed on purpose (a parent type not in the scan, the deadline before it
-    /// started).
-    Skipped,
-    /// The scan was cancelled before the listing ended.
-    Cancelled,
-    /// Only the tagging sweep saw the type's resources: those with tags, never proof
-    /// that others are absent.
-    TagsOnly,
-}
-
-impl CoverageStatus {
-    /// The JSON spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CoverageStatus::Complete => "complete",
-            CoverageStatus::Partial => "partial",
-            CoverageStatus::Failed => "failed",
-            CoverageStatus::Unsupported => "unsupported",
-            CoverageStatus::Denied => "denied",
-            CoverageStatus::Skipped => "skipped",
-            CoverageStatus::Cancelled => "cancelled",
-            CoverageStatus::TagsOnly => "tags-only",
-        }
-    }
 }
 
 /// One distinct cause of missing data, with how often it happened.
@@ -433,29 +374,6 @@ mod tests {
     fn statuses_order_from_best_to_worst() {
         use DatasetStatus::*;
         assert!(Complete < Partial && Partial < Failed && Failed < Cancelled);
-    }
-
-    #[test]
-    fn coverage_statuses_keep_their_json_spelling() {
-        use CoverageStatus::*;
-        for status in [
-            Complete,
-            Partial,
-            Failed,
-            Unsupported,
-            Denied,
-            Skipped,
-            Cancelled,
-            TagsOnly,
-        ] {
-            let json = serde_json::to_value(status).unwrap();
-            assert_eq!(json, status.as_str());
-            assert_eq!(
-                serde_json::from_value::<CoverageStatus>(json).unwrap(),
-                status
-            );
-        }
-        assert_eq!(TagsOnly.as_str(), "tags-only");
     }
 
     #[test]

@@ -168,6 +168,10 @@ pub struct ScanDetail {
     /// without a report, and when nothing eventful happened.
     #[serde(default)]
     pub throttling: Option<tollgate_collectors::output::ThrottlingSummary>,
+    /// The report's coverage entries by status, with the gaps (`null` while the scan is
+    /// active and for a scan without a report).
+    #[serde(default)]
+    pub coverage: Option<tollgate_collectors::output::CoverageSummary>,
     /// An organization scan's accounts: live progress while it runs, each account's
     /// outcome after (absent for a one-account scan).
     #[serde(default, skip_serializing_if = "Option::is_none")]

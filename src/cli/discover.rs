@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tollgate_collectors::output::CoverageSummary;
 use tollgate_collectors::output::{Reason, ReasonKind};
 use tollgate_collectors::DatasetProgress;
 use tollgate_collectors::{Dataset, DatasetStatus, DiscoveryReport};
@@ -190,6 +191,39 @@ pub(super) fn region_flags(
         anyhow::bail!("--regions-fallback needs --regions all");
     }
     Ok((regions, RegionSource::Listed))
+}
+
+/// The coverage summary: entries by status, then each gap (at most
+/// [`CoverageSummary::MAX_GAPS`]) with its reason.
+pub(super) fn coverage_lines<'a>(
+    err: &mut impl Write,
+    entries: impl IntoIterator<Item = &'a tollgate_collectors::output::Coverage>,
+) -> std::io::Result<()> {
+    let summary = CoverageSummary::of(entries);
+    writeln!(
+        err,
+        "coverage (type × account × region): {}",
+        summary.counts_line()
+    )?;
+    for gap in &summary.gaps {
+        writeln!(
+            err,
+            "  {} {} in {} {}: {}",
+            gap.status.as_str(),
+            gap.resource_type,
+            gap.account.as_deref().unwrap_or("unresolved"),
+            gap.region,
+            gap.reason.as_deref().unwrap_or("-")
+        )?;
+    }
+    if summary.gaps_left_out > 0 {
+        writeln!(
+            err,
+            "  ... and {} more (see the report's coverage)",
+            summary.gaps_left_out
+        )?;
+    }
+    Ok(())
 }
 
 /// The datasets `--types` selects (empty: the defaults).
@@ -408,22 +442,30 @@ pub(super) fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
     if let Some(reason) = &report.regions_reason {
         writeln!(err, "regions: {}", reason.message)?;
     }
+    let width = report
+        .datasets
+        .keys()
+        .map(String::len)
+        .max()
+        .unwrap_or(0)
+        .max("dataset".len());
     writeln!(
         err,
-        "{:<18} {:<10} {:>7}  reasons",
+        "{:<width$} {:<10} {:>7}  reasons",
         "dataset", "status", "items"
     )?;
     for (name, dataset) in &report.datasets {
         let reasons = reasons_line(&dataset.reasons);
         writeln!(
             err,
-            "{:<18} {:<10} {:>7}  {}",
+            "{:<width$} {:<10} {:>7}  {}",
             name,
             dataset.status.as_str(),
             dataset.items.len(),
             if reasons.is_empty() { "-" } else { &reasons }
         )?;
     }
+    coverage_lines(&mut err, report.datasets.values().flat_map(|d| &d.coverage))?;
     // Said once, however many calls and datasets it cost.
     if let Some(reason) = report
         .datasets

@@ -196,6 +196,14 @@ fn print_summary(report: &OrganizationReport) -> anyhow::Result<()> {
             String::new()
         }
     )?;
+    super::discover::coverage_lines(
+        &mut err,
+        report
+            .accounts
+            .iter()
+            .flat_map(|a| a.datasets.values())
+            .flat_map(|d| &d.coverage),
+    )?;
     if let Some(hub) = &org.hub_throttling {
         for message in &hub.messages {
             writeln!(err, "  hub: {message}")?;

@@ -175,7 +175,25 @@ fn usage_errors_exit_1_not_the_partial_code() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown dataset"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"unknown type "ec2-instances""#),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tollgate types"),
+        "says where the names are: {stderr}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["discover", "--types", "AWS::Nope::*"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"unknown type "AWS::Nope::*""#),
+        "{stderr}"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .args(["discover", "--timeout", "0s"])
         .output()

@@ -1,7 +1,7 @@
 //! The manager's read side: what `GET /v1/scans`, `GET /v1/scans/{id}` and the report
 //! route see — active scans as they are now (live progress), the rest as stored.
 
-use tollgate_collectors::output::ThrottlingSummary;
+use tollgate_collectors::output::{Coverage, CoverageSummary, ThrottlingSummary};
 
 use super::{ManagerError, ScanManager};
 use crate::record::{OrganizationView, ProgressView, ScanDetail, ScanRecord, ScanSummary};
@@ -63,14 +63,18 @@ impl ScanManager {
                     summary: self.active_summary(active),
                     progress,
                     throttling: None,
+                    coverage: None,
                     organization,
                 });
             }
         }
         let record = self.stored(scan_id)?;
-        let throttling = match record.status.is_active() {
-            true => None,
-            false => self.stored_throttling(scan_id),
+        let (throttling, coverage) = match record.status.is_active() {
+            true => (None, None),
+            false => (
+                self.stored_throttling(scan_id),
+                self.stored_coverage(scan_id),
+            ),
         };
         let organization = match record.final_accounts.is_empty() {
             true => None,
@@ -83,8 +87,39 @@ impl ScanManager {
             summary: record.summary(),
             progress: record.stored_progress(),
             throttling,
+            coverage,
             organization,
         })
+    }
+
+    /// The stored report's coverage entries, summarised (a one-account report's datasets,
+    /// or every account's of an organization report; items are skipped, not built).
+    fn stored_coverage(&self, scan_id: &str) -> Option<CoverageSummary> {
+        #[derive(serde::Deserialize)]
+        struct OnlyCoverage {
+            #[serde(default)]
+            coverage: Vec<Coverage>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Account {
+            #[serde(default)]
+            datasets: std::collections::BTreeMap<String, OnlyCoverage>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Report {
+            #[serde(flatten)]
+            account: Account,
+            #[serde(default)]
+            accounts: Vec<Account>,
+        }
+        let bytes = self.shared.deps.history.report_json(scan_id).ok()??;
+        let report = serde_json::from_slice::<Report>(&bytes).ok()?;
+        let entries: Vec<Coverage> = std::iter::once(report.account)
+            .chain(report.accounts)
+            .flat_map(|a| a.datasets.into_values())
+            .flat_map(|d| d.coverage)
+            .collect();
+        Some(CoverageSummary::of(&entries))
     }
 
     /// The stored report's `throttling` block (the rest of the report is skipped, not
