@@ -267,6 +267,15 @@ fn explain(error: &CallError) -> String {
     text
 }
 
+/// Whether an AWS error code means access denied (`AccessDenied`,
+/// `AccessDeniedException`, `UnauthorizedOperation`, `AuthorizationError`).
+pub fn is_access_denied(code: &str) -> bool {
+    code.starts_with("AccessDenied")
+        || code == "UnauthorizedOperation"
+        || code == "AuthorizationError"
+        || code == "UnauthorizedException"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,13 +400,4 @@ mod tests {
             report.reasons[0].message
         );
     }
-}
-
-/// Whether an AWS error code means access denied (`AccessDenied`,
-/// `AccessDeniedException`, `UnauthorizedOperation`, `AuthorizationError`).
-pub fn is_access_denied(code: &str) -> bool {
-    code.starts_with("AccessDenied")
-        || code == "UnauthorizedOperation"
-        || code == "AuthorizationError"
-        || code == "UnauthorizedException"
 }
