@@ -128,22 +128,14 @@ async fn a_throttled_dataset_is_partial_and_the_gap_is_reported() {
         items,
         [
             DynamoDbTable {
-                resource: tollgate_collectors::Resource::new(
-                    "AWS::DynamoDB::Table",
-                    "orders".into()
-                )
-                .region(Some("us-east-1".into())),
+                resource: table_model("orders").property("BillingMode", "PAY_PER_REQUEST"),
                 table_name: "orders".into(),
                 billing_mode: Some("PAY_PER_REQUEST".into()),
                 item_count: Some(5),
                 activity: None,
             },
             DynamoDbTable {
-                resource: tollgate_collectors::Resource::new(
-                    "AWS::DynamoDB::Table",
-                    "users".into()
-                )
-                .region(Some("us-east-1".into())),
+                resource: table_model("users"),
                 table_name: "users".into(),
                 billing_mode: None,
                 item_count: None,
@@ -177,4 +169,16 @@ async fn a_throttled_dataset_is_partial_and_the_gap_is_reported() {
         describes, 3,
         "orders once, users twice (first attempt + one retry)"
     );
+}
+
+/// A table's common fields as the collector writes them in the test's account (the ARN
+/// built from the name when DescribeTable did not answer it), without `BillingMode`.
+fn table_model(name: &str) -> tollgate_collectors::Resource {
+    let arn = format!("arn:aws:dynamodb:us-east-1:123456789012:table/{name}");
+    tollgate_collectors::Resource::new("AWS::DynamoDB::Table", name.into())
+        .account(Some("123456789012".into()))
+        .region(Some("us-east-1".into()))
+        .arn(Some(arn.clone()))
+        .property("Arn", arn)
+        .property("TableName", name)
 }
