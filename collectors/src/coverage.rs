@@ -56,6 +56,18 @@ pub enum CoverageStatus {
 }
 
 impl CoverageStatus {
+    /// Every status, from best to worst.
+    pub const ALL: [CoverageStatus; 8] = [
+        CoverageStatus::Complete,
+        CoverageStatus::Partial,
+        CoverageStatus::Failed,
+        CoverageStatus::Unsupported,
+        CoverageStatus::Denied,
+        CoverageStatus::Skipped,
+        CoverageStatus::Cancelled,
+        CoverageStatus::TagsOnly,
+    ];
+
     /// The JSON spelling.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -130,17 +142,7 @@ mod tests {
 
     #[test]
     fn coverage_statuses_keep_their_json_spelling() {
-        use CoverageStatus::*;
-        for status in [
-            Complete,
-            Partial,
-            Failed,
-            Unsupported,
-            Denied,
-            Skipped,
-            Cancelled,
-            TagsOnly,
-        ] {
+        for status in CoverageStatus::ALL {
             let json = serde_json::to_value(status).unwrap();
             assert_eq!(json, status.as_str());
             assert_eq!(
@@ -148,7 +150,7 @@ mod tests {
                 status
             );
         }
-        assert_eq!(TagsOnly.as_str(), "tags-only");
+        assert_eq!(CoverageStatus::TagsOnly.as_str(), "tags-only");
     }
 
     fn entry(resource_type: &str, region: &str, status: CoverageStatus) -> Coverage {
