@@ -53,12 +53,15 @@ impl Dataset {
     }
 
     /// The CloudFormation type name of its items (`AWS::S3::Bucket`).
-    pub fn resource_type(self) -> &'static str {
+    ///
+    /// The names live here, not in the collectors: the collectors name their own type
+    /// through this (`TYPE`), so the dataset list depends on no collector.
+    pub const fn resource_type(self) -> &'static str {
         match self {
-            Dataset::S3Buckets => crate::s3_buckets::TYPE,
-            Dataset::LambdaFunctions => crate::lambda_functions::TYPE,
-            Dataset::DynamoDbTables => crate::dynamodb_tables::TYPE,
-            Dataset::KmsKeys => crate::kms_keys::TYPE,
+            Dataset::S3Buckets => "AWS::S3::Bucket",
+            Dataset::LambdaFunctions => "AWS::Lambda::Function",
+            Dataset::DynamoDbTables => "AWS::DynamoDB::Table",
+            Dataset::KmsKeys => "AWS::KMS::Key",
         }
     }
 
