@@ -41,6 +41,7 @@ pub struct Clients {
     dynamodb: ClientCache<aws_sdk_dynamodb::Client>,
     kms: ClientCache<aws_sdk_kms::Client>,
     cloudwatch: ClientCache<aws_sdk_cloudwatch::Client>,
+    tagging: ClientCache<aws_sdk_resourcegroupstagging::Client>,
 }
 
 /// Where a scan's clients point.
@@ -171,5 +172,24 @@ impl ServiceClient for aws_sdk_cloudwatch::Client {
 
     fn gated(http: GatedHttpClient) -> Self::Override {
         aws_sdk_cloudwatch::Config::builder().http_client(http)
+    }
+}
+
+impl ServiceClient for aws_sdk_resourcegroupstagging::Client {
+    type Override = aws_sdk_resourcegroupstagging::config::Builder;
+
+    fn build(settings: ClientSettings<'_>) -> Self {
+        let config = aws_sdk_resourcegroupstagging::config::Builder::from(settings.sdk)
+            .region(region(settings))
+            .build();
+        aws_sdk_resourcegroupstagging::Client::from_conf(config)
+    }
+
+    fn cache(clients: &Clients) -> &ClientCache<Self> {
+        &clients.tagging
+    }
+
+    fn gated(http: GatedHttpClient) -> Self::Override {
+        aws_sdk_resourcegroupstagging::Config::builder().http_client(http)
     }
 }

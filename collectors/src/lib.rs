@@ -16,6 +16,8 @@
 //!   reasons, items (re-exporting the engine's throttling and degraded-mode pieces).
 //! - [`activity`]: CloudWatch activity of the items (`--metrics`), a phase after the
 //!   datasets: one planner per region batching every dataset's GetMetricData queries.
+//! - [`tagging`]: the tagging sweep (`GetResources` per region, on by default), beside the
+//!   datasets: tags merged into the items by ARN, the rest reported as `tags-only` items.
 //! - [`actor`]: `CollectorActor` and the message it sends the supervisor.
 //! - [`clients`]: the run's SDK clients, one generic builder and cache per service.
 //! - [`operation`]: `Operation`, an operation named once for calls and reports.
@@ -42,6 +44,7 @@ pub mod progress;
 pub mod report_builder;
 pub mod resource;
 pub mod s3_buckets;
+pub mod tagging;
 
 use std::future::Future;
 

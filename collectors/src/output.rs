@@ -25,6 +25,13 @@ pub use crate::coverage::{Coverage, CoverageStatus, CoverageSummary};
 use crate::dataset::Dataset;
 pub use crate::resource::{Resource, GLOBAL, TAGS_ONLY};
 
+/// The `datasets` entry of the items only the tagging sweep saw (every type in one
+/// entry; each item says its own `resource_type`), and of the sweep's own coverage.
+/// Its status is the sweep's; it never counts towards
+/// [`DiscoveryReport::overall_status`] (the exit code): a sweep that failed is not a
+/// failed scan.
+pub const TAGS_ONLY_DATASET: &str = TAGS_ONLY;
+
 // The gate's own report pieces (throttling, fleet degradation, timestamps) are the
 // engine's: re-exported so the report's whole model is named from one module.
 pub use tollgate_engine::report::{
@@ -69,11 +76,13 @@ pub struct DiscoveryReport {
 }
 
 impl DiscoveryReport {
-    /// The worst dataset status (`complete` when there are no datasets).
+    /// The worst dataset status (`complete` when there are no datasets), the
+    /// [`TAGS_ONLY_DATASET`] entry aside.
     pub fn overall_status(&self) -> DatasetStatus {
         self.datasets
-            .values()
-            .map(|d| d.status)
+            .iter()
+            .filter(|(name, _)| name.as_str() != TAGS_ONLY_DATASET)
+            .map(|(_, d)| d.status)
             .max()
             .unwrap_or(DatasetStatus::Complete)
     }

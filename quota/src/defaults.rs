@@ -202,6 +202,8 @@ pub const DEFAULT_ROWS: &[DefaultRow] = &[
     local("organizations", "ListAccounts", 5.0, 5.0, ORGANIZATIONS),
     local("organizations", "DescribeOrganization", 5.0, 5.0, ORGANIZATIONS),
     row("account", "ListRegions", 5.0, 5.0, "5/s, burst 5, per account (Quotas for AWS Account Management)."),
+    // The tagging sweep (collectors/src/tagging).
+    row("tag", "GetResources", 15.0, 1.0, "15 calls/s per account and region, not adjustable (Tag Editor user guide, Service quotas: rate of calling GetResources)."),
 ];
 
 /// Organizations publishes no request rate.

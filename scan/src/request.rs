@@ -9,6 +9,7 @@ pub use tollgate_engine::aws::assume_role::{AssumeRole, RoleError};
 use crate::regions::KnownRegions;
 pub use crate::regions::RegionSource;
 use tollgate_collectors::dataset::Dataset;
+pub use tollgate_collectors::tagging::TagSweep;
 
 /// Default discovery deadline (seed 000: 5 minutes); reservations expire with it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -46,6 +47,10 @@ pub struct DiscoveryRequest {
     /// and S3 bucket's CloudWatch activity (GetMetricData, a paid API: billed per metric
     /// requested) into its item's `activity`. Off by default: no CloudWatch call is made.
     pub metrics: bool,
+    /// The tagging sweep (Resource Groups Tagging API `GetResources` per region, beside
+    /// the datasets): tags merged into the items, the rest reported `tags-only`. On by
+    /// default; `TagSweep::Skip` (`--no-tags`) makes no tagging call.
+    pub tags: TagSweep,
 }
 
 impl Default for DiscoveryRequest {
@@ -60,6 +65,7 @@ impl Default for DiscoveryRequest {
             role: None,
             region_source: RegionSource::Listed,
             metrics: false,
+            tags: TagSweep::Sweep,
         }
     }
 }

@@ -268,6 +268,8 @@ impl ScanFields {
             role,
             region_source,
             metrics: self.metrics,
+            // The tagging sweep runs for every service scan (its default).
+            tags: Default::default(),
         };
         request.validate().map_err(|e| match e {
             RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {

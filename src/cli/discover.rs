@@ -21,7 +21,7 @@ use tollgate_collectors::{Dataset, DatasetStatus, DiscoveryReport};
 use tollgate_engine::aws::check_credentials;
 use tollgate_engine::aws::telemetry::{FileTelemetry, TelemetrySink};
 use tollgate_engine::{Engine, EngineConfig};
-use tollgate_scan::request::{AssumeRole, RegionSource, RequestError, FALLBACK_REGION};
+use tollgate_scan::request::{AssumeRole, RegionSource, RequestError, TagSweep, FALLBACK_REGION};
 use tollgate_scan::{DiscoveryRequest, EngineDiscovery, ScanHandle};
 use tollgate_service::parse_duration;
 
@@ -87,6 +87,11 @@ pub struct DiscoverArgs {
     /// cloudwatch:GetMetricData).
     #[arg(long)]
     pub metrics: bool,
+    /// Skip the tagging sweep (Resource Groups Tagging API GetResources per region, on
+    /// by default; needs tag:GetResources): items keep `tags: {}` and nothing is
+    /// reported `tags-only`.
+    #[arg(long)]
+    pub no_tags: bool,
     #[command(flatten)]
     pub scan: ScanFlags,
 }
@@ -256,6 +261,10 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             session_name: args.session_name,
         }),
         metrics: args.metrics,
+        tags: match args.no_tags {
+            true => TagSweep::Skip,
+            false => TagSweep::Sweep,
+        },
     }
     .validate()
     .map_err(|e| match e {

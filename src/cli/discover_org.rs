@@ -32,6 +32,10 @@ fn request(args: DiscoverArgs) -> anyhow::Result<OrganizationRequest> {
         endpoint_url: args.endpoint_url,
         profile: args.profile,
         timeout: args.scan.timeout,
+        tags: match args.no_tags {
+            true => tollgate_scan::request::TagSweep::Skip,
+            false => tollgate_scan::request::TagSweep::Sweep,
+        },
         ..Default::default()
     };
     let flags = args.organization;

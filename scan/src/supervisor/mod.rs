@@ -9,7 +9,11 @@
 //!    actor; then a [`CollectorActor`] starts per dataset with a [`CallContext`] carrying
 //!    the scan id, collector, dataset, deadline and cancellation token — so every attempt
 //!    is attributed and bounded.
-//! 3. Each collector sends `DatasetFinished`; when all have and the scan asked for
+//!    Beside them (unless the request says `TagSweep::Skip`) the tagging sweep
+//!    ([`tollgate_collectors::tagging`]) lists every region's tagged resources.
+//! 3. Each collector sends `DatasetFinished`; when all have (and the sweep has), the
+//!    sweep's tags are merged into the items and its `tags-only` entry built; when the
+//!    scan asked for
 //!    `--metrics`, the activity phase ([`tollgate_collectors::activity`]) reads the items'
 //!    CloudWatch series into the reports first; then the report is assembled and
 //!    handed to every `AwaitReport` waiter. In fleet mode the coordinator is asked first
@@ -65,7 +69,9 @@ use tollgate_collectors::activity::{self, ActivityRun};
 use tollgate_collectors::dataset::Dataset;
 use tollgate_collectors::output::{
     rfc3339, DatasetReport, DatasetStatus, DiscoveryReport, FleetDegraded, Reason, ReasonKind,
+    TAGS_ONLY_DATASET,
 };
+use tollgate_collectors::tagging::{self, RegionSweep, TagSweep, TaggingRun};
 use tollgate_collectors::{CollectorActor, CollectorRun, Progress};
 use tollgate_engine::aws::{CallContext, ScanId};
 use tollgate_engine::fleet_degraded::DegradedNotes;
@@ -103,7 +109,24 @@ struct Scan {
     finishing: bool,
     /// Where the `--metrics` phase is.
     activity: ActivityPhase,
+    /// Where the tagging sweep is.
+    tagging: TaggingPhase,
+    /// The sweep's `tags-only` entry, once merged (or given up).
+    tags_only: Option<DatasetReport>,
     finished: Option<DiscoveryReport>,
+}
+
+/// The tagging sweep of a scan, beside its datasets.
+#[derive(Debug)]
+enum TaggingPhase {
+    /// Not started: not asked for, or setup failed. Nothing to wait for.
+    Off,
+    /// Listing; the report waits for it.
+    Running,
+    /// Listed; merged into the reports once every dataset is in.
+    Swept(Vec<RegionSweep>),
+    /// Merged (or given up): `tags_only` holds its entry.
+    Merged,
 }
 
 /// The `--metrics` phase of a scan, between its datasets and its report.
@@ -205,6 +228,26 @@ impl Supervisor {
             );
             CollectorActor::new(scan_id, *dataset, run, ctx.address().recipient()).start();
         }
+        if scan.request.tags == TagSweep::Sweep {
+            scan.tagging = TaggingPhase::Running;
+            let run = TaggingRun {
+                gate: setup.gate.clone(),
+                sdk: setup.sdk.clone(),
+                scan_id,
+                deadline: scan.deadline,
+                cancel: scan.cancel.clone(),
+                regions: setup.regions.clone(),
+            };
+            let swept = async move { tagging::sweep(&run).await };
+            ctx.spawn(wrap_future::<_, Self>(swept).map(move |sweeps, act, ctx| {
+                if let Some(scan) = act.scans.get_mut(&scan_id) {
+                    if matches!(scan.tagging, TaggingPhase::Running) {
+                        scan.tagging = TaggingPhase::Swept(sweeps);
+                    }
+                }
+                act.finish_if_done(scan_id, ctx);
+            }));
+        }
     }
 
     /// After a cancellation or the deadline: give collectors [`STOP_GRACE`], then report
@@ -228,6 +271,11 @@ impl Supervisor {
                     .entry(*dataset)
                     .or_insert_with(|| unfinished(why, message));
             }
+            if matches!(scan.tagging, TaggingPhase::Running) {
+                scan.tagging = TaggingPhase::Merged;
+                let message = message.replace("the collector", "the tagging sweep");
+                scan.tags_only = Some(unfinished(why, &message));
+            }
             act.finish_if_done(scan_id, ctx);
         });
     }
@@ -240,6 +288,18 @@ impl Supervisor {
         };
         if scan.closed() || scan.reports.len() < scan.progress.len() {
             return;
+        }
+        match std::mem::replace(&mut scan.tagging, TaggingPhase::Merged) {
+            TaggingPhase::Running => {
+                scan.tagging = TaggingPhase::Running;
+                return;
+            }
+            TaggingPhase::Swept(sweeps) => {
+                let account = scan.setup.as_ref().and_then(|s| s.account.clone());
+                let entry = tagging::apply(sweeps, &mut scan.reports, account.as_deref());
+                scan.tags_only = Some(entry);
+            }
+            TaggingPhase::Off | TaggingPhase::Merged => {}
         }
         match scan.activity {
             ActivityPhase::Running => return,
@@ -331,6 +391,11 @@ impl Supervisor {
                 .reports
                 .iter()
                 .map(|(d, r)| (d.name().to_string(), r.clone()))
+                .chain(
+                    scan.tags_only
+                        .iter()
+                        .map(|r| (TAGS_ONLY_DATASET.to_string(), r.clone())),
+                )
                 .collect(),
             throttling: self.deps.telemetry.take(&scan_id.to_string()),
             fleet_degraded: degraded,
@@ -444,6 +509,8 @@ impl Supervisor {
                 waiters: Vec::new(),
                 finishing: false,
                 activity: ActivityPhase::Pending,
+                tagging: TaggingPhase::Off,
+                tags_only: None,
                 finished: None,
             },
         );

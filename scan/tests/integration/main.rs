@@ -9,6 +9,7 @@
 
 mod activity;
 mod moto_discovery;
+mod moto_tagging;
 mod organization;
 mod organization_memory;
 mod simulation;

@@ -29,12 +29,12 @@ use tollgate_storage::DirEnv;
 use tollgate_testkit::moto::{moto, Moto, KMS_ONE_RETRY, MOTO_ACCOUNT};
 use tollgate_testkit::unique_prefix;
 
-const REGION: &str = "us-east-1";
+pub(crate) const REGION: &str = "us-east-1";
 
 /// An empty zip archive (just the end-of-central-directory record) whose archive comment
 /// is `revision`, so each revision is different code: moto stores the bytes and never
 /// runs the function, and (like AWS) PublishVersion of unchanged code publishes nothing new.
-fn empty_zip(revision: u8) -> Vec<u8> {
+pub(crate) fn empty_zip(revision: u8) -> Vec<u8> {
     let mut zip = vec![
         0x50, 0x4b, 0x05, 0x06, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     ];
@@ -43,7 +43,7 @@ fn empty_zip(revision: u8) -> Vec<u8> {
     zip
 }
 
-async fn sdk_config(moto: &Moto) -> aws_config::SdkConfig {
+pub(crate) async fn sdk_config(moto: &Moto) -> aws_config::SdkConfig {
     // Test setup sends ungated, through the engine's inner client (the SDK crates are
     // built without their default HTTP client).
     aws_config::defaults(aws_config::BehaviorVersion::latest())
@@ -55,7 +55,7 @@ async fn sdk_config(moto: &Moto) -> aws_config::SdkConfig {
         .await
 }
 
-fn engine_config(dir: &std::path::Path, overrides: Option<&str>) -> EngineConfig {
+pub(crate) fn engine_config(dir: &std::path::Path, overrides: Option<&str>) -> EngineConfig {
     EngineConfig {
         dir_env: DirEnv {
             explicit: Some(dir.to_path_buf()),
@@ -372,7 +372,8 @@ async fn discovers_every_dataset_item_by_item() {
     assert_eq!(report.regions, [REGION]);
     assert!(report.scan_id.starts_with("scan-"));
     assert!(report.started_at <= report.finished_at);
-    assert_eq!(report.datasets.len(), 4);
+    // The four datasets and the tagging sweep's `tags-only` entry.
+    assert_eq!(report.datasets.len(), 5);
 
     // s3-buckets: counts right, Intelligent-Tiering null with one counted reason.
     let mut buckets = mine(
