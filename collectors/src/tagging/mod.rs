@@ -202,6 +202,35 @@ fn listed(status: CoverageStatus) -> bool {
     matches!(status, CoverageStatus::Complete | CoverageStatus::Partial)
 }
 
+/// One [`SWEEP_TYPE`] coverage entry per region saying how its sweep went; a failed
+/// region's error also goes to the entry's reasons.
+fn sweep_coverage(out: &mut ReportBuilder, sweeps: Vec<RegionSweep>, account: Option<&str>) {
+    for region in sweeps {
+        let (status, reason) = match &region.failure {
+            Some(e) => {
+                let status = failure_coverage(e);
+                match status {
+                    // Nothing is known of the region's tags, but nothing was lost either.
+                    CoverageStatus::Unsupported | CoverageStatus::Denied => {
+                        out.value_missing(GET_RESOURCES, "tags", e)
+                    }
+                    _ => out.listing_failed(GET_RESOURCES, e),
+                }
+                (status, Some(format!("{GET_RESOURCES}: {}", e.message())))
+            }
+            None => (CoverageStatus::Complete, None),
+        };
+        out.covered(Coverage {
+            resource_type: SWEEP_TYPE.to_string(),
+            account: account.map(str::to_string),
+            region: region.region,
+            status,
+            reason,
+            count: region.found.len() as u64,
+        });
+    }
+}
+
 /// Merge the sweep into `reports` (tags by ARN) and build the [`TAGS_ONLY_DATASET`]
 /// entry: the tags-only items, one `tags-only` coverage entry per type and region with
 /// their count, and one [`SWEEP_TYPE`] entry per region saying how the sweep went.
@@ -272,30 +301,7 @@ pub fn apply(
     for item in items {
         out.push(Item::Resource(item));
     }
-    for region in sweeps {
-        let (status, reason) = match &region.failure {
-            Some(e) => {
-                let status = failure_coverage(e);
-                match status {
-                    // Nothing is known of the region's tags, but nothing was lost either.
-                    CoverageStatus::Unsupported | CoverageStatus::Denied => {
-                        out.value_missing(GET_RESOURCES, "tags", e)
-                    }
-                    _ => out.listing_failed(GET_RESOURCES, e),
-                }
-                (status, Some(format!("{GET_RESOURCES}: {}", e.message())))
-            }
-            None => (CoverageStatus::Complete, None),
-        };
-        out.covered(Coverage {
-            resource_type: SWEEP_TYPE.to_string(),
-            account: account.map(str::to_string),
-            region: region.region,
-            status,
-            reason,
-            count: region.found.len() as u64,
-        });
-    }
+    sweep_coverage(&mut out, sweeps, account);
     for ((resource_type, account, region), count) in counts {
         out.covered(Coverage {
             resource_type,
