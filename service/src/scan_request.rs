@@ -11,7 +11,7 @@ use tollgate_collectors::Dataset;
 use tollgate_scan::organization::{
     AccountFilter, OrganizationRequest, OrganizationRequestError, DEFAULT_ROLE_NAME,
 };
-use tollgate_scan::request::{AssumeRole, RegionSource, RequestError};
+use tollgate_scan::request::{AssumeRole, RegionSource, RequestError, TagSweep};
 use tollgate_scan::DiscoveryRequest;
 
 /// A validated scan: one account, or every member account of an organization. Derefs to
@@ -224,6 +224,10 @@ impl ScanFields {
         self,
         region_source: RegionSource,
     ) -> Result<DiscoveryRequest, FieldError> {
+        let selected_tags = match self.datasets.is_empty() && self.types.is_empty() {
+            true => TagSweep::Sweep,
+            false => TagSweep::SelectedTypes,
+        };
         let mut datasets = self
             .datasets
             .iter()
@@ -268,8 +272,9 @@ impl ScanFields {
             role,
             region_source,
             metrics: self.metrics,
-            // The tagging sweep runs for every service scan (its default).
-            tags: Default::default(),
+            // The tagging sweep runs for every service scan; a selection keeps its
+            // tags-only items to the selected types.
+            tags: selected_tags,
         };
         request.validate().map_err(|e| match e {
             RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {

@@ -55,7 +55,8 @@ pub struct DiscoverArgs {
     /// Resource types to collect, comma-separated: CloudFormation type names with `*`
     /// globs (`AWS::EC2::*`, `AWS::*`) or the dataset aliases s3-buckets,
     /// lambda-functions, dynamodb-tables, kms-keys (default: the default types; `tollgate
-    /// types` lists them). `--datasets` is the same flag.
+    /// types` lists them). `--datasets` is the same flag. With a selection, the tagging
+    /// sweep's tags-only items are limited to the selected types.
     #[arg(long, alias = "datasets", value_delimiter = ',', value_name = "TYPE")]
     pub types: Vec<String>,
     /// Send every AWS request to this endpoint (an emulator such as moto); S3 uses
@@ -239,6 +240,16 @@ pub(super) fn select_types(types: &[String]) -> anyhow::Result<Vec<Dataset>> {
     Ok(tollgate_collectors::dataset::select(types)?)
 }
 
+/// The tagging sweep a scan runs: none with `--no-tags`; with `--types`, tags-only
+/// items of the selected types alone.
+pub(super) fn tag_sweep(no_tags: bool, types: &[String]) -> TagSweep {
+    match (no_tags, types.is_empty()) {
+        (true, _) => TagSweep::Skip,
+        (false, false) => TagSweep::SelectedTypes,
+        (false, true) => TagSweep::Sweep,
+    }
+}
+
 /// `tollgate discover` without `--organization` (mod.rs sends that to `discover_org`).
 pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
     let ScanEnv {
@@ -261,10 +272,7 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             session_name: args.session_name,
         }),
         metrics: args.metrics,
-        tags: match args.no_tags {
-            true => TagSweep::Skip,
-            false => TagSweep::Sweep,
-        },
+        tags: tag_sweep(args.no_tags, &args.types),
     }
     .validate()
     .map_err(|e| match e {

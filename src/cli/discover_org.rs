@@ -32,10 +32,7 @@ fn request(args: DiscoverArgs) -> anyhow::Result<OrganizationRequest> {
         endpoint_url: args.endpoint_url,
         profile: args.profile,
         timeout: args.scan.timeout,
-        tags: match args.no_tags {
-            true => tollgate_scan::request::TagSweep::Skip,
-            false => tollgate_scan::request::TagSweep::Sweep,
-        },
+        tags: super::discover::tag_sweep(args.no_tags, &args.types),
         ..Default::default()
     };
     let flags = args.organization;

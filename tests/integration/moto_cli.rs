@@ -69,8 +69,22 @@ fn a_complete_scan_exits_0_and_writes_report_and_telemetry() {
     let datasets = report["datasets"].as_object().unwrap();
     assert_eq!(
         datasets.keys().collect::<Vec<_>>(),
-        ["dynamodb-tables", "lambda-functions"]
+        ["dynamodb-tables", "lambda-functions", "tags-only"]
     );
+    // moto holds other tests' tagged resources (buckets, keys, ...): a selection keeps
+    // the tagging sweep's tags-only items to the selected types.
+    for item in datasets["tags-only"]["items"].as_array().unwrap() {
+        assert!(
+            ["AWS::DynamoDB::Table", "AWS::Lambda::Function"]
+                .contains(&item["resource_type"].as_str().unwrap()),
+            "{item}"
+        );
+    }
+    assert!(datasets["tags-only"]["coverage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["resource_type"] == "AWS::ResourceGroupsTagging::Sweep"));
     let tables = datasets["dynamodb-tables"]["items"].as_array().unwrap();
     let mine = tables
         .iter()

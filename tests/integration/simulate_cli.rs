@@ -119,13 +119,47 @@ fn demo_discovers_the_bundled_account_completely() {
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(report["account"], "123456789012");
     let datasets = report["datasets"].as_object().unwrap();
-    assert_eq!(datasets.len(), 4);
-    let items: usize = datasets
-        .values()
-        .map(|d| {
-            assert_eq!(d["status"], "complete", "{d}");
-            d["items"].as_array().unwrap().len()
-        })
-        .sum();
+    assert_eq!(
+        datasets.keys().collect::<Vec<_>>(),
+        [
+            "dynamodb-tables",
+            "kms-keys",
+            "lambda-functions",
+            "s3-buckets",
+            "tags-only"
+        ]
+    );
+    for d in datasets.values() {
+        assert_eq!(d["status"], "complete", "{d}");
+    }
+    let items: usize = [
+        "dynamodb-tables",
+        "kms-keys",
+        "lambda-functions",
+        "s3-buckets",
+    ]
+    .iter()
+    .map(|d| datasets[*d]["items"].as_array().unwrap().len())
+    .sum();
     assert_eq!(items, 44 + 12 + 8 + 10);
+    // The bundled account's tagged resources of types no collector lists.
+    let mut tags_only: Vec<(&str, &str)> = datasets["tags-only"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["resource_type"].as_str().unwrap(),
+                i["region"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    tags_only.sort_unstable();
+    assert_eq!(
+        tags_only,
+        [
+            ("AWS::SNS::Topic", "us-east-1"),
+            ("AWS::SQS::Queue", "eu-west-1")
+        ]
+    );
 }

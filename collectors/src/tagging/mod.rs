@@ -56,9 +56,14 @@ pub const SWEEP_TYPE: &str = "AWS::ResourceGroupsTagging::Sweep";
 /// Whether a scan runs the sweep: on unless asked not to (`--no-tags`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TagSweep {
-    /// Sweep every region of the scan (the default).
+    /// Sweep every region of the scan (the default): tags into every item, and every
+    /// tagged resource of an unlisted type as a tags-only item.
     #[default]
     Sweep,
+    /// The user selected types (`--types`, `datasets`/`types` of a service scan): the
+    /// sweep runs and tags every item, but tags-only items are kept only for the
+    /// selected types, so a selection is never answered with resources of other types.
+    SelectedTypes,
     /// No `GetResources` call: items keep `tags: {}` and nothing is tags-only.
     Skip,
 }
@@ -234,12 +239,17 @@ fn sweep_coverage(out: &mut ReportBuilder, sweeps: Vec<RegionSweep>, account: Op
 /// Merge the sweep into `reports` (tags by ARN) and build the [`TAGS_ONLY_DATASET`]
 /// entry: the tags-only items, one `tags-only` coverage entry per type and region with
 /// their count, and one [`SWEEP_TYPE`] entry per region saying how the sweep went.
-/// `account` is the scan's (for ARNs without one, such as S3 buckets').
+/// `account` is the scan's (for ARNs without one, such as S3 buckets'); `only`, when
+/// the user selected types ([`TagSweep::SelectedTypes`]), keeps the tags-only items and
+/// entries of those types alone.
 pub fn apply(
     sweeps: Vec<RegionSweep>,
     reports: &mut BTreeMap<Dataset, DatasetReport>,
     account: Option<&str>,
+    only: Option<&[Dataset]>,
 ) -> DatasetReport {
+    let selected: Option<BTreeSet<&str>> =
+        only.map(|d| d.iter().map(|d| d.resource_type()).collect());
     let mut tags: HashMap<String, BTreeMap<String, String>> = HashMap::new();
     let mut swept: Vec<(String, String)> = Vec::new();
     let mut out = ReportBuilder::new();
@@ -281,6 +291,12 @@ pub fn apply(
         let Some(t) = arn_type(arn, region) else {
             continue;
         };
+        if selected
+            .as_ref()
+            .is_some_and(|s| !s.contains(t.resource_type.as_str()))
+        {
+            continue;
+        }
         let seen = |r: &str| collected.contains(&(t.resource_type.clone(), r.to_string()));
         if seen(&t.region) || seen(crate::resource::GLOBAL) {
             continue;

@@ -115,7 +115,7 @@ fn tags_are_merged_by_arn_and_only_unlisted_types_become_tags_only() {
             ],
         ),
     ];
-    let only = apply(sweeps, &mut reports, Some(ACCOUNT));
+    let only = apply(sweeps, &mut reports, Some(ACCOUNT), None);
 
     let bucket = reports[&Dataset::S3Buckets].items[0].resource();
     assert_eq!(bucket.tags, tags(&[("env", "prod")]));
@@ -227,7 +227,7 @@ fn a_failed_or_unsupported_region_is_a_coverage_entry_and_no_dataset_changes() {
             found: Vec::new(),
             failure: Some(error.clone()),
         }];
-        let only = apply(sweeps, &mut reports, Some(ACCOUNT));
+        let only = apply(sweeps, &mut reports, Some(ACCOUNT), None);
         assert_eq!(reports, before, "{error}");
         assert_eq!(only.status, status, "{error}");
         assert_eq!(only.coverage.len(), 1);
@@ -240,4 +240,66 @@ fn a_failed_or_unsupported_region_is_a_coverage_entry_and_no_dataset_changes() {
             .starts_with("tag:GetResources"));
         assert_eq!(only.reasons[0].operation, "tag:GetResources");
     }
+}
+
+#[test]
+fn a_type_selection_keeps_tags_only_items_of_the_selected_types_alone() {
+    let topic = format!("arn:aws:sns:us-east-1:{ACCOUNT}:alerts");
+    let lost_key = format!("arn:aws:kms:eu-west-1:{ACCOUNT}:key/lost");
+    let sweep = || {
+        vec![
+            region(
+                "eu-west-1",
+                &[(lost_key.as_str(), tags(&[("team", "data")]))],
+            ),
+            region(
+                "us-east-1",
+                &[
+                    ("arn:aws:s3:::b", tags(&[("env", "prod")])),
+                    (topic.as_str(), tags(&[("owner", "ops")])),
+                ],
+            ),
+        ]
+    };
+    let types = |only: &DatasetReport| -> Vec<String> {
+        only.items
+            .iter()
+            .map(|i| i.resource().resource_type.clone())
+            .collect()
+    };
+
+    let mut got = reports();
+    let selected = [Dataset::S3Buckets, Dataset::KmsKeys];
+    let only = apply(sweep(), &mut got, Some(ACCOUNT), Some(&selected));
+    // Tags still reach the selected types' items; the SNS topic is left out.
+    assert_eq!(
+        got[&Dataset::S3Buckets].items[0].resource().tags,
+        tags(&[("env", "prod")])
+    );
+    assert_eq!(types(&only), ["AWS::KMS::Key"]);
+    assert!(only
+        .coverage
+        .iter()
+        .all(|c| c.resource_type != "AWS::SNS::Topic"));
+
+    let mut got = reports();
+    let only = apply(
+        sweep(),
+        &mut got,
+        Some(ACCOUNT),
+        Some(&[Dataset::S3Buckets]),
+    );
+    assert!(types(&only).is_empty(), "{:?}", types(&only));
+    // The sweep's own entries stay: they say how each region's sweep went.
+    assert_eq!(
+        only.coverage
+            .iter()
+            .filter(|c| c.resource_type == SWEEP_TYPE)
+            .count(),
+        2
+    );
+
+    let mut got = reports();
+    let only = apply(sweep(), &mut got, Some(ACCOUNT), None);
+    assert_eq!(types(&only), ["AWS::KMS::Key", "AWS::SNS::Topic"]);
 }

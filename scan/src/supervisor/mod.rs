@@ -228,7 +228,7 @@ impl Supervisor {
             );
             CollectorActor::new(scan_id, *dataset, run, ctx.address().recipient()).start();
         }
-        if scan.request.tags == TagSweep::Sweep {
+        if scan.request.tags != TagSweep::Skip {
             scan.tagging = TaggingPhase::Running;
             let run = TaggingRun {
                 gate: setup.gate.clone(),
@@ -296,7 +296,9 @@ impl Supervisor {
             }
             TaggingPhase::Swept(sweeps) => {
                 let account = scan.setup.as_ref().and_then(|s| s.account.clone());
-                let entry = tagging::apply(sweeps, &mut scan.reports, account.as_deref());
+                let only = (scan.request.tags == TagSweep::SelectedTypes)
+                    .then_some(&scan.request.datasets[..]);
+                let entry = tagging::apply(sweeps, &mut scan.reports, account.as_deref(), only);
                 scan.tags_only = Some(entry);
             }
             TaggingPhase::Off | TaggingPhase::Merged => {}
