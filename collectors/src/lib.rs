@@ -18,6 +18,7 @@
 //!   datasets: one planner per region batching every dataset's GetMetricData queries.
 //! - [`tagging`]: the tagging sweep (`GetResources` per region, on by default), beside the
 //!   datasets: tags merged into the items by ARN, the rest reported as `tags-only` items.
+//! - [`types`]: every type tollgate knows (`tollgate types`), native or tags-only.
 //! - [`actor`]: `CollectorActor` and the message it sends the supervisor.
 //! - [`clients`]: the run's SDK clients, one generic builder and cache per service.
 //! - [`operation`]: `Operation`, an operation named once for calls and reports.
@@ -45,6 +46,7 @@ pub mod report_builder;
 pub mod resource;
 pub mod s3_buckets;
 pub mod tagging;
+pub mod types;
 
 use std::future::Future;
 

@@ -14,6 +14,7 @@ mod serve;
 mod simulate;
 mod status;
 mod status_live;
+mod types;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,6 +59,14 @@ pub enum Command {
         /// key's policy in force, until when it holds, and allowance periods.
         #[arg(long, value_name = "RFC3339")]
         at: Option<String>,
+    },
+    /// List the resource types tollgate knows: CloudFormation name, dataset alias, how it
+    /// is collected (native, or tags-only from the tagging sweep), whether a scan collects
+    /// it by default, and whether CloudFormation has the type.
+    Types {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Dry-run policies: replay a script of requests and scripted answers through the real
     /// quota actors and retry owner in simulated time, and print when each attempt would
@@ -110,6 +119,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Simulate(args) => simulate::run(args),
         Command::Policies { json, at: None } => policies::run(json),
         Command::Policies { json, at: Some(at) } => policies_at::run(&at, json),
+        Command::Types { json } => types::run(json),
         Command::Replay { script, json, seed } => replay::run(&script, json, seed),
         Command::Status { dir, json } => status::run(dir, json),
         Command::Serve(args) => serve::run(args),

@@ -63,6 +63,55 @@ fn policies_say_which_defaults_are_not_verified_aws_quotas() {
 }
 
 #[test]
+fn types_json_lists_every_dataset_and_every_selectable_type_parses_as_a_type() {
+    let out = tollgate(&["types", "--json"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |t: &str| {
+        rows.iter()
+            .find(|r| r["resource_type"] == t)
+            .unwrap_or_else(|| panic!("{t} missing"))
+    };
+    assert_eq!(row("AWS::S3::Bucket")["alias"], "s3-buckets");
+    assert_eq!(row("AWS::S3::Bucket")["collected_by"], "native");
+    assert_eq!(row("AWS::SQS::Queue")["collected_by"], "tags-only");
+    assert_eq!(row("AWS::EC2::Snapshot")["cloudformation"], false);
+    // What the table calls selectable, `discover --types` accepts (checked without a
+    // scan: an unknown type is refused before any credential is read).
+    let selectable: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["selectable"] == true)
+        .map(|r| r["resource_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(selectable.len(), 4, "{selectable:?}");
+    let out = tollgate(&["discover", "--types", "AWS::SQS::Queue"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("tollgate types"), "{stderr}");
+}
+
+#[test]
+fn types_prints_one_line_per_type_under_its_header() {
+    let out = tollgate(&["types"], &[]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().next().unwrap().starts_with("type "), "{text}");
+    let kms = text
+        .lines()
+        .find(|l| l.starts_with("AWS::KMS::Key "))
+        .unwrap();
+    let cells: Vec<&str> = kms.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        ["AWS::KMS::Key", "kms-keys", "native", "yes", "no", "yes"]
+    );
+}
+
+#[test]
 fn override_applies_and_lowered_rate_caps_inherited_burst() {
     let out = tollgate(
         &["policies", "--json"],

@@ -1,0 +1,123 @@
+//! The types tollgate knows (`tollgate types`): each one's CloudFormation name, how it
+//! is collected, whether a scan collects it by default, and whether CloudFormation has
+//! the type at all.
+//!
+//! Two sources, one table: the datasets ([`Dataset::catalog`], collected natively,
+//! selectable with `--types`) and the ARN shapes of the tagging sweep
+//! ([`arn_type::KNOWN`]), whose types appear only as `tags-only` items. A type in both
+//! is listed once, as its dataset. An ARN that matches no row still gets a best-effort
+//! name in the same style (see [`arn_type`]); such a name is not in this table and may
+//! not be a CloudFormation type.
+
+use serde::Serialize;
+
+use crate::dataset::Dataset;
+use crate::tagging::arn_type::{self, GLOBAL_SERVICES};
+
+/// How a type's items are produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CollectedBy {
+    /// A native collector lists the type with its own SDK calls (full properties).
+    Native,
+    /// Only the tagging sweep sees it: tagged resources with ARN and tags, never proof
+    /// that others are absent.
+    TagsOnly,
+}
+
+/// One row of `tollgate types`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TypeInfo {
+    /// CloudFormation type name, or one in the same style (`AWS::EC2::Snapshot`).
+    pub resource_type: &'static str,
+    /// The dataset alias `--types` also accepts (`s3-buckets`), if any.
+    pub alias: Option<&'static str>,
+    /// How its items are produced.
+    pub collected_by: CollectedBy,
+    /// Whether a scan without `--types` collects it natively.
+    pub default: bool,
+    /// Whether `--types` can select it (the natively collected types).
+    pub selectable: bool,
+    /// Whether its items' region is `global`.
+    pub global: bool,
+    /// Whether CloudFormation has the type (`false`: a name in its style, for types
+    /// CloudFormation does not model, such as EBS snapshots and AMIs).
+    pub cloudformation: bool,
+}
+
+/// The names tollgate uses for types CloudFormation does not have.
+pub const NOT_CLOUDFORMATION: &[&str] = &["AWS::EC2::Snapshot", "AWS::EC2::Image"];
+
+/// Every known type, sorted by name.
+pub fn catalog() -> Vec<TypeInfo> {
+    let defaults = Dataset::defaults();
+    let mut rows: Vec<TypeInfo> = Dataset::catalog()
+        .into_iter()
+        .map(|d| TypeInfo {
+            resource_type: d.resource_type(),
+            alias: Some(d.name()),
+            collected_by: CollectedBy::Native,
+            default: defaults.contains(&d),
+            selectable: true,
+            global: d.is_global(),
+            cloudformation: !NOT_CLOUDFORMATION.contains(&d.resource_type()),
+        })
+        .collect();
+    for (service, _, resource_type, _) in arn_type::KNOWN {
+        if rows.iter().any(|r| r.resource_type == *resource_type) {
+            continue;
+        }
+        rows.push(TypeInfo {
+            resource_type,
+            alias: None,
+            collected_by: CollectedBy::TagsOnly,
+            default: false,
+            selectable: false,
+            global: GLOBAL_SERVICES.contains(service),
+            cloudformation: !NOT_CLOUDFORMATION.contains(resource_type),
+        });
+    }
+    rows.sort_by_key(|r| r.resource_type);
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dataset_is_a_selectable_native_row_under_its_alias() {
+        let rows = catalog();
+        for d in Dataset::catalog() {
+            let row = rows
+                .iter()
+                .find(|r| r.resource_type == d.resource_type())
+                .unwrap();
+            assert_eq!(row.alias, Some(d.name()));
+            assert_eq!(row.collected_by, CollectedBy::Native);
+            assert!(row.selectable && row.cloudformation);
+        }
+    }
+
+    #[test]
+    fn each_type_is_listed_once_and_the_table_is_sorted() {
+        let rows = catalog();
+        let names: Vec<&str> = rows.iter().map(|r| r.resource_type).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn snapshots_and_images_are_marked_not_cloudformation_and_iam_is_global() {
+        let rows = catalog();
+        let row = |t: &str| rows.iter().find(|r| r.resource_type == t).unwrap();
+        assert!(!row("AWS::EC2::Snapshot").cloudformation);
+        assert!(!row("AWS::EC2::Image").cloudformation);
+        assert!(row("AWS::EC2::Instance").cloudformation);
+        assert!(row("AWS::IAM::Role").global);
+        assert!(!row("AWS::SQS::Queue").global);
+        assert_eq!(row("AWS::SQS::Queue").collected_by, CollectedBy::TagsOnly);
+    }
+}
