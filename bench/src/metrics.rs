@@ -191,7 +191,8 @@ fn tollgate(
     let mut children = Vec::new();
     for i in 0..k {
         let mut cmd = Command::new(&exe);
-        cmd.args(["discover", "--metrics", "--endpoint-url", &url])
+        // `--no-tags`: the peer makes no tagging call; both sides make the same calls.
+        cmd.args(["discover", "--metrics", "--no-tags", "--endpoint-url", &url])
             .args(["--regions", &scenario.regions.join(",")])
             .args(["--datasets", "s3-buckets,lambda-functions,dynamodb-tables"])
             .args(["--timeout", "30m", "--output"])

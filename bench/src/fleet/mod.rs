@@ -346,7 +346,8 @@ impl Launch<'_> {
         let mut cmd = Command::new(&self.exe);
         match self.mode.sdk() {
             None => {
-                cmd.args(["discover", "--endpoint-url", &self.url])
+                // `--no-tags`: the SDK peers make no tagging call; same calls each side.
+                cmd.args(["discover", "--no-tags", "--endpoint-url", &self.url])
                     .args(["--regions", &self.regions])
                     .args(["--timeout", TOLLGATE_TIMEOUT, "--output"])
                     .arg(dir.join(format!("report-{i}.json")))

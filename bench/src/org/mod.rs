@@ -370,20 +370,28 @@ fn discover_command(
     dir: &Path,
 ) -> anyhow::Result<Command> {
     let mut cmd = Command::new(crate::harness::exe::tollgate()?);
-    cmd.args(["discover", "--organization", "--regions", "all"])
-        .args(["--endpoint-url", url, "--timeout", TIMEOUT, "--output"])
-        .arg(report_path)
-        .env("TOLLGATE_ADMISSION_DIR", admission)
-        .env("TOLLGATE_QUOTA_OVERRIDES", overrides(scenario))
-        .env("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
-        .env("AWS_SECRET_ACCESS_KEY", "simulator-secret")
-        .env("AWS_REGION", scenario.regions[0].as_str())
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_SESSION_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("discover.log"))?);
+    // Without the tagging sweep: the bench keeps the four datasets' inventory so its
+    // figures stay comparable with those before the sweep (and with the plain-SDK floor).
+    cmd.args([
+        "discover",
+        "--organization",
+        "--regions",
+        "all",
+        "--no-tags",
+    ])
+    .args(["--endpoint-url", url, "--timeout", TIMEOUT, "--output"])
+    .arg(report_path)
+    .env("TOLLGATE_ADMISSION_DIR", admission)
+    .env("TOLLGATE_QUOTA_OVERRIDES", overrides(scenario))
+    .env("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
+    .env("AWS_SECRET_ACCESS_KEY", "simulator-secret")
+    .env("AWS_REGION", scenario.regions[0].as_str())
+    .env("AWS_EC2_METADATA_DISABLED", "true")
+    .env_remove("AWS_PROFILE")
+    .env_remove("AWS_SESSION_TOKEN")
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(dir.join("discover.log"))?);
     Ok(cmd)
 }
 

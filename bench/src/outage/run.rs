@@ -157,27 +157,35 @@ pub fn run_once(setup: &Setup<'_>) -> anyhow::Result<RunResult> {
 /// fleet table, the breakers as the run asks.
 fn discover_command(setup: &Setup<'_>, exe: &Path, i: usize, url: &str) -> anyhow::Result<Command> {
     let mut cmd = Command::new(exe);
-    cmd.args(["discover", "--endpoint-url", url, "--regions", setup.region])
-        .args(["--datasets", "dynamodb-tables", "--timeout", SCAN_TIMEOUT])
-        .arg("--output")
-        .arg(setup.dir.join(format!("report-{i}.json")))
-        .arg("--telemetry")
-        .arg(setup.dir.join(format!("telemetry-{i}.jsonl")))
-        .env("TOLLGATE_ADMISSION_DIR", setup.dir.join("admission"))
-        .env("TOLLGATE_QUOTA_OVERRIDES", "")
-        .env_remove("TOLLGATE_POLICY_FILE")
-        .env_remove("TOLLGATE_FLEET_TABLE")
-        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-        .env("AWS_REGION", setup.region)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_SESSION_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(
-            setup.dir.join(format!("process-{i}.log")),
-        )?);
+    // `--no-tags`: the peers make no tagging call; both sides make the same calls.
+    cmd.args([
+        "discover",
+        "--endpoint-url",
+        url,
+        "--regions",
+        setup.region,
+        "--no-tags",
+    ])
+    .args(["--datasets", "dynamodb-tables", "--timeout", SCAN_TIMEOUT])
+    .arg("--output")
+    .arg(setup.dir.join(format!("report-{i}.json")))
+    .arg("--telemetry")
+    .arg(setup.dir.join(format!("telemetry-{i}.jsonl")))
+    .env("TOLLGATE_ADMISSION_DIR", setup.dir.join("admission"))
+    .env("TOLLGATE_QUOTA_OVERRIDES", "")
+    .env_remove("TOLLGATE_POLICY_FILE")
+    .env_remove("TOLLGATE_FLEET_TABLE")
+    .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    .env("AWS_REGION", setup.region)
+    .env("AWS_EC2_METADATA_DISABLED", "true")
+    .env_remove("AWS_PROFILE")
+    .env_remove("AWS_SESSION_TOKEN")
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(
+        setup.dir.join(format!("process-{i}.log")),
+    )?);
     match setup.breakers {
         Breakers::On => cmd.env_remove("TOLLGATE_BREAKERS"),
         Breakers::Off => cmd.env("TOLLGATE_BREAKERS", "off"),
