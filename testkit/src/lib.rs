@@ -4,7 +4,9 @@
 //! tollgate crate, so that any of them can use it without a dependency cycle, and it
 //! compiles nothing, and enables no feature, that the workspace's normal build does not
 //! already (hyper and hyper-util come with the AWS SDK's HTTP client): being a
-//! dev-dependency must not make `cargo test` rebuild what `cargo build` built.
+//! dev-dependency must not make `cargo test` rebuild what `cargo build` built. The one
+//! exception is boon (the report schema's validator): `cargo build --workspace`, the
+//! demo's build, compiles this crate too, so the tests still reuse what it built.
 //!
 //! # Layout
 //! - [`http`]: one HTTP/1.1 exchange through hyper's client (a service, a simulator, moto).
@@ -15,6 +17,8 @@
 //! - [`names`]: table names and resource prefixes unique to one test of one run.
 //! - [`runtime`]: a current-thread runtime (and a `LocalSet`) for plain `#[test]`s.
 //! - [`tmpfs`]: a small tmpfs of a test's own, and filling it (the full-disk tests, root).
+//! - [`report_schema`]: every report a test reads validates against
+//!   `docs/report.schema.json`.
 //! - [`cli`]: running `tollgate` or `tollgate-bench` as a user would, and describing the
 //!   outcome.
 
@@ -26,6 +30,7 @@ pub mod emulator;
 pub mod http;
 pub mod moto;
 pub mod names;
+pub mod report_schema;
 pub mod runtime;
 pub mod tmpfs;
 

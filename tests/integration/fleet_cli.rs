@@ -165,6 +165,7 @@ fn stop_mode_refuses_naming_the_table() {
     );
     // And the report says, once per key, that the key was stopped.
     let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     let degraded = degraded_keys(&report);
     assert!(!degraded.is_empty(), "{report}");
     for d in degraded {
@@ -198,6 +199,7 @@ fn local_share_mode_warns_completes_and_says_so_in_the_report() {
     // The report lists every key the scan used, each in local share, naming the table.
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     let degraded = degraded_keys(&report);
     assert!(!degraded.is_empty(), "{report}");
     for d in &degraded {
@@ -256,6 +258,7 @@ fn without_a_fleet_table_nothing_changes() {
     );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     assert!(report.get("fleet_degraded").is_none(), "{report}");
     let status = tollgate(&["status", "--json"], &[], dir.path());
     assert!(status.status.success(), "{}", describe(&status));

@@ -64,6 +64,7 @@ fn a_complete_scan_exits_0_and_writes_report_and_telemetry() {
 
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     assert_eq!(report["account"], MOTO_ACCOUNT);
     assert_eq!(report["regions"], serde_json::json!(["us-east-1"]));
     let datasets = report["datasets"].as_object().unwrap();
@@ -143,6 +144,7 @@ fn a_scan_with_values_lost_to_failures_exits_2_with_the_report_on_stdout() {
     // moto answers GetKeyLastUsage with a 500: retried, given up, the dataset partial.
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     let kms = &report["datasets"]["kms-keys"];
     assert_eq!(kms["status"], "partial");
     let item = kms["items"]
@@ -285,6 +287,7 @@ fn ctrl_c_cancels_writes_the_report_and_exits_130() {
     assert_eq!(status.code(), Some(130), "{seen}{rest}");
     assert!(rest.contains("cancelling"), "{rest}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     assert_eq!(
         report["datasets"]["s3-buckets"]["status"], "cancelled",
         "{report}"
@@ -322,6 +325,7 @@ fn an_unreachable_endpoint_fails_every_dataset_and_exits_1() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     assert!(report["account"].is_null(), "{report}");
     assert!(
         report["identity_note"]

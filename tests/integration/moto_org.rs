@@ -208,6 +208,7 @@ fn an_organization_scan_reports_every_accounts_resources_exactly_with_one_assume
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     let org = &report["organization"];
     assert_eq!(org["management_account"], MOTO_ACCOUNT, "{org}");
     assert_eq!(org["caller_account"], MOTO_ACCOUNT);
@@ -288,6 +289,7 @@ fn an_organization_scan_reports_every_accounts_resources_exactly_with_one_assume
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     let org = &report["organization"];
     assert_eq!(org["scanned"], 2, "{org}");
     let skipped: BTreeMap<&str, &str> = org["skipped"]

@@ -63,6 +63,7 @@ fn ctrl_c_mid_organization_writes_the_partial_report_and_exits_130() {
     assert!(rest.contains("cancelling"), "{rest}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     let org = &report["organization"];
     assert_eq!(org["listed"], 13, "{org}");
     let scanned = org["scanned"].as_u64().unwrap();

@@ -210,6 +210,7 @@ fn a_service_report_equals_the_report_of_discover() {
     let (code, text) = serve.call("GET", &format!("/v1/scans/{scan_id}/report"), None);
     assert_eq!(code, 200);
     let service_report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&service_report);
     assert_eq!(service_report["scan_id"], scan_id.as_str());
 
     // `tollgate discover` of the same account, alongside the service (its client).
@@ -232,6 +233,7 @@ fn a_service_report_equals_the_report_of_discover() {
         String::from_utf8_lossy(&out.stderr)
     );
     let discover_report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&discover_report);
     assert_eq!(comparable(service_report), comparable(discover_report));
     // The shapes are the same document: the service serves the bytes discover prints.
     assert!(text.starts_with("{\n  \"scan_id\""), "{text}");

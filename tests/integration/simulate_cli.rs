@@ -117,6 +117,7 @@ fn demo_discovers_the_bundled_account_completely() {
     assert!(stderr.contains("simulated AWS received"), "{stderr}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     assert_eq!(report["account"], "123456789012");
     let datasets = report["datasets"].as_object().unwrap();
     assert_eq!(

@@ -24,6 +24,7 @@ fn the_demo_report_names_each_throttled_key_with_its_slowed_rate() {
     assert!(out.status.code().is_some(), "{stderr}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
     let throttling = &report["throttling"];
     assert!(throttling.is_object(), "the storm is eventful: {report}");
     let messages: Vec<&str> = throttling["messages"]

@@ -98,6 +98,7 @@ async fn scan(metrics: bool) -> Scan {
         })
         .await
         .unwrap();
+    crate::assert_valid_report(&report);
     discovery.shutdown();
     engine.close().await.unwrap();
     server.shutdown().await;
@@ -352,6 +353,7 @@ fn paused_scan(scenario: &str) -> (DiscoveryReport, Simulator) {
             .unwrap();
         answer.await.unwrap().unwrap()
     });
+    crate::assert_valid_report(&report);
     (report, sim)
 }
 

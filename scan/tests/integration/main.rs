@@ -15,3 +15,10 @@ mod organization_memory;
 mod simulation;
 mod supervisor;
 mod throttled_dataset;
+
+/// Every report a test of this crate reads, as JSON, validates against
+/// `docs/report.schema.json` (an account's or an organization's).
+fn assert_valid_report(report: &impl serde::Serialize) {
+    let json = serde_json::to_value(report).expect("a report serialises");
+    tollgate_testkit::report_schema::assert_valid(&json);
+}

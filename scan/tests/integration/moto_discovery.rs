@@ -363,6 +363,7 @@ async fn discovers_every_dataset_item_by_item() {
         })
         .await
         .unwrap();
+    crate::assert_valid_report(&report);
     discovery.shutdown();
     engine.close().await.unwrap();
 
@@ -577,6 +578,7 @@ async fn a_cancelled_scan_reports_what_it_collected() {
     assert!(scan.cancel().await.unwrap());
     let cancelled_at_events = telemetry.events().len();
     let report = scan.report().await.unwrap();
+    crate::assert_valid_report(&report);
     assert!(
         !scan.cancel().await.unwrap(),
         "a finished scan cannot be cancelled"

@@ -184,6 +184,7 @@ async fn tags_match_get_resources_and_the_sns_topic_is_tags_only() {
         })
         .await
         .unwrap();
+    crate::assert_valid_report(&report);
     discovery.shutdown();
     engine.close().await.unwrap();
     let want = moto_tags(&moto).await;

@@ -109,11 +109,13 @@ async fn scan(
     policies: PolicyTable,
 ) -> OrganizationReport {
     let (supervisor, _) = supervisor(sim, policies);
-    start(&supervisor, request)
+    let report = start(&supervisor, request)
         .await
         .report()
         .await
-        .expect("a report")
+        .expect("a report");
+    crate::assert_valid_report(&report);
+    report
 }
 
 /// Items per account and dataset.
@@ -397,7 +399,9 @@ fn cancelled_once(
         }
         assert!(handle.cancel());
         assert!(!handle.cancel(), "a second cancel is a no-op");
-        handle.report().await.unwrap()
+        let report = handle.report().await.unwrap();
+        crate::assert_valid_report(&report);
+        report
     })
 }
 

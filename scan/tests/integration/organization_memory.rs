@@ -87,6 +87,7 @@ async fn an_organization_scan_leaves_no_member_scan_and_no_credentials_behind() 
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let report = scan.report().await.unwrap();
+    crate::assert_valid_report(&report);
     assert_eq!(report.accounts.len(), MEMBERS + 1, "{report:?}");
     assert!(
         most_held <= IN_FLIGHT,

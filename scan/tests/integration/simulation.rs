@@ -90,6 +90,7 @@ async fn discover(sim: &Simulator, datasets: Vec<Dataset>) -> Run {
         .await
         .expect("the supervisor answers");
     let report = answer.await.expect("a report").expect("a known scan");
+    crate::assert_valid_report(&report);
     Run {
         report,
         elapsed: tollgate_actors::clock::since(started_at),

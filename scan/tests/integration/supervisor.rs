@@ -92,6 +92,7 @@ async fn a_scan_cancelled_during_setup_still_reports() {
     assert!(scan.cancel().await.unwrap());
     assert!(!scan.cancel().await.unwrap(), "cancelled once");
     let report = scan.report().await.unwrap();
+    crate::assert_valid_report(&report);
     assert_eq!(report.scan_id, scan.id().to_string());
     for dataset in [Dataset::KmsKeys, Dataset::S3Buckets] {
         let d = report.dataset(dataset).unwrap();

@@ -103,6 +103,7 @@ async fn a_throttled_dataset_is_partial_and_the_gap_is_reported() {
         })
         .await
         .unwrap();
+    crate::assert_valid_report(&report);
     discovery.shutdown();
     admission.shutdown().await.unwrap();
 

@@ -92,6 +92,10 @@ impl Serve {
         let (status, text) = self.call(method, path, body);
         let value = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("{method} {path}: {status} {text:?} is not JSON: {e}"));
+        // Every scan report the service tests read validates against the schema.
+        if status == 200 && path.starts_with("/v1/scans/") && path.ends_with("/report") {
+            tollgate_testkit::report_schema::assert_valid(&value);
+        }
         (status, value)
     }
 
