@@ -81,7 +81,8 @@ mod tests {
 
     #[test]
     fn a_report_that_breaks_the_model_does_not_validate() {
-        let breaks: [(&str, fn(&mut serde_json::Value)); 6] = [
+        type Break = fn(&mut serde_json::Value);
+        let breaks: [(&str, Break); 6] = [
             ("an unknown status", |r| {
                 r["datasets"]["kms-keys"]["status"] = json!("done");
             }),
