@@ -25,7 +25,7 @@ pub enum CollectedBy {
     TagsOnly,
 }
 
-/// One row of `tollgate types`.
+/// One row of `tollgate types`. `--types` selects the [`CollectedBy::Native`] rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TypeInfo {
     /// CloudFormation type name, or one in the same style (`AWS::EC2::Snapshot`).
@@ -36,8 +36,6 @@ pub struct TypeInfo {
     pub collected_by: CollectedBy,
     /// Whether a scan without `--types` collects it natively.
     pub default: bool,
-    /// Whether `--types` can select it (the natively collected types).
-    pub selectable: bool,
     /// Whether its items' region is `global`.
     pub global: bool,
     /// Whether CloudFormation has the type (`false`: a name in its style, for types
@@ -58,7 +56,6 @@ pub fn catalog() -> Vec<TypeInfo> {
             alias: Some(d.name()),
             collected_by: CollectedBy::Native,
             default: defaults.contains(&d),
-            selectable: true,
             global: d.is_global(),
             cloudformation: !NOT_CLOUDFORMATION.contains(&d.resource_type()),
         })
@@ -72,7 +69,6 @@ pub fn catalog() -> Vec<TypeInfo> {
             alias: None,
             collected_by: CollectedBy::TagsOnly,
             default: false,
-            selectable: false,
             global: GLOBAL_SERVICES.contains(service),
             cloudformation: !NOT_CLOUDFORMATION.contains(resource_type),
         });
@@ -86,7 +82,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_dataset_is_a_selectable_native_row_under_its_alias() {
+    fn every_dataset_is_a_native_row_under_its_alias() {
         let rows = catalog();
         for d in Dataset::catalog() {
             let row = rows
@@ -95,7 +91,21 @@ mod tests {
                 .unwrap();
             assert_eq!(row.alias, Some(d.name()));
             assert_eq!(row.collected_by, CollectedBy::Native);
-            assert!(row.selectable && row.cloudformation);
+            assert!(row.cloudformation);
+        }
+    }
+
+    #[test]
+    fn native_rows_are_what_types_selects_and_tags_only_rows_are_refused() {
+        for row in catalog() {
+            let selected = crate::dataset::select(&[row.resource_type]);
+            match row.collected_by {
+                CollectedBy::Native => assert_eq!(
+                    selected.map(|d| d.iter().map(|d| d.resource_type()).collect::<Vec<_>>()),
+                    Ok(vec![row.resource_type])
+                ),
+                CollectedBy::TagsOnly => assert!(selected.is_err(), "{}", row.resource_type),
+            }
         }
     }
 

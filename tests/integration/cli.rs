@@ -63,7 +63,7 @@ fn policies_say_which_defaults_are_not_verified_aws_quotas() {
 }
 
 #[test]
-fn types_json_lists_every_dataset_and_every_selectable_type_parses_as_a_type() {
+fn types_json_lists_every_dataset_and_discover_refuses_a_tags_only_type() {
     let out = tollgate(&["types", "--json"], &[]);
     assert!(
         out.status.success(),
@@ -80,14 +80,14 @@ fn types_json_lists_every_dataset_and_every_selectable_type_parses_as_a_type() {
     assert_eq!(row("AWS::S3::Bucket")["collected_by"], "native");
     assert_eq!(row("AWS::SQS::Queue")["collected_by"], "tags-only");
     assert_eq!(row("AWS::EC2::Snapshot")["cloudformation"], false);
-    // What the table calls selectable, `discover --types` accepts (checked without a
-    // scan: an unknown type is refused before any credential is read).
-    let selectable: Vec<&str> = rows
+    // The four datasets are the native rows; a tags-only type is refused by `--types`
+    // before any credential is read.
+    let native: Vec<&str> = rows
         .iter()
-        .filter(|r| r["selectable"] == true)
+        .filter(|r| r["collected_by"] == "native")
         .map(|r| r["resource_type"].as_str().unwrap())
         .collect();
-    assert_eq!(selectable.len(), 4, "{selectable:?}");
+    assert_eq!(native.len(), 4, "{native:?}");
     let out = tollgate(&["discover", "--types", "AWS::SQS::Queue"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
