@@ -177,6 +177,25 @@ impl AdmissionHandle {
         });
     }
 
+    /// Report an admitted attempt's outcome to a key it was charged to beside its own
+    /// (a Cloud Control call's underlying operation, whose service throttled the
+    /// handler): `admitted_at` is the attempt's grant, which charged every key at once.
+    pub fn feedback_on(
+        &self,
+        key: &QuotaKey,
+        policy: Policy,
+        outcome: Outcome,
+        admitted_at: Timestamp,
+    ) {
+        self.backend.tell(Operation::Feedback {
+            key: CanonicalKey::new(key),
+            policy,
+            outcome,
+            admitted_at,
+            refund_retry: false,
+        });
+    }
+
     /// Cancel every queued waiter of `scope` on every key, in every process; they never
     /// start. Returns how many were removed, or why the coordinator could not be asked.
     pub async fn cancel_scope(&self, scope: u64) -> Result<usize, AdmissionError> {
@@ -289,6 +308,25 @@ impl ReservationGuard {
             policy: budget_policy,
             cost: budget_cost,
         };
+        self.admit_with_budgets(cost, retry, vec![budget], wait)
+            .await
+    }
+
+    /// Final admission for one attempt that also charges every one of `budgets` (a Cloud
+    /// Control call's underlying operations, a GetMetricData attempt's datapoints): all
+    /// keys are charged at one instant or none is (`local::paired`). No budgets is a
+    /// plain [`ReservationGuard::admit`]. The grant is this key's: feedback, pauses and
+    /// refunds go to it.
+    pub async fn admit_with_budgets(
+        &self,
+        cost: u32,
+        retry: bool,
+        budgets: Vec<BudgetCharge>,
+        wait: WaitOptions,
+    ) -> Result<Grant, AdmissionError> {
+        if budgets.is_empty() {
+            return self.admit(cost, retry, wait).await;
+        }
         self.admit_as(wait, |key, policy, reservation| {
             Operation::AdmitWithBudget {
                 key,
@@ -298,7 +336,7 @@ impl ReservationGuard {
                 retry,
                 timeout: wait.timeout,
                 scope: wait.scope,
-                budget: budget.clone(),
+                budgets: budgets.clone(),
             }
         })
         .await

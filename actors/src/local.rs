@@ -250,7 +250,7 @@ impl LocalAdmission {
                 retry,
                 timeout,
                 scope,
-                budget,
+                budgets,
             } => {
                 let pair = Pair {
                     key,
@@ -260,7 +260,7 @@ impl LocalAdmission {
                         cost,
                         retry,
                     },
-                    budget,
+                    budgets,
                     deadline: now + timeout,
                     scope,
                 };

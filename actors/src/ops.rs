@@ -65,10 +65,11 @@ pub enum Operation {
         /// Cancellation scope (scan id).
         scope: Option<u64>,
     },
-    /// Final admission for one attempt that must also charge a second key, atomically: a
+    /// Final admission for one attempt that must also charge other keys, atomically: a
     /// GetMetricData attempt's request token and its datapoints (seed 000: "Final
-    /// admission atomically charges request capacity and CloudWatch datapoints").
-    /// Answered like `Admit`, with the grant of `key`; see `local::paired`.
+    /// admission atomically charges request capacity and CloudWatch datapoints"), or a
+    /// Cloud Control call's own token and one of each underlying operation its handler
+    /// performs. Answered like `Admit`, with the grant of `key`; see `local::paired`.
     AdmitWithBudget {
         /// The key (its slot is held).
         key: CanonicalKey,
@@ -85,8 +86,8 @@ pub enum Operation {
         timeout: Duration,
         /// Cancellation scope (scan id).
         scope: Option<u64>,
-        /// The second key and what it is charged.
-        budget: BudgetCharge,
+        /// The other keys and what each is charged (at least one).
+        budgets: Vec<BudgetCharge>,
     },
     /// An admitted attempt's outcome.
     Feedback {
@@ -176,8 +177,9 @@ impl Operation {
     }
 }
 
-/// The second key of an [`Operation::AdmitWithBudget`]: a budget charged beside the
-/// attempt's own key (the account/region datapoint budget of a GetMetricData attempt).
+/// One of the other keys of an [`Operation::AdmitWithBudget`]: a budget charged beside
+/// the attempt's own key (the account/region datapoint budget of a GetMetricData
+/// attempt, an underlying operation of a Cloud Control call).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BudgetCharge {
     /// The budget's key.
@@ -319,14 +321,21 @@ mod tests {
                 retry: false,
                 timeout: second,
                 scope: Some(2),
-                budget: BudgetCharge {
-                    key: CanonicalKey::parse(
-                        "aws/123456789012/us-east-1/cloudwatch:GetMetricData:recent-datapoints",
-                    )
-                    .unwrap(),
-                    policy: Policy::with_rate(180_000.0, 180_000.0).unwrap(),
-                    cost: 7_000,
-                },
+                budgets: vec![
+                    BudgetCharge {
+                        key: CanonicalKey::parse(
+                            "aws/123456789012/us-east-1/cloudwatch:GetMetricData:recent-datapoints",
+                        )
+                        .unwrap(),
+                        policy: Policy::with_rate(180_000.0, 180_000.0).unwrap(),
+                        cost: 7_000,
+                    },
+                    BudgetCharge {
+                        key: CanonicalKey::parse("aws/123456789012/-/iam:ListRoles").unwrap(),
+                        policy: Policy::with_rate(2.0, 5.0).unwrap(),
+                        cost: 1,
+                    },
+                ],
             },
             Operation::Feedback {
                 key: key(),

@@ -38,6 +38,14 @@
 //! Cancellation reaches both waits (each carries the caller's scope), deadlines bound
 //! both, and a refusal of either (a cost above the budget's burst: raise it with an
 //! override) ends the pairing with that refusal after refunding the other half.
+//!
+//! **More than two keys.** A Cloud Control call charges its own key and one token of each
+//! operation its type's handler performs (issue 33: `ListResources` of `AWS::IAM::Role`
+//! spends `iam:ListRoles`). The rounds are the same with any number of keys: the lead
+//! waits in its FIFO, every other key is tried once in order (budgets first, the
+//! attempt's own key last), and the first that cannot grant now refunds every grant of
+//! the round and leads the next one. All keys are charged at one instant or none is;
+//! each failed round still means some key was granted to someone else.
 
 use actix::Addr;
 use tollgate_quota::{AdmitRequest, Grant, Policy, ReservationId, Timestamp};
@@ -49,28 +57,21 @@ use crate::ops::BudgetCharge;
 use crate::quota_actor::QuotaActor;
 use crate::AdmissionError;
 
-/// The attempt's own key and the budget charged beside it.
+/// The attempt's own key and the budgets charged beside it.
 #[derive(Debug, Clone)]
 pub(crate) struct Pair {
     /// The attempt's key, its policy and its request (held slot, cost, retry).
     pub key: CanonicalKey,
     pub policy: Policy,
     pub request: AdmitRequest,
-    /// The budget.
-    pub budget: BudgetCharge,
+    /// The budgets (at least one; none admits as a plain `Admit` would).
+    pub budgets: Vec<BudgetCharge>,
     /// When the caller gives up, and its tag (scope) for cancellation.
     pub deadline: Timestamp,
     pub scope: Option<u64>,
 }
 
-/// Which key a round waits for in its FIFO.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lead {
-    Budget,
-    Key,
-}
-
-/// The budget's slot, given back when the pairing ends (or its future is dropped).
+/// A budget's slot, given back when the pairing ends (or its future is dropped).
 struct BudgetSlot {
     actor: Addr<QuotaActor>,
     id: ReservationId,
@@ -86,6 +87,9 @@ impl Drop for BudgetSlot {
     }
 }
 
+/// One key of a pairing and what its round asks of it.
+type Charge<'a> = (&'a CanonicalKey, Policy, AdmitRequest);
+
 impl LocalAdmission {
     /// Admit `pair` for `caller` (see the module docs): the grant of the attempt's key.
     pub(crate) async fn admit_paired(
@@ -94,44 +98,56 @@ impl LocalAdmission {
         caller: Caller,
     ) -> Result<Grant, AdmissionError> {
         let tag = caller.tag(pair.scope);
-        let budget = &pair.budget;
-        let slot = self.reserve_budget(&pair, tag, caller).await?;
-        let budget_request = AdmitRequest {
-            reservation: slot.id,
-            cost: budget.cost,
-            retry: false,
-        };
-        let mut lead = Lead::Budget;
+        let mut slots = Vec::with_capacity(pair.budgets.len());
+        for budget in &pair.budgets {
+            slots.push(self.reserve_budget(&pair, budget, tag, caller).await?);
+        }
+        // The budgets first, in the caller's order, then the attempt's own key (last).
+        let mut charges: Vec<Charge<'_>> = pair
+            .budgets
+            .iter()
+            .zip(&slots)
+            .map(|(budget, slot)| {
+                let request = AdmitRequest {
+                    reservation: slot.id,
+                    cost: budget.cost,
+                    retry: false,
+                };
+                (&budget.key, budget.policy, request)
+            })
+            .collect();
+        charges.push((&pair.key, pair.policy, pair.request));
+        let own = charges.len() - 1;
+        let mut lead = 0;
         loop {
-            let (first, second) = match lead {
-                Lead::Budget => (
-                    (&budget.key, budget.policy, budget_request),
-                    (&pair.key, pair.policy, pair.request),
-                ),
-                Lead::Key => (
-                    (&pair.key, pair.policy, pair.request),
-                    (&budget.key, budget.policy, budget_request),
-                ),
-            };
-            let first_grant = self.admit_on(first, pair.deadline, false, tag).await?;
-            let tried = self.admit_on(second, pair.deadline, true, tag).await;
-            let keys_grant = |second_grant| match lead {
-                Lead::Budget => second_grant,
-                Lead::Key => first_grant,
-            };
-            match tried {
-                Ok(second_grant) => return Ok(keys_grant(second_grant)),
-                Err(AdmissionError::DeadlineExceeded { .. }) if self.now() < pair.deadline => {
-                    self.refund(first, first_grant).await;
-                    lead = match lead {
-                        Lead::Budget => Lead::Key,
-                        Lead::Key => Lead::Budget,
-                    };
+            let lead_grant = self
+                .admit_on(charges[lead], pair.deadline, false, tag)
+                .await?;
+            let mut granted = vec![(lead, lead_grant)];
+            // The others in index order: the attempt's own key, last, is tried last.
+            let mut refused = None;
+            for (i, charge) in charges.iter().enumerate().filter(|(i, _)| *i != lead) {
+                match self.admit_on(*charge, pair.deadline, true, tag).await {
+                    Ok(grant) => granted.push((i, grant)),
+                    Err(e) => {
+                        refused = Some((i, e));
+                        break;
+                    }
                 }
-                Err(e) => {
-                    self.refund(first, first_grant).await;
-                    return Err(e);
-                }
+            }
+            let Some((i, error)) = refused else {
+                // Every key granted: the own key's grant is the lead's, or the last one.
+                return Ok(match lead == own {
+                    true => lead_grant,
+                    false => granted.last().map_or(lead_grant, |(_, g)| *g),
+                });
+            };
+            for (j, grant) in granted {
+                self.refund(charges[j], grant).await;
+            }
+            match error {
+                AdmissionError::DeadlineExceeded { .. } if self.now() < pair.deadline => lead = i,
+                e => return Err(e),
             }
         }
     }
@@ -139,10 +155,10 @@ impl LocalAdmission {
     async fn reserve_budget(
         &self,
         pair: &Pair,
+        budget: &BudgetCharge,
         tag: WaiterTag,
         caller: Caller,
     ) -> Result<BudgetSlot, AdmissionError> {
-        let budget = &pair.budget;
         let now = self.now();
         let id = self
             .ask(&budget.key, budget.policy, |reply| Reserve {
@@ -177,11 +193,7 @@ impl LocalAdmission {
         .await
     }
 
-    async fn refund(
-        &self,
-        (key, policy, request): (&CanonicalKey, Policy, AdmitRequest),
-        grant: Grant,
-    ) {
+    async fn refund(&self, (key, policy, request): Charge<'_>, grant: Grant) {
         match self.actor(key, policy, false).await {
             Ok(actor) => actor.do_send(Refund {
                 cost: request.cost,

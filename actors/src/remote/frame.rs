@@ -32,14 +32,16 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// The protocol version this build speaks. Version 4 wraps the admission operations in
+/// The protocol version this build speaks. Version 5 charges any number of keys beside
+/// an attempt's own (`admit_with_budget`'s `budgets` list; version 4 had one `budget`).
+/// Version 4 wraps the admission operations in
 /// one `op` request and one `answer` response (`{"op": {"reserve": {...}}}`, see
 /// `crate::ops`), sends a missing cancellation scope as `null` instead of `0`, and adds
 /// the `coordination` error. Version 3 adds the key-wide Retry-After pause
 /// and the circuit breakers (`pause`, `breaker_pass`, `breaker_report`; a version 2
 /// coordinator could not decode them). Version 2 tags messages externally
 /// (`{"admit": {...}}`); version 1 had `{"op": "admit", ...}`.
-pub const PROTOCOL_VERSION: u8 = 4;
+pub const PROTOCOL_VERSION: u8 = 5;
 
 /// The largest frame either side accepts (length field excluded).
 pub const MAX_FRAME_BYTES: usize = 64 * 1024;

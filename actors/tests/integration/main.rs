@@ -17,6 +17,7 @@ mod fleet_calendar;
 mod fleet_requests;
 mod full_disk;
 mod lifecycle;
+mod paired_many;
 mod paired_remote;
 mod processes;
 mod refusals;
