@@ -42,6 +42,7 @@ use crate::aws::identity::CallerIdentity;
 use crate::aws::metric_data::MetricDataPlan;
 use crate::aws::retry;
 use crate::aws::telemetry::{NoTelemetry, TelemetrySink};
+use crate::aws::underlying::UnderlyingPlan;
 
 /// The gate: admission handle, policies, the caller's account, retry settings, telemetry
 /// and the one shared inner HTTP client. Cheap to clone.
@@ -173,7 +174,39 @@ impl AwsGate {
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
         let key = self.quota_key(service, operation, region)?;
-        retry::run(&self.inner, ctx, (service, operation), key, None, send).await
+        let beside = retry::Beside::default();
+        retry::run(&self.inner, ctx, (service, operation), key, beside, send).await
+    }
+
+    /// Make one Cloud Control call (`ListResources`, `GetResource`: `service` and
+    /// `operation` name its own quota) exactly as [`AwsGate::call`], except that every
+    /// physical attempt, retries included, also charges one token of each of
+    /// `underlying` (`("iam", "ListRoles")`, ...: the operations the resource type's
+    /// handler performs, from its CloudFormation schema), all at one instant; and a
+    /// throttle of the handler's downstream call is fed back to those keys, not to
+    /// Cloud Control's (see the `underlying` module). An empty `underlying` is a plain
+    /// [`AwsGate::call`].
+    pub async fn call_with_underlying<T, E, F, Fut>(
+        &self,
+        ctx: &CallContext,
+        (service, operation): (&str, &str),
+        region: Option<&str>,
+        underlying: &[(String, String)],
+        send: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnMut(GatedHttpClient) -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let key = self.quota_key(service, operation, region)?;
+        let plan = UnderlyingPlan::new(&key, underlying, &self.inner.policies)
+            .map_err(|e| CallError::new(CallErrorKind::Admission, operation, e.to_string()))?;
+        let beside = retry::Beside {
+            metric_data: None,
+            underlying: Some(Arc::new(plan)),
+        };
+        retry::run(&self.inner, ctx, (service, operation), key, beside, send).await
     }
 
     /// Make one CloudWatch `GetMetricData` call (one page: pass the `NextToken` into the
@@ -202,7 +235,10 @@ impl AwsGate {
         let key = self.quota_key(SERVICE, OPERATION, Some(region))?;
         let plan = MetricDataPlan::new(request.clone(), &key, &self.inner.policies)
             .map_err(|e| CallError::new(CallErrorKind::Admission, OPERATION, e.to_string()))?;
-        let plan = Some(Arc::new(plan));
-        retry::run(&self.inner, ctx, (SERVICE, OPERATION), key, plan, send).await
+        let beside = retry::Beside {
+            metric_data: Some(Arc::new(plan)),
+            underlying: None,
+        };
+        retry::run(&self.inner, ctx, (SERVICE, OPERATION), key, beside, send).await
     }
 }

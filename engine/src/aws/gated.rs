@@ -46,11 +46,14 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::clock::{monotonic_now, until};
-use tollgate_actors::{AdmissionError, AdmissionHandle, ReservationGuard, WaitOptions};
+use tollgate_actors::{
+    AdmissionError, AdmissionHandle, BudgetCharge, CanonicalKey, ReservationGuard, WaitOptions,
+};
 use tollgate_quota::{DatapointCharge, Grant, Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::{retry_after, ServerDelay};
 use crate::aws::metric_data::MetricDataPlan;
+use crate::aws::underlying::UnderlyingPlan;
 
 /// Longest a signed request waits for admission: 4 minutes, a margin inside the usual
 /// 5-minute SigV4 validity window (seed 000).
@@ -83,6 +86,9 @@ pub(crate) struct AttemptPlan {
     /// A GetMetricData call's datapoint budgets: final admission charges the attempt's
     /// datapoints with its request token (`None` for every other operation).
     pub metric_data: Option<Arc<MetricDataPlan>>,
+    /// A Cloud Control call's underlying operations: final admission charges one token
+    /// of each with the request token (`None` for every other operation).
+    pub underlying: Option<Arc<UnderlyingPlan>>,
 }
 
 /// Where an attempt asks its scope's breaker again before sending.
@@ -226,26 +232,34 @@ impl HttpConnector for GatedConnector {
 
 /// Final admission of the attempt: its request token, and for a GetMetricData call its
 /// datapoints, computed now (each attempt, retries included) and charged with the token
-/// at one instant ([`MetricDataPlan`]).
+/// at one instant ([`MetricDataPlan`]); for a Cloud Control call, one token of each
+/// underlying operation as well ([`UnderlyingPlan`]).
 async fn final_admission(attempt: &Attempt, wait: WaitOptions) -> Result<Grant, AdmissionError> {
     let plan = &attempt.plan;
-    let Some(metric_data) = plan.metric_data.as_deref() else {
-        return plan.guard.admit(plan.cost, plan.retry, wait).await;
-    };
-    let (charge, budget) = metric_data.charge_at(plan.guard.now());
+    let mut budgets = Vec::new();
+    let mut datapoints = None;
+    if let Some(metric_data) = plan.metric_data.as_deref() {
+        let (charge, budget) = metric_data.charge_at(plan.guard.now());
+        budgets.push(BudgetCharge {
+            key: CanonicalKey::new(&budget.key),
+            policy: budget.policy,
+            cost: charge.cost,
+        });
+        datapoints = Some(charge);
+    }
+    if let Some(underlying) = plan.underlying.as_deref() {
+        budgets.extend(underlying.keys().map(|k| BudgetCharge {
+            key: CanonicalKey::new(&k.key),
+            policy: k.policy,
+            cost: 1,
+        }));
+    }
     let granted = plan
         .guard
-        .admit_with_budget(
-            plan.cost,
-            plan.retry,
-            &budget.key,
-            budget.policy,
-            charge.cost,
-            wait,
-        )
+        .admit_with_budgets(plan.cost, plan.retry, budgets, wait)
         .await;
-    if granted.is_ok() {
-        attempt.update(|r| r.datapoints = Some(charge));
+    if granted.is_ok() && datapoints.is_some() {
+        attempt.update(|r| r.datapoints = datapoints);
     }
     granted
 }

@@ -16,6 +16,7 @@
 //! - [`retry`]: the retry owner: one call's reservation, attempts and feedback; its pure
 //!   `decide` says what follows each attempt.
 //! - `metric_data`: a GetMetricData call's datapoint budgets, and each attempt's charge.
+//! - [`underlying`]: the underlying operations a Cloud Control call charges beside its own key.
 //! - `sdk_error`: what a failed SDK call says (code, message, status), classified.
 //! - [`backoff`]: `RetrySettings`, full-jitter backoff, `Retry-After` parsing.
 //! - [`taxonomy`]: throttled / transient / fatal / credentials, from code, then status,
@@ -45,6 +46,7 @@ pub(crate) mod retry;
 mod sdk_error;
 pub mod taxonomy;
 pub mod telemetry;
+pub mod underlying;
 
 pub use assume_role::{AssumeRole, RoleError};
 pub use backoff::{Jitter, RetrySettings, DEFAULT_MAX_ATTEMPTS};

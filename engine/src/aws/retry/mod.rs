@@ -66,7 +66,7 @@ use tokio::time::{sleep, sleep_until, Instant};
 use tollgate_actors::{
     batch_writes, AdmissionError, CanonicalKey, Cleanup, ReservationGuard, WaitOptions,
 };
-use tollgate_quota::{Passage, ProbeId, QuotaKey};
+use tollgate_quota::{Outcome, Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::random_unit;
 use crate::aws::context::{CallContext, GateInner};
@@ -74,11 +74,13 @@ use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::gated::{
     AttemptPlan, AttemptRecord, BreakerRecheck, ConnectorStop, GatedHttpClient,
 };
-use crate::aws::metric_data::MetricDataPlan;
+use crate::aws::metric_data::{BudgetKey, MetricDataPlan};
 use crate::aws::sdk_error::{describe, FailureFacts};
+use crate::aws::taxonomy::ErrorClass;
 use crate::aws::telemetry::{
     AttemptEvent, AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome,
 };
+use crate::aws::underlying::{downstream_service, UnderlyingPlan};
 use crate::clock;
 
 use decide::{admission_give_up, decide, AdmissionStop, Standing};
@@ -87,14 +89,23 @@ use failure::{admission_error, AttemptEnd};
 use reports::{reports, KeyReport, PrepEnd};
 use tally::{Next, Sent, Tally};
 
-/// Run one logical call. See the module docs. `metric_data`: a GetMetricData call's
-/// datapoint budgets, charged with each attempt's request token.
+/// What a call charges beside its own key at every attempt: a GetMetricData call's
+/// datapoint budgets, a Cloud Control call's underlying operations (both `None` for
+/// every other call).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Beside {
+    pub metric_data: Option<Arc<MetricDataPlan>>,
+    pub underlying: Option<Arc<UnderlyingPlan>>,
+}
+
+/// Run one logical call. See the module docs. `beside`: what each attempt charges with
+/// its request token.
 pub(crate) async fn run<T, E, F, Fut>(
     gate: &GateInner,
     ctx: &CallContext,
     (service, operation): (&str, &str),
     key: QuotaKey,
-    metric_data: Option<Arc<MetricDataPlan>>,
+    beside: Beside,
     mut send: F,
 ) -> Result<T, CallError>
 where
@@ -124,7 +135,7 @@ where
         gate,
         ctx,
         key: &key,
-        metric_data,
+        beside,
         events,
         guard,
         tally: Tally::FIRST,
@@ -175,7 +186,7 @@ struct Call<'a> {
     gate: &'a GateInner,
     ctx: &'a CallContext,
     key: &'a QuotaKey,
-    metric_data: Option<Arc<MetricDataPlan>>,
+    beside: Beside,
     events: Events<'a>,
     /// The concurrency reservation, held across every retry.
     guard: Arc<ReservationGuard>,
@@ -234,9 +245,28 @@ impl Call<'_> {
             Err(end) => end,
         };
         let (gate, guard, key) = (self.gate, &self.guard, self.key);
-        send_reports(gate, guard, key, &record, &mut self.probe, ended);
+        match self.downstream(&end) {
+            Some(throttled) => {
+                report_downstream(gate, guard, key, &record, &mut self.probe, throttled)
+            }
+            None => send_reports(gate, guard, key, &record, &mut self.probe, ended),
+        }
         self.tally.ended(sent);
         self.after_failure(end, sent, &record, prep, now)
+    }
+
+    /// The underlying keys a downstream throttle is fed back to: a Cloud Control call's
+    /// throttling error naming the underlying service (`underlying` module docs).
+    fn downstream(&self, end: &AttemptEnd) -> Option<Vec<BudgetKey>> {
+        let underlying = self.beside.underlying.as_deref()?;
+        let AttemptEnd::Failed(facts) = end else {
+            return None;
+        };
+        if facts.class != ErrorClass::Throttled {
+            return None;
+        }
+        let service = downstream_service(&facts.message)?;
+        Some(underlying.throttled(service).into_iter().cloned().collect())
     }
 
     /// The plan of the current attempt's next preparation: the breaker is asked again
@@ -255,7 +285,8 @@ impl Call<'_> {
             deadline: self.ctx.deadline,
             max_wait: self.gate.signed_request_max_wait,
             breaker,
-            metric_data: self.metric_data.clone(),
+            metric_data: self.beside.metric_data.clone(),
+            underlying: self.beside.underlying.clone(),
         }
     }
 
@@ -441,6 +472,26 @@ fn send_reports(
     }
     if let Some(hint) = said.pause {
         guard.pause(hint);
+    }
+}
+
+/// A Cloud Control call whose handler's downstream call was throttled: Cloud Control
+/// answered, so its own key and breaker hear a success; the throttle is fed back to
+/// the `throttled` underlying keys, which the attempt's grant charged at that instant.
+fn report_downstream(
+    gate: &GateInner,
+    guard: &ReservationGuard,
+    key: &QuotaKey,
+    record: &AttemptRecord,
+    probe: &mut Option<ProbeId>,
+    throttled: Vec<BudgetKey>,
+) {
+    send_reports(gate, guard, key, record, probe, PrepEnd::Success);
+    if let Some(grant) = &record.grant {
+        for k in throttled {
+            gate.admission
+                .feedback_on(&k.key, k.policy, Outcome::Throttled, grant.admitted_at);
+        }
     }
 }
 

@@ -1,0 +1,170 @@
+//! What a Cloud Control call charges besides its own token: one token of each operation
+//! its resource type's handler performs (issue 33).
+//!
+//! AWS executes a Cloud Control `ListResources` or `GetResource` as calls to the
+//! underlying service, made with the caller's credentials, so it spends *that service's*
+//! quota: listing `AWS::IAM::Role` spends `iam:ListRoles`, which every other IAM reader
+//! of the account shares. A gate that charged only `cloudcontrol:ListResources` would
+//! let a sweep empty IAM's quota while believing itself polite. [`UnderlyingPlan`] holds
+//! the canonical keys of the handler's operations (from the CloudFormation schema's
+//! `handlers.list.permissions` or `handlers.read.permissions`); final admission charges
+//! the call's own key and every one of them at one instant (`tollgate_actors`'s
+//! `admit_with_budgets`), for every physical attempt, retries included.
+//!
+//! What is modelled and what is not: one token per operation the schema names, per
+//! page or resource read. A handler may make more calls than that (one per item for
+//! some types, several pages of the underlying listing for one Cloud Control page);
+//! the schema does not say how many, so the charge is a floor, and the underlying keys'
+//! own feedback (below) slows the sweep when the floor is too low.
+//!
+//! Feedback: Cloud Control's own `ThrottlingException` is about its own key. A handler
+//! whose downstream call was throttled surfaces as a throttling error whose message
+//! names the downstream service the way the Java resource handlers write it (`Rate
+//! exceeded (Service: Iam, Status Code: 400, ...)`); [`downstream_service`] reads it, and
+//! the throttle is fed back to the underlying keys of that service instead (the Cloud
+//! Control key is told its call was answered).
+
+use tollgate_quota::{PolicyTable, QuotaKey};
+
+use crate::aws::metric_data::BudgetKey;
+
+/// The underlying keys one call charges beside its own.
+#[derive(Debug, Clone)]
+pub(crate) struct UnderlyingPlan {
+    keys: Vec<(String, BudgetKey)>,
+}
+
+impl UnderlyingPlan {
+    /// The keys of `operations` (`iam:ListRoles`, ...) beside `own`, in its account and
+    /// region (dropped for a global service), with their policies from `policies`.
+    /// Duplicates, and an operation that is the call's own key, are charged once.
+    pub fn new(
+        own: &QuotaKey,
+        operations: &[(String, String)],
+        policies: &PolicyTable,
+    ) -> Result<UnderlyingPlan, tollgate_quota::KeyError> {
+        let mut keys: Vec<(String, BudgetKey)> = Vec::new();
+        for (service, operation) in operations {
+            let key = QuotaKey::for_operation(
+                own.partition(),
+                own.account(),
+                own.region(),
+                service,
+                operation,
+            )?;
+            if &key == own || keys.iter().any(|(_, k)| k.key == key) {
+                continue;
+            }
+            let policy = policies.policy_for_key(&key);
+            keys.push((service.to_ascii_lowercase(), BudgetKey { key, policy }));
+        }
+        Ok(UnderlyingPlan { keys })
+    }
+
+    /// Every key, in the order given.
+    pub fn keys(&self) -> impl Iterator<Item = &BudgetKey> {
+        self.keys.iter().map(|(_, k)| k)
+    }
+
+    /// The keys a downstream throttle of `service` (as [`downstream_service`] read it)
+    /// is fed back to: those of that service, or every key when none is of it (a
+    /// message naming the service differently than its IAM prefix).
+    pub fn throttled(&self, service: &str) -> Vec<&BudgetKey> {
+        let wanted = normalise(service);
+        let of_service: Vec<&BudgetKey> = self
+            .keys
+            .iter()
+            .filter(|(s, _)| normalise(s) == wanted)
+            .map(|(_, k)| k)
+            .collect();
+        match of_service.is_empty() {
+            true => self.keys().collect(),
+            false => of_service,
+        }
+    }
+}
+
+/// The downstream service a throttling error's message names (`Rate exceeded (Service:
+/// Iam, Status Code: 400, Request ID: ...)` → `Iam`), or `None` when the message names
+/// none or names Cloud Control itself: then the throttle is Cloud Control's own.
+pub fn downstream_service(message: &str) -> Option<&str> {
+    let (_, rest) = message.split_once("(Service: ")?;
+    let name = rest.split([',', ')']).next()?.trim();
+    let own = ["cloudcontrol", "cloudcontrolapi", "cloudformation"];
+    match name.is_empty() || own.contains(&normalise(name).as_str()) {
+        true => None,
+        false => Some(name),
+    }
+}
+
+/// A service's name compared loosely: `Iam`, `iam`, `ElasticLoadBalancingV2` and
+/// `elasticloadbalancing` are told apart only by letters (version suffixes dropped).
+fn normalise(service: &str) -> String {
+    let lower: String = service
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    lower.trim_end_matches("v2").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_downstream_throttle_names_its_service_and_cloud_controls_own_names_none() {
+        let iam = "Rate exceeded (Service: Iam, Status Code: 400, Request ID: 1f2e)";
+        assert_eq!(downstream_service(iam), Some("Iam"));
+        assert_eq!(downstream_service("Rate exceeded"), None);
+        assert_eq!(
+            downstream_service("Rate exceeded (Service: CloudControlApi, Status Code: 400)"),
+            None
+        );
+        assert_eq!(downstream_service("(Service: )"), None);
+        assert_eq!(downstream_service("(Service: Sqs)"), Some("Sqs"));
+    }
+
+    fn plan(ops: &[(&str, &str)]) -> UnderlyingPlan {
+        let own: QuotaKey = "aws/123456789012/us-east-1/cloudcontrol:ListResources"
+            .parse()
+            .unwrap();
+        let ops: Vec<(String, String)> = ops
+            .iter()
+            .map(|(s, o)| (s.to_string(), o.to_string()))
+            .collect();
+        UnderlyingPlan::new(&own, &ops, &PolicyTable::defaults()).unwrap()
+    }
+
+    #[test]
+    fn underlying_keys_are_canonical_global_where_the_service_is_and_charged_once() {
+        let p = plan(&[
+            ("iam", "ListRoles"),
+            ("iam", "ListRoles"),
+            ("ecs", "DescribeClusters"),
+            ("ecs", "DescribeTasks"),
+        ]);
+        let keys: Vec<String> = p.keys().map(|k| k.key.to_string()).collect();
+        assert_eq!(
+            keys,
+            vec![
+                "aws/123456789012/-/iam:ListRoles",
+                "aws/123456789012/us-east-1/ecs:cluster-resource-read",
+            ],
+            "ecs's two cluster reads are one budget in seed 000's table"
+        );
+    }
+
+    #[test]
+    fn a_throttle_goes_to_the_named_services_keys_or_to_all_when_none_matches() {
+        let p = plan(&[("iam", "ListRoles"), ("sqs", "ListQueues")]);
+        let names = |keys: Vec<&BudgetKey>| -> Vec<String> {
+            keys.iter().map(|k| k.key.to_string()).collect()
+        };
+        assert_eq!(
+            names(p.throttled("Iam")),
+            vec!["aws/123456789012/-/iam:ListRoles"]
+        );
+        assert_eq!(names(p.throttled("Kinesis")).len(), 2);
+    }
+}
