@@ -42,6 +42,7 @@ pub struct Clients {
     kms: ClientCache<aws_sdk_kms::Client>,
     cloudwatch: ClientCache<aws_sdk_cloudwatch::Client>,
     tagging: ClientCache<aws_sdk_resourcegroupstagging::Client>,
+    cloudcontrol: ClientCache<aws_sdk_cloudcontrol::Client>,
 }
 
 /// Where a scan's clients point.
@@ -191,5 +192,24 @@ impl ServiceClient for aws_sdk_resourcegroupstagging::Client {
 
     fn gated(http: GatedHttpClient) -> Self::Override {
         aws_sdk_resourcegroupstagging::Config::builder().http_client(http)
+    }
+}
+
+impl ServiceClient for aws_sdk_cloudcontrol::Client {
+    type Override = aws_sdk_cloudcontrol::config::Builder;
+
+    fn build(settings: ClientSettings<'_>) -> Self {
+        let config = aws_sdk_cloudcontrol::config::Builder::from(settings.sdk)
+            .region(region(settings))
+            .build();
+        aws_sdk_cloudcontrol::Client::from_conf(config)
+    }
+
+    fn cache(clients: &Clients) -> &ClientCache<Self> {
+        &clients.cloudcontrol
+    }
+
+    fn gated(http: GatedHttpClient) -> Self::Override {
+        aws_sdk_cloudcontrol::Config::builder().http_client(http)
     }
 }

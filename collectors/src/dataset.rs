@@ -2,12 +2,18 @@
 //! for (`--types 'AWS::EC2::*'`, or the first four datasets' aliases `s3-buckets`, ...)
 //! and the one place that maps them to collectors.
 //!
-//! [`Dataset::catalog`] is every dataset tollgate can collect, [`Dataset::defaults`] the
-//! ones a scan without `--types` collects; [`select`] turns `--types` patterns (type
-//! names with `*` globs, or aliases) into datasets.
+//! [`Dataset::catalog`] is every dataset tollgate can collect: the four native ones and
+//! every type the Cloud Control sweep can list without a parent
+//! ([`Dataset::CloudControl`], about 1,300); [`Dataset::defaults`] the ones a scan
+//! without `--types` collects (the four native ones); [`select`] turns `--types`
+//! patterns (type names with `*` globs, or aliases) into datasets. The alias
+//! [`CLOUDCONTROL_ALIAS`] selects the default Cloud Control sweep ([`DEFAULT_SWEEP`]).
 
 use std::fmt;
 use std::str::FromStr;
+
+use crate::cloudcontrol::schemas::CcType;
+use crate::cloudcontrol::{find, table};
 
 /// A dataset tollgate can collect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -21,7 +27,82 @@ pub enum Dataset {
     DynamoDbTables,
     /// KMS keys with metadata and last usage.
     KmsKeys,
+    /// One type of the Cloud Control sweep (its row in
+    /// [`cloudcontrol::table`](crate::cloudcontrol::table)).
+    CloudControl(CcTypeId),
 }
+
+/// A Cloud Control type: its index in the checked-in table (sorted by name, so datasets
+/// order by type name after the native ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CcTypeId(u16);
+
+impl CcTypeId {
+    /// The type's row.
+    pub fn info(self) -> &'static CcType {
+        &table().types[usize::from(self.0)]
+    }
+}
+
+/// The `--types` alias of the default Cloud Control sweep.
+pub const CLOUDCONTROL_ALIAS: &str = "cloudcontrol";
+
+/// The default Cloud Control sweep (`--types cloudcontrol`): the types users ask for
+/// first that no native collector lists, each listable without a parent. EC2's types are
+/// here until EC2 is collected natively.
+pub const DEFAULT_SWEEP: &[&str] = &[
+    "AWS::ApiGateway::RestApi",
+    "AWS::ApiGatewayV2::Api",
+    "AWS::AppSync::GraphQLApi",
+    "AWS::Backup::BackupPlan",
+    "AWS::Backup::BackupVault",
+    "AWS::CloudFormation::Stack",
+    "AWS::CloudFront::Distribution",
+    "AWS::CloudTrail::Trail",
+    "AWS::CloudWatch::Alarm",
+    "AWS::Cognito::UserPool",
+    "AWS::EC2::EIP",
+    "AWS::EC2::Instance",
+    "AWS::EC2::InternetGateway",
+    "AWS::EC2::KeyPair",
+    "AWS::EC2::LaunchTemplate",
+    "AWS::EC2::NatGateway",
+    "AWS::EC2::NetworkInterface",
+    "AWS::EC2::RouteTable",
+    "AWS::EC2::SecurityGroup",
+    "AWS::EC2::Subnet",
+    "AWS::EC2::VPC",
+    "AWS::EC2::VPCEndpoint",
+    "AWS::EC2::Volume",
+    "AWS::ECR::Repository",
+    "AWS::ECS::Cluster",
+    "AWS::ECS::Service",
+    "AWS::EFS::FileSystem",
+    "AWS::EKS::Cluster",
+    "AWS::ElastiCache::CacheCluster",
+    "AWS::ElastiCache::ReplicationGroup",
+    "AWS::ElasticLoadBalancingV2::LoadBalancer",
+    "AWS::ElasticLoadBalancingV2::TargetGroup",
+    "AWS::Events::EventBus",
+    "AWS::Events::Rule",
+    "AWS::IAM::Group",
+    "AWS::IAM::InstanceProfile",
+    "AWS::IAM::ManagedPolicy",
+    "AWS::IAM::Role",
+    "AWS::IAM::User",
+    "AWS::Kinesis::Stream",
+    "AWS::KinesisFirehose::DeliveryStream",
+    "AWS::Logs::LogGroup",
+    "AWS::RDS::DBCluster",
+    "AWS::RDS::DBInstance",
+    "AWS::Redshift::Cluster",
+    "AWS::Route53::HostedZone",
+    "AWS::SNS::Topic",
+    "AWS::SQS::Queue",
+    "AWS::SSM::Parameter",
+    "AWS::SecretsManager::Secret",
+    "AWS::StepFunctions::StateMachine",
+];
 
 impl Dataset {
     /// The four first datasets (the seed 000 cost datasets), in report order.
@@ -32,19 +113,50 @@ impl Dataset {
         Dataset::KmsKeys,
     ];
 
-    /// The name used on the command line and in the report.
+    /// The name used on the command line and in the report (a Cloud Control type's is
+    /// its type name).
     pub fn name(self) -> &'static str {
         match self {
             Dataset::S3Buckets => "s3-buckets",
             Dataset::LambdaFunctions => "lambda-functions",
             Dataset::DynamoDbTables => "dynamodb-tables",
             Dataset::KmsKeys => "kms-keys",
+            Dataset::CloudControl(id) => &id.info().type_name,
         }
     }
 
-    /// Every dataset tollgate can collect, in report order.
+    /// Every dataset tollgate can collect, in report order: the native ones, then every
+    /// Cloud Control type listable without a parent that no native one collects.
     pub fn catalog() -> Vec<Dataset> {
-        Dataset::ALL.to_vec()
+        let mut all = Dataset::ALL.to_vec();
+        let native: Vec<&str> = Dataset::ALL.iter().map(|d| d.resource_type()).collect();
+        all.extend(
+            table()
+                .types
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.parent.is_empty() && !native.contains(&t.type_name.as_str()))
+                .filter_map(|(i, _)| u16::try_from(i).ok())
+                .map(|i| Dataset::CloudControl(CcTypeId(i))),
+        );
+        all
+    }
+
+    /// The Cloud Control dataset of `type_name`, if the sweep can list it.
+    pub fn cloudcontrol(type_name: &str) -> Option<Dataset> {
+        let (i, t) = find(type_name)?;
+        let id = u16::try_from(i).ok()?;
+        t.parent
+            .is_empty()
+            .then_some(Dataset::CloudControl(CcTypeId(id)))
+    }
+
+    /// The default Cloud Control sweep ([`DEFAULT_SWEEP`]) as datasets.
+    pub fn default_sweep() -> Vec<Dataset> {
+        DEFAULT_SWEEP
+            .iter()
+            .filter_map(|t| Dataset::cloudcontrol(t))
+            .collect()
     }
 
     /// What a scan without `--types` collects, in report order.
@@ -53,21 +165,38 @@ impl Dataset {
     }
 
     /// The CloudFormation type name of its items (`AWS::S3::Bucket`).
+    pub fn resource_type(self) -> &'static str {
+        match self {
+            Dataset::CloudControl(id) => &id.info().type_name,
+            native => native.native_type(),
+        }
+    }
+
+    /// The type name of a native dataset (a Cloud Control one's is in the table).
     ///
     /// The names live here, not in the collectors: the collectors name their own type
     /// through this (`TYPE`), so the dataset list depends on no collector.
-    pub const fn resource_type(self) -> &'static str {
+    pub const fn native_type(self) -> &'static str {
         match self {
             Dataset::S3Buckets => "AWS::S3::Bucket",
             Dataset::LambdaFunctions => "AWS::Lambda::Function",
             Dataset::DynamoDbTables => "AWS::DynamoDB::Table",
             Dataset::KmsKeys => "AWS::KMS::Key",
+            Dataset::CloudControl(_) => "",
         }
     }
 
     /// Whether its type is global (listed once per account, items in region `global`).
     pub fn is_global(self) -> bool {
-        false
+        match self {
+            Dataset::CloudControl(id) => id.info().global,
+            _ => false,
+        }
+    }
+
+    /// Whether the Cloud Control sweep collects it.
+    pub fn is_cloudcontrol(self) -> bool {
+        matches!(self, Dataset::CloudControl(_))
     }
 
     /// The collector that produces it (telemetry attribution).
@@ -77,6 +206,7 @@ impl Dataset {
             Dataset::LambdaFunctions => "lambda",
             Dataset::DynamoDbTables => "dynamodb",
             Dataset::KmsKeys => "kms",
+            Dataset::CloudControl(_) => crate::cloudcontrol::COLLECTOR,
         }
     }
 }
@@ -91,8 +221,8 @@ impl fmt::Display for Dataset {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown type {0:?}: give a CloudFormation type name (`AWS::EC2::Instance`), a glob \
-     (`AWS::EC2::*`, `AWS::*`) or a dataset alias (s3-buckets, lambda-functions, \
-     dynamodb-tables, kms-keys); `tollgate types` lists them all"
+     (`AWS::EC2::*`, `AWS::*`) or an alias (s3-buckets, lambda-functions, \
+     dynamodb-tables, kms-keys, cloudcontrol); `tollgate types` lists them all"
 )]
 pub struct UnknownDataset(pub String);
 
@@ -102,9 +232,10 @@ impl FromStr for Dataset {
     /// One dataset by alias (`s3-buckets`) or exact type name (`AWS::S3::Bucket`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
-        Dataset::catalog()
+        Dataset::ALL
             .into_iter()
             .find(|d| d.name() == s || d.resource_type() == s)
+            .or_else(|| Dataset::cloudcontrol(s))
             .ok_or_else(|| UnknownDataset(s.to_string()))
     }
 }
@@ -119,6 +250,9 @@ pub fn select<S: AsRef<str>>(patterns: &[S]) -> Result<Vec<Dataset>, UnknownData
     for pattern in patterns {
         let pattern = pattern.as_ref().trim();
         let before = selected.len();
+        if pattern == CLOUDCONTROL_ALIAS {
+            selected.extend(Dataset::default_sweep());
+        }
         selected.extend(
             catalog
                 .iter()
@@ -171,6 +305,33 @@ mod tests {
     }
 
     #[test]
+    fn every_default_sweep_type_is_listable_without_a_parent_and_not_native() {
+        let sweep = Dataset::default_sweep();
+        assert_eq!(
+            sweep.len(),
+            DEFAULT_SWEEP.len(),
+            "a name in DEFAULT_SWEEP is not listable"
+        );
+        assert!(sweep.iter().all(|d| d.is_cloudcontrol()));
+        assert_eq!(
+            select(&[CLOUDCONTROL_ALIAS]).unwrap().len(),
+            DEFAULT_SWEEP.len()
+        );
+        let role: Dataset = "AWS::IAM::Role".parse().unwrap();
+        assert!(role.is_global());
+        assert_eq!(role.name(), "AWS::IAM::Role");
+        assert!(
+            "AWS::Lambda::Alias".parse::<Dataset>().is_err(),
+            "a type that needs a parent is not selectable yet"
+        );
+        assert_eq!(
+            "AWS::S3::Bucket".parse::<Dataset>(),
+            Ok(Dataset::S3Buckets),
+            "a native type stays native"
+        );
+    }
+
+    #[test]
     fn globs_match_type_names_and_aliases_stay_names() {
         assert!(glob_matches("AWS::EC2::*", "AWS::EC2::Instance"));
         assert!(glob_matches("AWS::*", "AWS::S3::Bucket"));
@@ -188,8 +349,16 @@ mod tests {
             "AWS::* is every type"
         );
         assert_eq!(
-            select(&["kms-keys", "AWS::KMS::Key", "AWS::S3::*"]).unwrap(),
+            select(&["kms-keys", "AWS::KMS::Key", "AWS::S3::Bucket"]).unwrap(),
             vec![Dataset::S3Buckets, Dataset::KmsKeys]
+        );
+        let s3 = select(&["AWS::S3::*"]).unwrap();
+        assert_eq!(s3[0], Dataset::S3Buckets, "the native bucket first");
+        assert!(
+            s3[1..]
+                .iter()
+                .all(|d| d.is_cloudcontrol() && d.name().starts_with("AWS::S3::")),
+            "then S3's other types, through Cloud Control"
         );
         let e = select(&["AWS::Nope::*"]).unwrap_err();
         assert!(e.to_string().contains("AWS::Nope::*"), "{e}");

@@ -12,7 +12,7 @@ use crate::output::{DatasetReport, DynamoDbTable, Item};
 use crate::{CollectorRun, Operation, ReportBuilder, ServiceClient};
 
 /// The resource type of the items.
-pub const TYPE: &str = crate::dataset::Dataset::DynamoDbTables.resource_type();
+pub const TYPE: &str = crate::dataset::Dataset::DynamoDbTables.native_type();
 
 /// Tables described at once.
 pub const BATCH: usize = 10;

@@ -16,7 +16,7 @@ use crate::{CollectorRun, Operation, ReportBuilder, ServiceClient};
 pub const BATCH: usize = 10;
 
 /// The resource type of the items.
-pub const TYPE: &str = crate::dataset::Dataset::KmsKeys.resource_type();
+pub const TYPE: &str = crate::dataset::Dataset::KmsKeys.native_type();
 
 const LIST_KEYS: Operation = operation!("kms", "ListKeys");
 const DESCRIBE_KEY: Operation = operation!("kms", "DescribeKey");

@@ -17,7 +17,7 @@ use tollgate_engine::aws::CallError;
 pub const BATCH: usize = 10;
 
 /// The resource type of the items.
-pub const TYPE: &str = crate::dataset::Dataset::LambdaFunctions.resource_type();
+pub const TYPE: &str = crate::dataset::Dataset::LambdaFunctions.native_type();
 
 const LIST_FUNCTIONS: Operation = operation!("lambda", "ListFunctions");
 const LIST_VERSIONS: Operation = operation!("lambda", "ListVersionsByFunction");

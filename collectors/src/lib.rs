@@ -18,7 +18,11 @@
 //!   datasets: one planner per region batching every dataset's GetMetricData queries.
 //! - [`tagging`]: the tagging sweep (`GetResources` per region, on by default), beside the
 //!   datasets: tags merged into the items by ARN, the rest reported as `tags-only` items.
-//! - [`types`]: every type tollgate knows (`tollgate types`), native or tags-only.
+//! - [`cloudcontrol`]: the Cloud Control sweep (`ListResources` per type and region), each
+//!   call charged to Cloud Control's key and to the underlying operations of the type's
+//!   handler; its type table (`cloudcontrol::schemas`) is checked-in data.
+//! - [`types`]: every type tollgate knows (`tollgate types`): native, Cloud Control or
+//!   tags-only.
 //! - [`actor`]: `CollectorActor` and the message it sends the supervisor.
 //! - [`clients`]: the run's SDK clients, one generic builder and cache per service.
 //! - [`operation`]: `Operation`, an operation named once for calls and reports.
@@ -36,6 +40,7 @@ pub mod output;
 pub mod activity;
 pub mod actor;
 pub mod clients;
+pub mod cloudcontrol;
 pub mod coverage;
 pub mod dynamodb_tables;
 pub mod kms_keys;
@@ -81,6 +86,9 @@ pub struct CollectorRun {
     pub force_path_style: bool,
     /// Counters the supervisor publishes.
     pub progress: Progress,
+    /// What a Cloud Control call is charged (its own key and the underlying operations,
+    /// unless a diagnostic run asks otherwise).
+    pub cloudcontrol: cloudcontrol::Charges,
     clients: Clients,
 }
 
@@ -147,8 +155,15 @@ impl CollectorRun {
             sdk,
             force_path_style,
             progress,
+            cloudcontrol: cloudcontrol::Charges::default(),
             clients: Clients::default(),
         }
+    }
+
+    /// With Cloud Control calls charged as `charges` says.
+    pub fn with_cloudcontrol_charges(mut self, charges: cloudcontrol::Charges) -> Self {
+        self.cloudcontrol = charges;
+        self
     }
 
     /// The region for global listings (S3 ListBuckets): the scan's first.
@@ -252,5 +267,6 @@ pub async fn collect(dataset: Dataset, run: &CollectorRun) -> DatasetReport {
         Dataset::LambdaFunctions => lambda_functions::collect(run).await,
         Dataset::DynamoDbTables => dynamodb_tables::collect(run).await,
         Dataset::KmsKeys => kms_keys::collect(run).await,
+        Dataset::CloudControl(id) => cloudcontrol::collect(run, id.info()).await,
     }
 }

@@ -21,7 +21,7 @@ use crate::{CollectorRun, Operation, ReportBuilder, ServiceClient};
 use tollgate_engine::aws::{CallError, CallErrorKind};
 
 /// The resource type of the items.
-pub const TYPE: &str = crate::dataset::Dataset::S3Buckets.resource_type();
+pub const TYPE: &str = crate::dataset::Dataset::S3Buckets.native_type();
 
 /// Buckets whose configuration reads run at once.
 pub const BATCH: usize = 10;

@@ -2,16 +2,17 @@
 //! is collected, whether a scan collects it by default, and whether CloudFormation has
 //! the type at all.
 //!
-//! Two sources, one table: the datasets ([`Dataset::catalog`], collected natively,
-//! selectable with `--types`) and the ARN shapes of the tagging sweep
-//! ([`arn_type::KNOWN`]), whose types appear only as `tags-only` items. A type in both
-//! is listed once, as its dataset. An ARN that matches no row still gets a best-effort
+//! Three sources, one table: the native datasets, the Cloud Control sweep's types (both
+//! [`Dataset::catalog`], selectable with `--types`; a Cloud Control row says which
+//! operations its listing charges beside `cloudcontrol:ListResources`) and the ARN
+//! shapes of the tagging sweep ([`arn_type::KNOWN`]), whose types appear only as
+//! `tags-only` items. A type in several is listed once, as its dataset. An ARN that matches no row still gets a best-effort
 //! name in the same style (see [`arn_type`]); such a name is not in this table and may
 //! not be a CloudFormation type.
 
 use serde::Serialize;
 
-use crate::dataset::Dataset;
+use crate::dataset::{Dataset, DEFAULT_SWEEP};
 use crate::tagging::arn_type::{self, GLOBAL_SERVICES};
 
 /// How a type's items are produced.
@@ -20,12 +21,16 @@ use crate::tagging::arn_type::{self, GLOBAL_SERVICES};
 pub enum CollectedBy {
     /// A native collector lists the type with its own SDK calls (full properties).
     Native,
+    /// The Cloud Control sweep lists it (`ListResources`), charging the underlying
+    /// operations too.
+    Cloudcontrol,
     /// Only the tagging sweep sees it: tagged resources with ARN and tags, never proof
     /// that others are absent.
     TagsOnly,
 }
 
-/// One row of `tollgate types`. `--types` selects the [`CollectedBy::Native`] rows.
+/// One row of `tollgate types`. `--types` selects the [`CollectedBy::Native`] and
+/// [`CollectedBy::Cloudcontrol`] rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TypeInfo {
     /// CloudFormation type name, or one in the same style (`AWS::EC2::Snapshot`).
@@ -36,6 +41,11 @@ pub struct TypeInfo {
     pub collected_by: CollectedBy,
     /// Whether a scan without `--types` collects it natively.
     pub default: bool,
+    /// Whether `--types cloudcontrol` (the default Cloud Control sweep) lists it.
+    pub default_sweep: bool,
+    /// Cloud Control rows: the operations one `ListResources` page is charged beside
+    /// `cloudcontrol:ListResources` (`iam:ListRoles`); empty for the others.
+    pub charges: Vec<String>,
     /// Whether its items' region is `global`.
     pub global: bool,
     /// Whether CloudFormation has the type (`false`: a name in its style, for types
@@ -51,13 +61,28 @@ pub fn catalog() -> Vec<TypeInfo> {
     let defaults = Dataset::defaults();
     let mut rows: Vec<TypeInfo> = Dataset::catalog()
         .into_iter()
-        .map(|d| TypeInfo {
-            resource_type: d.resource_type(),
-            alias: Some(d.name()),
-            collected_by: CollectedBy::Native,
-            default: defaults.contains(&d),
-            global: d.is_global(),
-            cloudformation: !NOT_CLOUDFORMATION.contains(&d.resource_type()),
+        .map(|d| {
+            let (collected_by, charges) = match d {
+                Dataset::CloudControl(id) => (
+                    CollectedBy::Cloudcontrol,
+                    id.info()
+                        .list
+                        .iter()
+                        .map(|(s, o)| format!("{s}:{o}"))
+                        .collect(),
+                ),
+                _ => (CollectedBy::Native, Vec::new()),
+            };
+            TypeInfo {
+                resource_type: d.resource_type(),
+                alias: (!d.is_cloudcontrol()).then(|| d.name()),
+                collected_by,
+                default: defaults.contains(&d),
+                default_sweep: DEFAULT_SWEEP.contains(&d.resource_type()),
+                charges,
+                global: d.is_global(),
+                cloudformation: !NOT_CLOUDFORMATION.contains(&d.resource_type()),
+            }
         })
         .collect();
     for (service, _, resource_type, _) in arn_type::KNOWN {
@@ -69,6 +94,8 @@ pub fn catalog() -> Vec<TypeInfo> {
             alias: None,
             collected_by: CollectedBy::TagsOnly,
             default: false,
+            default_sweep: false,
+            charges: Vec::new(),
             global: GLOBAL_SERVICES.contains(service),
             cloudformation: !NOT_CLOUDFORMATION.contains(resource_type),
         });
@@ -84,7 +111,7 @@ mod tests {
     #[test]
     fn every_dataset_is_a_native_row_under_its_alias() {
         let rows = catalog();
-        for d in Dataset::catalog() {
+        for d in Dataset::ALL {
             let row = rows
                 .iter()
                 .find(|r| r.resource_type == d.resource_type())
@@ -100,7 +127,7 @@ mod tests {
         for row in catalog() {
             let selected = crate::dataset::select(&[row.resource_type]);
             match row.collected_by {
-                CollectedBy::Native => assert_eq!(
+                CollectedBy::Native | CollectedBy::Cloudcontrol => assert_eq!(
                     selected.map(|d| d.iter().map(|d| d.resource_type()).collect::<Vec<_>>()),
                     Ok(vec![row.resource_type])
                 ),
@@ -128,6 +155,11 @@ mod tests {
         assert!(row("AWS::EC2::Instance").cloudformation);
         assert!(row("AWS::IAM::Role").global);
         assert!(!row("AWS::SQS::Queue").global);
-        assert_eq!(row("AWS::SQS::Queue").collected_by, CollectedBy::TagsOnly);
+        assert_eq!(
+            row("AWS::SQS::Queue").collected_by,
+            CollectedBy::Cloudcontrol
+        );
+        assert!(row("AWS::SQS::Queue").default_sweep);
+        assert_eq!(row("AWS::SQS::Queue").charges, vec!["sqs:ListQueues"]);
     }
 }

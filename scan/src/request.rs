@@ -8,6 +8,7 @@ pub use tollgate_engine::aws::assume_role::{AssumeRole, RoleError};
 
 use crate::regions::KnownRegions;
 pub use crate::regions::RegionSource;
+use tollgate_collectors::cloudcontrol::Charges;
 use tollgate_collectors::dataset::Dataset;
 pub use tollgate_collectors::tagging::TagSweep;
 
@@ -51,6 +52,10 @@ pub struct DiscoveryRequest {
     /// the datasets): tags merged into the items, the rest reported `tags-only`. On by
     /// default; `TagSweep::Skip` (`--no-tags`) makes no tagging call.
     pub tags: TagSweep,
+    /// What each Cloud Control call is charged: its own key and one token of each
+    /// underlying operation of its type's handler (the default), or, for a diagnostic
+    /// run (`TOLLGATE_CLOUDCONTROL_CHARGES=own-key`), its own key alone.
+    pub cloudcontrol: Charges,
 }
 
 impl Default for DiscoveryRequest {
@@ -66,6 +71,7 @@ impl Default for DiscoveryRequest {
             region_source: RegionSource::Listed,
             metrics: false,
             tags: TagSweep::Sweep,
+            cloudcontrol: Charges::Underlying,
         }
     }
 }

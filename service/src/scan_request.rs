@@ -275,6 +275,7 @@ impl ScanFields {
             // The tagging sweep runs for every service scan; a selection keeps its
             // tags-only items to the selected types.
             tags: selected_tags,
+            cloudcontrol: Default::default(),
         };
         request.validate().map_err(|e| match e {
             RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {

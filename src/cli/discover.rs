@@ -273,6 +273,7 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         }),
         metrics: args.metrics,
         tags: tag_sweep(args.no_tags, &args.types),
+        cloudcontrol: tollgate_collectors::cloudcontrol::Charges::from_env(),
     }
     .validate()
     .map_err(|e| match e {

@@ -33,6 +33,7 @@ fn request(args: DiscoverArgs) -> anyhow::Result<OrganizationRequest> {
         profile: args.profile,
         timeout: args.scan.timeout,
         tags: super::discover::tag_sweep(args.no_tags, &args.types),
+        cloudcontrol: tollgate_collectors::cloudcontrol::Charges::from_env(),
         ..Default::default()
     };
     let flags = args.organization;

@@ -17,30 +17,38 @@ pub fn run(json: bool) -> anyhow::Result<ExitCode> {
     }
     writeln!(
         out,
-        "{:<44} {:<18} {:<9} {:<7} {:<6} cloudformation",
-        "type", "alias", "collected", "default", "global"
+        "{:<52} {:<18} {:<12} {:<7} {:<5} {:<6} {:<14} charges",
+        "type", "alias", "collected", "default", "sweep", "global", "cloudformation"
     )?;
     let yes = |b: bool| if b { "yes" } else { "no" };
     for row in &rows {
         writeln!(
             out,
-            "{:<44} {:<18} {:<9} {:<7} {:<6} {}",
+            "{:<52} {:<18} {:<12} {:<7} {:<5} {:<6} {:<14} {}",
             row.resource_type,
             row.alias.unwrap_or("-"),
             match row.collected_by {
                 CollectedBy::Native => "native",
+                CollectedBy::Cloudcontrol => "cloudcontrol",
                 CollectedBy::TagsOnly => "tags-only",
             },
             yes(row.default),
+            yes(row.default_sweep),
             yes(row.global),
             yes(row.cloudformation),
+            match row.charges.is_empty() {
+                true => "-".to_string(),
+                false => row.charges.join(","),
+            },
         )?;
     }
     writeln!(
         out,
-        "\nnative types are selectable with --types (names, `*` globs or aliases); tags-only \
-         types appear only as the tagging sweep's tagged resources. Other ARNs get a \
-         best-effort name in the same style, which may not be a CloudFormation type."
+        "\nnative and cloudcontrol types are selectable with --types (names, `*` globs or \
+         aliases; `--types cloudcontrol` is the sweep column's types). A cloudcontrol \
+         listing is charged to cloudcontrol:ListResources and to each of its charges. \
+         tags-only types appear only as the tagging sweep's tagged resources; other ARNs \
+         get a best-effort name in the same style, which may not be a CloudFormation type."
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -63,7 +63,7 @@ fn policies_say_which_defaults_are_not_verified_aws_quotas() {
 }
 
 #[test]
-fn types_json_lists_every_dataset_and_discover_refuses_a_tags_only_type() {
+fn types_json_lists_every_dataset_and_cloudcontrol_type_and_discover_refuses_a_tags_only_type() {
     let out = tollgate(&["types", "--json"], &[]);
     assert!(
         out.status.success(),
@@ -78,8 +78,23 @@ fn types_json_lists_every_dataset_and_discover_refuses_a_tags_only_type() {
     };
     assert_eq!(row("AWS::S3::Bucket")["alias"], "s3-buckets");
     assert_eq!(row("AWS::S3::Bucket")["collected_by"], "native");
-    assert_eq!(row("AWS::SQS::Queue")["collected_by"], "tags-only");
+    assert_eq!(row("AWS::SQS::Queue")["collected_by"], "cloudcontrol");
+    assert_eq!(row("AWS::SQS::Queue")["default_sweep"], true);
+    assert_eq!(
+        row("AWS::IAM::Role")["charges"],
+        serde_json::json!(["iam:ListRoles"])
+    );
+    assert_eq!(row("AWS::IAM::Role")["global"], true);
+    assert_eq!(row("AWS::EC2::Snapshot")["collected_by"], "tags-only");
     assert_eq!(row("AWS::EC2::Snapshot")["cloudformation"], false);
+    let swept = rows
+        .iter()
+        .filter(|r| r["collected_by"] == "cloudcontrol")
+        .count();
+    assert!(
+        swept > 1_000,
+        "every listable type without a parent: {swept}"
+    );
     // The four datasets are the native rows; a tags-only type is refused by `--types`
     // before any credential is read.
     let native: Vec<&str> = rows
@@ -88,7 +103,7 @@ fn types_json_lists_every_dataset_and_discover_refuses_a_tags_only_type() {
         .map(|r| r["resource_type"].as_str().unwrap())
         .collect();
     assert_eq!(native.len(), 4, "{native:?}");
-    let out = tollgate(&["discover", "--types", "AWS::SQS::Queue"], &[]);
+    let out = tollgate(&["discover", "--types", "AWS::EC2::Snapshot"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("tollgate types"), "{stderr}");
@@ -107,7 +122,16 @@ fn types_prints_one_line_per_type_under_its_header() {
     let cells: Vec<&str> = kms.split_whitespace().collect();
     assert_eq!(
         cells,
-        ["AWS::KMS::Key", "kms-keys", "native", "yes", "no", "yes"]
+        [
+            "AWS::KMS::Key",
+            "kms-keys",
+            "native",
+            "yes",
+            "no",
+            "no",
+            "yes",
+            "-"
+        ]
     );
 }
 

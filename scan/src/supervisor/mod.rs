@@ -225,7 +225,8 @@ impl Supervisor {
                 setup.sdk.clone(),
                 setup.force_path_style,
                 progress.clone(),
-            );
+            )
+            .with_cloudcontrol_charges(scan.request.cloudcontrol);
             CollectorActor::new(scan_id, *dataset, run, ctx.address().recipient()).start();
         }
         if scan.request.tags != TagSweep::Skip {
