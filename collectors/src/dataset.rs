@@ -161,7 +161,7 @@ impl Dataset {
 
     /// What a scan without `--types` collects, in report order.
     pub fn defaults() -> Vec<Dataset> {
-        Dataset::catalog()
+        Dataset::ALL.to_vec()
     }
 
     /// The CloudFormation type name of its items (`AWS::S3::Bucket`).

@@ -204,7 +204,14 @@ pub const DEFAULT_ROWS: &[DefaultRow] = &[
     row("account", "ListRegions", 5.0, 5.0, "5/s, burst 5, per account (Quotas for AWS Account Management)."),
     // The tagging sweep (collectors/src/tagging).
     row("tag", "GetResources", 15.0, 1.0, "15 calls/s per account and region, not adjustable (Tag Editor user guide, Service quotas: rate of calling GetResources)."),
+    // The Cloud Control sweep (collectors/src/cloudcontrol); each call also charges its
+    // type's underlying operations, on their own rows.
+    local("cloudcontrol", "ListResources", FALLBACK_RATE, FALLBACK_BURST, CLOUDCONTROL),
+    local("cloudcontrol", "GetResource", FALLBACK_RATE, FALLBACK_BURST, CLOUDCONTROL),
 ];
+
+/// Cloud Control publishes no request rate.
+const CLOUDCONTROL: &str = "Per account and region; AWS publishes no Cloud Control rate (aws-nuke #508 met `Rate exceeded` near 30 requests/s), so the fallback's 10/s as a local budget, not a verified AWS quota; the underlying operations are charged on their own keys.";
 
 /// Organizations publishes no request rate.
 const ORGANIZATIONS: &str = "Global per account; AWS publishes no rate for Organizations, so a local budget (seed 001's 5/s), not a verified AWS quota.";
@@ -315,6 +322,8 @@ mod tests {
                 "sts:GetCallerIdentity",
                 "organizations:ListAccounts",
                 "organizations:DescribeOrganization",
+                "cloudcontrol:ListResources",
+                "cloudcontrol:GetResource",
             ]
         );
         // Each note agrees with its mark.

@@ -74,6 +74,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         );
         let mut request = DiscoveryRequest {
             regions,
+            datasets: demo_datasets(sim.scenario()),
             endpoint_url: Some(server.endpoint_url()),
             timeout: args.scan.timeout,
             credentials: Some(demo_credentials()),
@@ -112,4 +113,26 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
         outcome
     })
+}
+
+/// The default datasets and every Cloud Control type the scenario's accounts declare (the
+/// demo shows the sweep on the types its simulated estate has, rather than 51 types the
+/// simulator does not know).
+fn demo_datasets(scenario: &tollgate_sim::Scenario) -> Vec<tollgate_collectors::Dataset> {
+    let members = scenario
+        .organization
+        .iter()
+        .flat_map(|org| org.members.iter().map(|m| &m.scenario));
+    let mut datasets = tollgate_collectors::Dataset::defaults();
+    for s in std::iter::once(scenario).chain(members) {
+        datasets.extend(
+            s.cloudcontrol
+                .types
+                .keys()
+                .filter_map(|t| tollgate_collectors::Dataset::cloudcontrol(t)),
+        );
+    }
+    datasets.sort_unstable();
+    datasets.dedup();
+    datasets
 }

@@ -8,6 +8,7 @@
 //! with `cargo test --workspace --locked --test integration FILE::`.
 
 mod activity;
+mod cloudcontrol_sim;
 mod moto_discovery;
 mod moto_tagging;
 mod organization;

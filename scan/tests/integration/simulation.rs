@@ -34,15 +34,25 @@ const START: Timestamp = Timestamp::from_millis(1_800_000_000_000);
 
 /// One scan through the simulator: the report, the simulated time it took, the attempt
 /// events.
-struct Run {
-    report: DiscoveryReport,
-    elapsed: Duration,
-    telemetry: MemoryTelemetry,
+pub(crate) struct Run {
+    pub report: DiscoveryReport,
+    pub elapsed: Duration,
+    pub telemetry: MemoryTelemetry,
 }
 
 /// Run a discovery of `datasets` in the scenario's regions over `sim`'s in-process
 /// transport. Must run inside the paused system.
 async fn discover(sim: &Simulator, datasets: Vec<Dataset>) -> Run {
+    discover_with(sim, PolicyTable::defaults(), |r| r.datasets = datasets).await
+}
+
+/// [`discover`] under `policies`, with the request as `edit` leaves it (its datasets
+/// empty: the defaults).
+pub(crate) async fn discover_with(
+    sim: &Simulator,
+    policies: PolicyTable,
+    edit: impl FnOnce(&mut DiscoveryRequest),
+) -> Run {
     let clock = Arc::new(TokioClock::starting_at(START));
     let admission = start_in_current_system(
         RuntimeConfig::simulated(Owner {
@@ -54,7 +64,7 @@ async fn discover(sim: &Simulator, datasets: Vec<Dataset>) -> Run {
     let telemetry = MemoryTelemetry::new();
     let supervisor = Supervisor::new(SupervisorDeps {
         admission,
-        policies: PolicyTable::defaults(),
+        policies,
         telemetry: ScanTelemetry::new(Arc::new(telemetry.clone())),
         http: sim.http_client(),
         fleet_notes: tollgate_engine::fleet_degraded::DegradedNotes::Skip,
@@ -62,22 +72,23 @@ async fn discover(sim: &Simulator, datasets: Vec<Dataset>) -> Run {
     .start();
     sim.reset();
     let started_at = tollgate_actors::clock::monotonic_now();
+    let mut request = DiscoveryRequest {
+        regions: sim.scenario().regions.clone(),
+        // Never resolved: the in-process transport answers whatever the host.
+        endpoint_url: Some("http://simulator.invalid".into()),
+        timeout: Duration::from_secs(3_600),
+        credentials: Some(Credentials::new(
+            "AKIDSIM",
+            "sim-secret",
+            None,
+            None,
+            "simulation",
+        )),
+        ..Default::default()
+    };
+    edit(&mut request);
     let started = supervisor
-        .send(StartScan(DiscoveryRequest {
-            regions: sim.scenario().regions.clone(),
-            datasets,
-            // Never resolved: the in-process transport answers whatever the host.
-            endpoint_url: Some("http://simulator.invalid".into()),
-            timeout: Duration::from_secs(3_600),
-            credentials: Some(Credentials::new(
-                "AKIDSIM",
-                "sim-secret",
-                None,
-                None,
-                "simulation",
-            )),
-            ..Default::default()
-        }))
+        .send(StartScan(request))
         .await
         .expect("the supervisor answers")
         .expect("a valid request");
