@@ -13,7 +13,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::cloudcontrol::schemas::CcType;
-use crate::cloudcontrol::{find, table};
+use crate::cloudcontrol::schemas::{find, table};
 
 /// A dataset tollgate can collect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -206,7 +206,7 @@ impl Dataset {
             Dataset::LambdaFunctions => "lambda",
             Dataset::DynamoDbTables => "dynamodb",
             Dataset::KmsKeys => "kms",
-            Dataset::CloudControl(_) => crate::cloudcontrol::COLLECTOR,
+            Dataset::CloudControl(_) => "cloudcontrol",
         }
     }
 }

@@ -46,7 +46,7 @@ pub use schemas::{find, table};
 /// Cloud Control's listing.
 pub const LIST_RESOURCES: Operation = operation!("cloudcontrol", "ListResources");
 
-/// The telemetry collector of every sweep call.
+/// The telemetry collector of every sweep call (`Dataset::collector` of its datasets).
 pub const COLLECTOR: &str = "cloudcontrol";
 
 /// What a Cloud Control call is charged.
@@ -281,6 +281,50 @@ fn failed(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn error(kind: CallErrorKind, code: &str, message: &str) -> CallError {
+        CallError::in_answer(kind, "ListResources", Some(code.to_string()), message)
+            .with_status(400)
+    }
+
+    #[test]
+    fn each_failure_leaves_the_coverage_its_class_says() {
+        use CallErrorKind::{Cancelled, Fatal, Throttled};
+        use CoverageStatus::*;
+        let cases = [
+            (Fatal, "UnsupportedActionException", "no LIST", Unsupported),
+            (Fatal, "TypeNotFoundException", "no such type", Unsupported),
+            (Fatal, "AccessDeniedException", "not authorized", Denied),
+            (
+                Fatal,
+                "GeneralServiceException",
+                "Rate exceeded (Service: Iam)",
+                Partial,
+            ),
+            (
+                Fatal,
+                "GeneralServiceException",
+                "The resource does not exist",
+                Unsupported,
+            ),
+            (Fatal, "GeneralServiceException", "something else", Failed),
+            (Throttled, "ThrottlingException", "Rate exceeded", Failed),
+            (Cancelled, "", "cancelled", CoverageStatus::Cancelled),
+        ];
+        for (kind, code, message, want) in cases {
+            assert_eq!(
+                failure_status(&error(kind, code, message)),
+                want,
+                "{code}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_collector_name_is_the_datasets() {
+        let role: crate::Dataset = "AWS::IAM::Role".parse().unwrap();
+        assert_eq!(role.collector(), COLLECTOR);
+    }
 
     #[test]
     fn tags_read_from_a_list_or_a_map() {
