@@ -332,7 +332,7 @@ mod tests {
                     },
                     BudgetCharge {
                         key: CanonicalKey::parse("aws/123456789012/-/iam:ListRoles").unwrap(),
-                        policy: Policy::with_rate(2.0, 5.0).unwrap(),
+                        policy: Policy::with_rate(2.0, 2.0).unwrap(),
                         cost: 1,
                     },
                 ],

@@ -1082,3 +1082,77 @@ fn a_limit_exceeded_about_a_resource_count_stays_fatal_and_is_not_retried() {
         );
     });
 }
+
+// ---------------------------------------------------------------- a downstream throttle
+
+/// A throttle whose message names the downstream service, as a Cloud Control handler's
+/// does (`Rate exceeded (Service: Iam, ...)`); carried by STS's error shape here, since
+/// the feedback rule reads the code's class and the message, not the service.
+const DOWNSTREAM: &str = r#"<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded (Service: Iam, Status Code: 400, Request ID: r1)</Message></Error>
+  <RequestId>req-3</RequestId>
+</ErrorResponse>"#;
+
+/// One call charged beside `iam:ListRoles`, answered `answer` at every attempt (a success
+/// would lift the penalty it was given): the penalty steps of the call's own key and of
+/// the underlying key when it gives up.
+fn penalties_after(answer: Reply) -> (u8, u8) {
+    paused_system().block_on(async {
+        let h = harness(
+            FakeAws::new([], answer),
+            PolicyTable::defaults(),
+            None,
+        );
+        let client = h.client.clone();
+        let underlying = vec![("iam".to_string(), "ListRoles".to_string())];
+        let ctx = context(CancellationToken::new());
+        let got = h
+            .gate
+            .call_with_underlying(
+                &ctx,
+                ("sts", "GetCallerIdentity"),
+                Some(REGION),
+                &underlying,
+                move |http| {
+                    client
+                        .get_caller_identity()
+                        .customize()
+                        .config_override(aws_sdk_sts::Config::builder().http_client(http))
+                        .send()
+                },
+            )
+            .await;
+        let e = got.unwrap_err();
+        assert_eq!(e.kind(), CallErrorKind::Throttled, "{e}");
+        assert!(h.fake.seen().len() > 1, "retried");
+        // Feedback is told, not asked: let it reach the actors.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let status = h.handle.status().await.unwrap();
+        let steps = |suffix: &str| {
+            status
+                .iter()
+                .find(|k| k.key.ends_with(suffix))
+                .unwrap_or_else(|| panic!("no {suffix} key: {status:?}"))
+                .state
+                .penalty_steps
+        };
+        (steps("sts:GetCallerIdentity"), steps("iam:ListRoles"))
+    })
+}
+
+#[test]
+fn a_downstream_throttle_slows_the_underlying_key_and_not_the_calls_own() {
+    let (own, iam) = penalties_after(Reply::Raw {
+        status: 400,
+        body: DOWNSTREAM,
+    });
+    assert_eq!(own, 0, "the call's own service answered");
+    assert!(iam > 0, "the throttle is IAM's: {iam}");
+}
+
+#[test]
+fn a_throttle_naming_no_downstream_service_slows_the_calls_own_key() {
+    let (own, iam) = penalties_after(throttle());
+    assert!(own > 0, "its own throttle: {own}");
+    assert_eq!(iam, 0, "charged, but not throttled");
+}
