@@ -1098,11 +1098,7 @@ const DOWNSTREAM: &str = r#"<ErrorResponse xmlns="https://sts.amazonaws.com/doc/
 /// the underlying key when it gives up.
 fn penalties_after(answer: Reply) -> (u8, u8) {
     paused_system().block_on(async {
-        let h = harness(
-            FakeAws::new([], answer),
-            PolicyTable::defaults(),
-            None,
-        );
+        let h = harness(FakeAws::new([], answer), PolicyTable::defaults(), None);
         let client = h.client.clone();
         let underlying = vec![("iam".to_string(), "ListRoles".to_string())];
         let ctx = context(CancellationToken::new());
