@@ -32,7 +32,9 @@ use crate::harness::coordinator::DedicatedCoordinator;
 use crate::harness::echo::{EchoServer, EchoStyle};
 use crate::harness::stats::{print_table, Row};
 use crate::harness::window::max_in_window;
-use crate::harness::worker::{bench_policy, collect_reports, span_s, WorkerReport};
+use crate::harness::worker::{
+    bench_policy, describe, span_s, Collected, WorkerEnd, WorkerReport, Workers,
+};
 
 /// Time given to the workers to start and connect before they all begin.
 const START_DELAY: Duration = Duration::from_millis(600);
@@ -61,6 +63,17 @@ struct Report {
     p50_ratio_to_echo: f64,
     p99_ratio_to_echo: f64,
     throughput_ratio_to_echo: f64,
+    /// Admission workers that ended without a report (killed, crashed): the figures are
+    /// the survivors', who were waited for to the end.
+    lost_workers: Vec<LostWorker>,
+}
+
+/// An admission worker that did not report, and in which round.
+#[derive(Debug, Serialize)]
+struct LostWorker {
+    round: usize,
+    #[serde(flatten)]
+    end: WorkerEnd,
 }
 
 /// One run: set-up (`Setup`: the directories, the workers' arguments, a dedicated
@@ -110,6 +123,8 @@ struct Rounds {
     admission: Vec<Vec<WorkerReport>>,
     /// Empty without a peer.
     peer: Vec<Vec<WorkerReport>>,
+    /// Admission workers that did not report, with their round.
+    lost: Vec<LostWorker>,
 }
 
 impl Setup {
@@ -170,21 +185,27 @@ impl Setup {
             echo: Vec::with_capacity(rounds),
             admission: Vec::with_capacity(rounds),
             peer: Vec::new(),
+            lost: Vec::new(),
         };
         for round in 0..rounds {
             // The first `n % rounds` rounds take one request more.
             let share = n / rounds + usize::from(round < n % rounds);
             let socket = self.tmp.path().join(format!("echo-{round}.sock"));
-            out.echo.push(echo_floor(
-                &self.exe, &socket, args.floor, processes, share,
-            )?);
-            out.admission.push(spawn_workers(
+            out.echo.push(
+                echo_floor(&self.exe, &socket, args.floor, processes, share)?.all_reported()?,
+            );
+            let admission = spawn_workers(
                 &self.exe,
                 processes,
                 share,
                 &self.extra,
                 args.log.as_deref(),
-            )?);
+            )?;
+            out.lost.extend(admission.lost().map(|end| LostWorker {
+                round,
+                end: end.clone(),
+            }));
+            out.admission.push(admission.reports);
             if let Some(python) = &self.python {
                 out.peer.push(crate::admission::pyrate::measure(
                     python,
@@ -274,6 +295,14 @@ impl Setup {
             echo_floor: echo,
             peer,
             peer_max_starts_in_any_window,
+            lost_workers: rounds
+                .lost
+                .iter()
+                .map(|l| LostWorker {
+                    round: l.round,
+                    end: l.end.clone(),
+                })
+                .collect(),
         })
     }
 }
@@ -332,6 +361,14 @@ fn failures(report: &Report) -> Vec<String> {
             ));
         }
     }
+    for lost in &report.lost_workers {
+        out.push(format!(
+            "round {}: {}; its admissions are missing from the figures (the survivors \
+             were waited for and are reported)",
+            lost.round + 1,
+            describe(&lost.end)
+        ));
+    }
     if report.max_starts_in_any_window > report.window_limit {
         out.push(format!(
             "{} grants in one {:.0} s window, above the limit of {}",
@@ -380,9 +417,10 @@ fn spawn_workers(
     n: usize,
     extra: &[String],
     log: Option<&Path>,
-) -> anyhow::Result<Vec<WorkerReport>> {
+) -> anyhow::Result<Collected> {
     let start_at = unix_now().as_micros() + START_DELAY.as_micros() as u64;
-    let mut children = Vec::with_capacity(processes);
+    // Dropped on an error, it kills the workers already started.
+    let mut children = Workers::default();
     for i in 0..processes {
         let mut cmd = Command::new(exe);
         cmd.arg(crate::harness::exe::WORKER)
@@ -396,7 +434,7 @@ fn spawn_workers(
         }
         children.push(cmd.spawn().context("spawning a bench worker")?);
     }
-    collect_reports(children)
+    Ok(children.collect())
 }
 
 /// Run P echo clients (child processes) against a bare echo server in this process,
@@ -407,7 +445,7 @@ fn echo_floor(
     style: EchoStyle,
     processes: usize,
     n: usize,
-) -> anyhow::Result<Vec<WorkerReport>> {
+) -> anyhow::Result<Collected> {
     let _server = EchoServer::start(socket, style)?;
     let extra = vec![
         "--echo".to_owned(),
@@ -456,6 +494,7 @@ mod tests {
             p50_ratio_to_echo: 1.0,
             p99_ratio_to_echo: 1.0,
             throughput_ratio_to_echo: 1.0,
+            lost_workers: Vec::new(),
         }
     }
 
@@ -470,6 +509,16 @@ mod tests {
         assert!(
             window.len() == 1 && window[0].contains("above the limit of 20"),
             "{window:?}"
+        );
+        let mut killed = report(row(20.0, 40.0), row(30.0, 40.0), 20);
+        killed.lost_workers.push(LostWorker {
+            round: 0,
+            end: WorkerEnd::Killed { pid: 7, signal: 9 },
+        });
+        let lost = failures(&killed);
+        assert!(
+            lost.len() == 1 && lost[0].contains("round 1: worker 7 was killed by signal 9"),
+            "{lost:?}"
         );
     }
 }

@@ -265,20 +265,119 @@ pub fn probe_socket(socket: &Path) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Wait for workers spawned with piped stdout; their reports, in order.
-pub fn collect_reports(children: Vec<std::process::Child>) -> anyhow::Result<Vec<WorkerReport>> {
-    let mut reports = Vec::with_capacity(children.len());
-    for child in children {
-        let out = child.wait_with_output()?;
-        anyhow::ensure!(
-            out.status.success(),
-            "a bench worker failed: {}",
-            out.status
-        );
-        let line = String::from_utf8_lossy(&out.stdout);
-        reports.push(serde_json::from_str(line.trim()).context("reading a worker's report")?);
+/// How one worker process ended.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "ended", rename_all = "kebab-case")]
+pub enum WorkerEnd {
+    /// It exited 0 and printed its report.
+    Reported { pid: u32 },
+    /// A signal ended it (SIGKILL from outside, or a crash): it printed no report.
+    Killed { pid: u32, signal: i32 },
+    /// It exited non-zero, or its report could not be read.
+    Failed { pid: u32, why: String },
+}
+
+/// Every worker of one spawn, waited for to the last: the survivors' reports and how
+/// each process ended, in spawn order.
+#[derive(Debug, Default)]
+pub struct Collected {
+    pub reports: Vec<WorkerReport>,
+    pub ends: Vec<WorkerEnd>,
+}
+
+impl Collected {
+    /// The workers that did not report (killed or failed).
+    pub fn lost(&self) -> impl Iterator<Item = &WorkerEnd> {
+        self.ends
+            .iter()
+            .filter(|e| !matches!(e, WorkerEnd::Reported { .. }))
     }
-    Ok(reports)
+
+    /// The reports, or an error naming every worker that did not report.
+    pub fn all_reported(self) -> anyhow::Result<Vec<WorkerReport>> {
+        let lost: Vec<String> = self.lost().map(describe).collect();
+        anyhow::ensure!(
+            lost.is_empty(),
+            "{} bench worker(s) did not report: {}",
+            lost.len(),
+            lost.join("; ")
+        );
+        Ok(self.reports)
+    }
+}
+
+/// One line for a worker that did not report.
+pub fn describe(end: &WorkerEnd) -> String {
+    match end {
+        WorkerEnd::Reported { pid } => format!("worker {pid} reported"),
+        WorkerEnd::Killed { pid, signal } => format!("worker {pid} was killed by signal {signal}"),
+        WorkerEnd::Failed { pid, why } => format!("worker {pid} failed: {why}"),
+    }
+}
+
+/// Worker processes that are killed and reaped if they are dropped before being
+/// collected (an error while spawning the rest, or a panic): no bench leaves one behind.
+#[derive(Debug, Default)]
+pub struct Workers(Vec<std::process::Child>);
+
+impl Workers {
+    pub fn push(&mut self, child: std::process::Child) {
+        self.0.push(child);
+    }
+
+    /// Wait for every worker, whatever the others did: one that was killed does not
+    /// stop the wait for the survivors (they are reported), and none is left running.
+    pub fn collect(mut self) -> Collected {
+        use std::os::unix::process::ExitStatusExt;
+        let mut out = Collected::default();
+        for child in std::mem::take(&mut self.0) {
+            let pid = child.id();
+            let end = match child.wait_with_output() {
+                Err(e) => WorkerEnd::Failed {
+                    pid,
+                    why: format!("waiting for it: {e}"),
+                },
+                Ok(o) if o.status.signal().is_some() => WorkerEnd::Killed {
+                    pid,
+                    signal: o.status.signal().unwrap_or_default(),
+                },
+                Ok(o) if !o.status.success() => WorkerEnd::Failed {
+                    pid,
+                    why: o.status.to_string(),
+                },
+                Ok(o) => {
+                    let line = String::from_utf8_lossy(&o.stdout);
+                    match serde_json::from_str::<WorkerReport>(line.trim()) {
+                        Ok(r) => {
+                            out.reports.push(r);
+                            WorkerEnd::Reported { pid }
+                        }
+                        Err(e) => WorkerEnd::Failed {
+                            pid,
+                            why: format!("its report is unreadable: {e}"),
+                        },
+                    }
+                }
+            };
+            out.ends.push(end);
+        }
+        out
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Wait for workers spawned with piped stdout: every one of them, then their reports in
+/// order, or an error naming each that did not report.
+pub fn collect_reports(children: Vec<std::process::Child>) -> anyhow::Result<Vec<WorkerReport>> {
+    Workers(children).collect().all_reported()
 }
 
 /// From the first worker's start to the last one's finish.

@@ -498,3 +498,66 @@ fn status_lists_an_open_breaker_with_its_reopen_instant() {
     rt.block_on(admission.shutdown()).unwrap();
     drop(serve); // killed
 }
+
+/// Issue 35, item 5: `bench admission` whose coordinator (one of its workers) is
+/// SIGKILLed from outside reports that worker as killed, waits for the survivors and
+/// reports them, exits 1, and leaves no worker running behind it. (It used to stop
+/// waiting at the first dead worker and exit, the survivors still admitting as orphans.)
+#[test]
+fn a_bench_whose_coordinator_is_killed_reports_it_and_leaves_no_worker_behind() {
+    let (_tmp, dir, logs) = setup();
+    let bench = Command::new(bench_exe())
+        .args(["admission", "--processes", &PROCESSES.to_string()])
+        .args(["--requests", &PER_PROCESS.to_string(), "--rounds", "1"])
+        .args(["--rate", &RATE.to_string(), "--burst", &BURST.to_string()])
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--log")
+        .arg(&logs)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning the bench");
+    let mut bench = Workers(vec![bench]);
+    // Halfway (60 of 120 grants, three seconds at RATE), kill the coordinator.
+    for _ in 0..800 {
+        if grants(&logs).len() >= 60 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let victim = holder_pid(&dir).expect("a coordinator");
+    let pid = rustix::process::Pid::from_raw(victim as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let out = finish(&mut bench, Instant::now()).remove(0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "the bench must fail: {stderr}");
+    assert!(
+        stderr.contains(&format!("worker {victim} was killed by signal 9")),
+        "names the killed worker: {stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("a JSON report despite the death ({e}): {stderr}"));
+    let lost = report["lost_workers"].as_array().unwrap();
+    assert_eq!(lost.len(), 1, "{report}");
+    assert_eq!(lost[0]["ended"], "killed", "{report}");
+    assert_eq!(lost[0]["pid"], victim, "{report}");
+    assert_eq!(
+        report["admitted"],
+        (PROCESSES - 1) * PER_PROCESS,
+        "the survivors finished and are reported: {report}"
+    );
+    // Every worker that ever logged a grant is gone once the bench has exited.
+    let mut pids: Vec<u32> = grants(&logs).iter().map(|g| g.0).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), PROCESSES, "every worker granted something");
+    for p in pids {
+        let pid = rustix::process::Pid::from_raw(p as i32).unwrap();
+        assert!(
+            rustix::process::test_kill_process(pid).is_err(),
+            "worker {p} is still running after the bench exited"
+        );
+    }
+}
