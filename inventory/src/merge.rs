@@ -1,0 +1,318 @@
+//! One account's write, planned in memory: which rows to upsert, which versions and
+//! changes to record, which resources are proven gone. Both backends load the account's
+//! stored resources, call [`plan`], and apply the plan in one transaction, so the rules
+//! (`rules.rs`) live once, whatever the engine.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use crate::model::{ChangeKind, ResourceKey, WriteCounts};
+use crate::report::AccountDoc;
+use crate::rules::{changed_fields, judge_absence, Absence, CoverageIndex};
+
+/// A resource as the store holds it, before this write.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub arn: Option<String>,
+    pub tags: Map<String, Value>,
+    pub properties: Map<String, Value>,
+    pub fields: Map<String, Value>,
+    pub gone: bool,
+    pub tags_only: bool,
+}
+
+/// A row to insert or update in `resources` (first_seen is kept on update).
+#[derive(Debug, Clone)]
+pub struct Upsert {
+    pub key: ResourceKey,
+    pub arn: Option<String>,
+    pub tags: String,
+    pub properties: String,
+    pub fields: String,
+    pub tags_only: bool,
+    /// Also write a `resource_versions` row.
+    pub new_version: bool,
+}
+
+/// A row to insert in `changes`.
+#[derive(Debug, Clone)]
+pub struct PlannedChange {
+    pub key: ResourceKey,
+    pub kind: ChangeKind,
+    pub detail: Vec<String>,
+}
+
+/// Everything one account's write does.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub upserts: Vec<Upsert>,
+    pub gone: Vec<ResourceKey>,
+    pub changes: Vec<PlannedChange>,
+    pub counts: WriteCounts,
+}
+
+fn to_json(object: &Map<String, Value>) -> String {
+    // A Map of Values always serializes.
+    serde_json::to_string(object).unwrap_or_else(|_| "{}".to_string())
+}
+
+/// Plans the write of `doc` over the `stored` resources of its accounts.
+pub fn plan(doc: &AccountDoc, stored: &HashMap<ResourceKey, Stored>) -> Plan {
+    let coverage = CoverageIndex::new(doc.coverage.iter().map(|line| {
+        (
+            line.account.as_str(),
+            line.region.as_str(),
+            line.resource_type.as_str(),
+            line.status,
+        )
+    }));
+    let mut out = Plan::default();
+    let mut seen: HashSet<&ResourceKey> = HashSet::with_capacity(doc.items.len());
+    for item in &doc.items {
+        if !seen.insert(&item.key) {
+            continue; // one resource listed twice in a report: the first sighting counts
+        }
+        out.counts.resources_written += 1;
+        let previous = stored.get(&item.key);
+        // A tags-only sighting of a resource known natively refreshes its tags only.
+        let keep_native = item.tags_only && previous.is_some_and(|old| !old.tags_only);
+        let (arn, properties, fields) = match previous {
+            Some(old) if keep_native => (&old.arn, &old.properties, &old.fields),
+            _ => (&item.arn, &item.properties, &item.fields),
+        };
+        let tags_only = item.tags_only && previous.is_none_or(|old| old.tags_only);
+        let (kind, detail) = match previous {
+            None => (Some(ChangeKind::Added), Vec::new()),
+            Some(old) => {
+                let fields_changed = changed_fields(
+                    (&old.arn, &old.tags, &old.properties),
+                    (arn, &item.tags, properties),
+                );
+                if old.gone {
+                    (Some(ChangeKind::Added), fields_changed)
+                } else if fields_changed.is_empty() {
+                    (None, Vec::new())
+                } else {
+                    (Some(ChangeKind::Modified), fields_changed)
+                }
+            }
+        };
+        let new_version = match (kind, previous) {
+            (None, _) => false,
+            (Some(ChangeKind::Added), Some(_)) => !detail.is_empty(),
+            _ => true,
+        };
+        match kind {
+            Some(ChangeKind::Added) => out.counts.added += 1,
+            Some(ChangeKind::Modified) => out.counts.modified += 1,
+            _ => {}
+        }
+        if let Some(kind) = kind {
+            out.changes.push(PlannedChange {
+                key: item.key.clone(),
+                kind,
+                detail,
+            });
+        }
+        out.upserts.push(Upsert {
+            key: item.key.clone(),
+            arn: arn.clone(),
+            tags: to_json(&item.tags),
+            properties: to_json(properties),
+            fields: to_json(fields),
+            tags_only,
+            new_version,
+        });
+    }
+    let mut absent: Vec<(&ResourceKey, &Stored)> = stored
+        .iter()
+        .filter(|(key, old)| !old.gone && !seen.contains(key))
+        .collect();
+    absent.sort_by(|a, b| a.0.cmp(b.0));
+    for (key, old) in absent {
+        let status = coverage.get(&key.account, &key.region, &key.resource_type);
+        match judge_absence(status, old.tags_only) {
+            Absence::Removed => {
+                out.counts.removed += 1;
+                out.gone.push(key.clone());
+                out.changes.push(PlannedChange {
+                    key: key.clone(),
+                    kind: ChangeKind::Removed,
+                    detail: Vec::new(),
+                });
+            }
+            Absence::NotVerified(why) => {
+                out.counts.not_verified += 1;
+                out.changes.push(PlannedChange {
+                    key: key.clone(),
+                    kind: ChangeKind::NotVerified,
+                    detail: vec![why.describe()],
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CoverageStatus, ScanStatus};
+    use crate::report::{CoverageLine, Item};
+    use serde_json::json;
+
+    fn key(id: &str) -> ResourceKey {
+        ResourceKey {
+            account: "111111111111".into(),
+            region: "eu-west-1".into(),
+            resource_type: "AWS::S3::Bucket".into(),
+            id: id.into(),
+        }
+    }
+
+    fn item(id: &str, tags: Value, tags_only: bool) -> Item {
+        Item {
+            key: key(id),
+            arn: None,
+            tags: tags.as_object().unwrap().clone(),
+            properties: if tags_only {
+                Map::new()
+            } else {
+                json!({"BucketName": id}).as_object().unwrap().clone()
+            },
+            fields: Map::new(),
+            tags_only,
+        }
+    }
+
+    fn stored(item: &Item) -> Stored {
+        Stored {
+            arn: item.arn.clone(),
+            tags: item.tags.clone(),
+            properties: item.properties.clone(),
+            fields: item.fields.clone(),
+            gone: false,
+            tags_only: item.tags_only,
+        }
+    }
+
+    fn doc(items: Vec<Item>, status: CoverageStatus) -> AccountDoc {
+        AccountDoc {
+            account: "111111111111".into(),
+            coverage: vec![CoverageLine {
+                resource_type: "AWS::S3::Bucket".into(),
+                account: "111111111111".into(),
+                region: "eu-west-1".into(),
+                status,
+                reason: None,
+                count: items.len() as u64,
+            }],
+            items,
+            status: ScanStatus::Complete,
+        }
+    }
+
+    #[test]
+    fn a_new_resource_is_added_with_a_version_and_an_unchanged_one_writes_nothing_else() {
+        let a = item("a", json!({}), false);
+        let b = item("b", json!({}), false);
+        let held = HashMap::from([(key("a"), stored(&a))]);
+        let plan = plan(&doc(vec![a, b], CoverageStatus::Complete), &held);
+        assert_eq!(plan.counts.added, 1);
+        assert_eq!(plan.counts.resources_written, 2);
+        assert_eq!(plan.changes.len(), 1);
+        assert_eq!(plan.changes[0].key.id, "b");
+        assert_eq!(plan.upserts.iter().filter(|u| u.new_version).count(), 1);
+    }
+
+    #[test]
+    fn a_tag_change_is_a_modification_naming_the_tag() {
+        let old = item("a", json!({"env": "dev"}), false);
+        let held = HashMap::from([(key("a"), stored(&old))]);
+        let plan = plan(
+            &doc(
+                vec![item("a", json!({"env": "prod"}), false)],
+                CoverageStatus::Complete,
+            ),
+            &held,
+        );
+        assert_eq!(plan.counts.modified, 1);
+        assert_eq!(plan.changes[0].kind, ChangeKind::Modified);
+        assert_eq!(plan.changes[0].detail, ["tags.env"]);
+        assert!(plan.upserts[0].new_version);
+    }
+
+    #[test]
+    fn an_absent_resource_is_removed_under_complete_coverage_only() {
+        let old = item("a", json!({}), false);
+        let held = HashMap::from([(key("a"), stored(&old))]);
+        let complete = plan(&doc(vec![], CoverageStatus::Complete), &held);
+        assert_eq!(complete.gone, [key("a")]);
+        assert_eq!(complete.changes[0].kind, ChangeKind::Removed);
+        for status in [
+            CoverageStatus::Partial,
+            CoverageStatus::Failed,
+            CoverageStatus::Skipped,
+            CoverageStatus::TagsOnly,
+            CoverageStatus::Denied,
+            CoverageStatus::Cancelled,
+            CoverageStatus::Unsupported,
+        ] {
+            let unproven = plan(&doc(vec![], status), &held);
+            assert!(unproven.gone.is_empty(), "{status:?}");
+            assert_eq!(unproven.changes[0].kind, ChangeKind::NotVerified);
+            assert_eq!(
+                unproven.changes[0].detail,
+                [format!("coverage {}", status.as_str())]
+            );
+        }
+        let mut uncovered = doc(vec![], CoverageStatus::Complete);
+        uncovered.coverage[0].resource_type = "AWS::KMS::Key".into();
+        let uncovered = plan(&uncovered, &held);
+        assert!(uncovered.gone.is_empty());
+        assert_eq!(uncovered.changes[0].detail, ["not covered"]);
+    }
+
+    #[test]
+    fn a_resource_seen_only_tags_only_is_not_removed_when_it_vanishes() {
+        let old = item("a", json!({"env": "dev"}), true);
+        let held = HashMap::from([(key("a"), stored(&old))]);
+        let plan = plan(&doc(vec![], CoverageStatus::Complete), &held);
+        assert!(plan.gone.is_empty());
+        assert_eq!(plan.changes[0].kind, ChangeKind::NotVerified);
+        assert_eq!(plan.changes[0].detail, ["tags-only sighting"]);
+    }
+
+    #[test]
+    fn a_tags_only_sighting_of_a_native_resource_keeps_its_properties() {
+        let native = item("a", json!({"env": "dev"}), false);
+        let held = HashMap::from([(key("a"), stored(&native))]);
+        let plan = plan(
+            &doc(
+                vec![item("a", json!({"env": "dev"}), true)],
+                CoverageStatus::Complete,
+            ),
+            &held,
+        );
+        assert!(plan.changes.is_empty(), "{:?}", plan.changes);
+        assert!(!plan.upserts[0].tags_only);
+        assert_eq!(plan.upserts[0].properties, r#"{"BucketName":"a"}"#);
+    }
+
+    #[test]
+    fn a_gone_resource_seen_again_is_added_again() {
+        let old = item("a", json!({}), false);
+        let mut held_row = stored(&old);
+        held_row.gone = true;
+        let held = HashMap::from([(key("a"), held_row)]);
+        let plan = plan(&doc(vec![old], CoverageStatus::Complete), &held);
+        assert_eq!(plan.changes[0].kind, ChangeKind::Added);
+        assert_eq!(plan.counts.added, 1);
+        let gone_twice = super::plan(&doc(vec![], CoverageStatus::Complete), &held);
+        assert!(
+            gone_twice.changes.is_empty(),
+            "a gone resource is not removed twice"
+        );
+    }
+}
