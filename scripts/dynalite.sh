@@ -27,6 +27,9 @@ stop_dynalite() {
 # One EXIT trap for every emulator this shell started.
 stop_test_servers() {
     stop_dynalite
+    if declare -F stop_postgres >/dev/null; then
+        stop_postgres
+    fi
     if declare -F stop_moto >/dev/null; then
         stop_moto
     fi

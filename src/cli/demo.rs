@@ -59,6 +59,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         telemetry,
         rt,
     } = super::discover::ScanEnv::new(&args.scan)?;
+    let store = args.scan.store.clone();
     rt.block_on(async move {
         let summary = super::simulate::summary(&scenario);
         let regions = scenario.regions.clone();
@@ -94,8 +95,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         let outcome = async {
             let engine = Engine::open(config)?;
             let outcome = match organization {
-                Some(org) => run_organization(&engine, org, report_to, telemetry).await,
-                None => run_scan(&engine, request, report_to, telemetry).await,
+                Some(org) => {
+                    run_organization(&engine, org, report_to, telemetry, store.as_deref()).await
+                }
+                None => run_scan(&engine, request, report_to, telemetry, store.as_deref()).await,
             };
             engine.close().await?;
             outcome

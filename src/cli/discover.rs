@@ -144,6 +144,19 @@ pub struct ScanFlags {
     /// Admission directory (default: TOLLGATE_ADMISSION_DIR, else the user cache).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Also store the scan in the inventory (docs/inventory.md): `sqlite:PATH`, a file
+    /// path, or `postgres://USER@HOST/DB`; `--store` alone: the SQLite file
+    /// $XDG_DATA_HOME/tollgate/inventory.sqlite. TOLLGATE_STORE does the same. A store
+    /// that cannot be written exits 1, the report still written with its `store` field.
+    #[arg(
+        long,
+        value_name = "URL",
+        num_args = 0..=1,
+        default_missing_value = "",
+        env = "TOLLGATE_STORE",
+        hide_env_values = true
+    )]
+    pub store: Option<String>,
 }
 
 /// What `discover` and `demo` set up before a scan: the validated configuration (its
@@ -290,7 +303,8 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             Some(path) => ReportTo::File(path),
             None => ReportTo::Stdout,
         };
-        let outcome = run_scan(&engine, request, report_to, telemetry).await;
+        let store = args.scan.store.as_deref();
+        let outcome = run_scan(&engine, request, report_to, telemetry, store).await;
         engine.close().await?;
         outcome
     })
@@ -328,6 +342,7 @@ pub(crate) async fn run_scan(
     request: DiscoveryRequest,
     report_to: ReportTo<'_>,
     telemetry: Option<Arc<dyn TelemetrySink>>,
+    store: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     // One SIGINT listener for the whole scan, made before the scan starts: a fresh
     // `ctrl_c()` per loop turn only listens while it is being polled, and a Ctrl-C that
@@ -362,13 +377,10 @@ pub(crate) async fn run_scan(
     display.finish();
     discovery.shutdown();
 
-    match report_to {
-        ReportTo::Stdout => write_report(&report, None)?,
-        ReportTo::File(path) => write_report(&report, Some(path))?,
-        ReportTo::Nowhere => {}
-    }
+    let stored = finish_report(&report, report_to, store).await?;
     print_summary(&report)?;
-    Ok(ExitCode::from(exit_code(&report, user_cancelled)))
+    let code = exit_code(&report, user_cancelled);
+    Ok(ExitCode::from(exit_code_with_store(code, stored.as_ref())))
 }
 
 /// 130 after Ctrl-C or with a cancelled dataset; else 1 for a failed dataset, 2 for a
@@ -390,24 +402,45 @@ pub(super) fn status_exit_code(status: DatasetStatus, user_cancelled: bool) -> u
     }
 }
 
+/// The exit code of a scan that ended with `code` and whose store failed: 1, except
+/// after a cancellation (130 stays).
+pub(crate) fn exit_code_with_store(code: u8, stored: Option<&super::store::Stored>) -> u8 {
+    match stored {
+        Some(s) if s.failed && code != EXIT_CANCELLED => EXIT_ERROR,
+        _ => code,
+    }
+}
+
+/// Store the report (with `--store`), then write it where it goes, with its `store`
+/// field when it was stored or tried to be.
+pub(super) async fn finish_report<T: serde::Serialize>(
+    report: &T,
+    report_to: ReportTo<'_>,
+    store: Option<&str>,
+) -> anyhow::Result<Option<super::store::Stored>> {
+    let Some(url) = store else {
+        match report_to {
+            ReportTo::Stdout => write_json(report, None)?,
+            ReportTo::File(path) => write_json(report, Some(path))?,
+            ReportTo::Nowhere => {}
+        }
+        return Ok(None);
+    };
+    let mut value = serde_json::to_value(report).context("encoding the report")?;
+    let stored = super::store::store_report(url, value.clone()).await;
+    value["store"] = stored.field.clone();
+    match report_to {
+        ReportTo::Stdout => write_json(&value, None)?,
+        ReportTo::File(path) => write_json(&value, Some(path))?,
+        ReportTo::Nowhere => {}
+    }
+    Ok(Some(stored))
+}
+
 pub(super) fn write_json<T: serde::Serialize>(
     report: &T,
     output: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(report).context("encoding the report")?;
-    match output {
-        Some(path) => std::fs::write(path, format!("{text}\n"))
-            .with_context(|| format!("writing the report to {}", path.display())),
-        None => {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{text}")?;
-            out.flush()?;
-            Ok(())
-        }
-    }
-}
-
-fn write_report(report: &DiscoveryReport, output: Option<&std::path::Path>) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(report).context("encoding the report")?;
     match output {
         Some(path) => std::fs::write(path, format!("{text}\n"))
@@ -655,6 +688,18 @@ impl ProgressDisplay {
 mod tests {
     use super::*;
     use tollgate_scan::request::MAX_TIMEOUT;
+
+    #[test]
+    fn a_store_that_cannot_be_written_fails_the_exit_code_but_not_a_cancellation() {
+        let failed = super::super::store::Stored {
+            field: serde_json::json!({}),
+            failed: true,
+        };
+        assert_eq!(exit_code_with_store(0, Some(&failed)), 1);
+        assert_eq!(exit_code_with_store(2, Some(&failed)), 1);
+        assert_eq!(exit_code_with_store(130, Some(&failed)), 130);
+        assert_eq!(exit_code_with_store(2, None), 2);
+    }
 
     #[test]
     fn durations_parse_with_units() {

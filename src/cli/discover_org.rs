@@ -68,6 +68,7 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         rt,
     } = ScanEnv::new(&args.scan)?;
     let output = args.output.clone();
+    let store = args.scan.store.clone();
     let request = request(args)?;
     let breakers = tollgate_engine::breakers_from_env()?;
     rt.block_on(async move {
@@ -77,7 +78,8 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             Some(path) => ReportTo::File(path),
             None => ReportTo::Stdout,
         };
-        let outcome = run_organization(&engine, request, report_to, telemetry).await;
+        let outcome =
+            run_organization(&engine, request, report_to, telemetry, store.as_deref()).await;
         engine.close().await?;
         outcome
     })
@@ -90,6 +92,7 @@ pub(crate) async fn run_organization(
     request: OrganizationRequest,
     report_to: ReportTo<'_>,
     telemetry: Option<Arc<dyn TelemetrySink>>,
+    store: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("installing the SIGINT handler")?;
@@ -119,15 +122,12 @@ pub(crate) async fn run_organization(
     display.update(&handle.progress());
     display.finish();
     discovery.shutdown();
-    match report_to {
-        ReportTo::Stdout => super::discover::write_json(&report, None)?,
-        ReportTo::File(path) => super::discover::write_json(&report, Some(path))?,
-        ReportTo::Nowhere => {}
-    }
+    let stored = super::discover::finish_report(&report, report_to, store).await?;
     print_summary(&report)?;
-    Ok(ExitCode::from(super::discover::status_exit_code(
-        report.overall_status(),
-        user_cancelled,
+    let code = super::discover::status_exit_code(report.overall_status(), user_cancelled);
+    Ok(ExitCode::from(super::discover::exit_code_with_store(
+        code,
+        stored.as_ref(),
     )))
 }
 

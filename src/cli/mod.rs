@@ -14,6 +14,7 @@ mod serve;
 mod simulate;
 mod status;
 mod status_live;
+mod store;
 mod types;
 
 use std::path::PathBuf;
@@ -102,6 +103,12 @@ pub enum Command {
     /// The benchmarks are a separate executable, tollgate-bench, found beside this one or
     /// on PATH; `cargo build -p tollgate-bench --profile bench-fast` builds it.
     Bench(bench::BenchArgs),
+    /// List the resources in the inventory store (written by `discover --store`): the
+    /// current view, filtered like `discover` (docs/inventory.md).
+    Resources(store::ResourcesArgs),
+    /// List what changed between stored scans: added, modified (which fields), removed
+    /// (proven gone by a complete listing) and not verified (docs/inventory.md).
+    Changes(store::ChangesArgs),
     /// Fleet mode (one quota across hosts on DynamoDB): `init` creates the table and
     /// prints the IAM policy; `status` shows each key's item. Settings: TOLLGATE_FLEET_*.
     Fleet(fleet::FleetArgs),
@@ -126,6 +133,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Scans(args) => scans::run(args),
         Command::Bench(args) => bench::run(args, cli.verbose),
         Command::Fleet(args) => fleet::run(args),
+        Command::Resources(args) => store::resources(args),
+        Command::Changes(args) => store::changes(args),
     }
 }
 

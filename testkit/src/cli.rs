@@ -9,7 +9,9 @@ use std::process::{Command, Output};
 pub fn command(exe: impl AsRef<OsStr>) -> Command {
     let mut cmd = Command::new(exe);
     cmd.env_remove("TOLLGATE_QUOTA_OVERRIDES")
-        .env_remove("TOLLGATE_POLICY_FILE");
+        .env_remove("TOLLGATE_POLICY_FILE")
+        // A developer's own inventory store is never written by a test.
+        .env_remove("TOLLGATE_STORE");
     cmd
 }
 

@@ -19,6 +19,7 @@
 //! - [`tmpfs`]: a small tmpfs of a test's own, and filling it (the full-disk tests, root).
 //! - [`report_schema`]: every report a test reads validates against
 //!   `docs/report.schema.json`.
+//! - [`fault_proxy`]: a loopback proxy that fails the requests a test picks with a 500.
 //! - [`cli`]: running `tollgate` or `tollgate-bench` as a user would, and describing the
 //!   outcome.
 
@@ -27,6 +28,7 @@
 pub mod cli;
 pub mod dynalite;
 pub mod emulator;
+pub mod fault_proxy;
 pub mod http;
 pub mod moto;
 pub mod names;

@@ -12,6 +12,7 @@ mod cli;
 mod first_run;
 mod fleet_cli;
 mod fleet_settings_scope;
+mod inventory_cli;
 mod moto_cli;
 mod moto_org;
 mod org_demo_cli;

@@ -1,0 +1,373 @@
+//! The inventory store from the command line (docs/inventory.md): `--store` on `discover`
+//! and `demo` writes each scan, and `tollgate resources` and `tollgate changes` read the
+//! store back.
+//!
+//! The store's engines are synchronous (rusqlite, and the `postgres` crate, which runs a
+//! runtime of its own and must not be called on a tokio worker), so a scan writes through
+//! `spawn_blocking`. A store that cannot be written never costs the scan: the report is
+//! still written, with a `store` field that says why, and the exit code is 1.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+use tollgate_inventory::{
+    ChangeFilter, ChangeRow, PageSize, ResourceFilter, ResourceRow, Since, Store, StoreUrl,
+    TypePattern,
+};
+
+/// `--store [URL]` of `resources` and `changes`.
+#[derive(Debug, clap::Args)]
+pub struct ReadStoreFlag {
+    /// The inventory store: `sqlite:PATH`, a file path, or `postgres://USER@HOST/DB`
+    /// (default: TOLLGATE_STORE, else the SQLite file
+    /// $XDG_DATA_HOME/tollgate/inventory.sqlite).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "TOLLGATE_STORE",
+        hide_env_values = true
+    )]
+    pub store: Option<String>,
+}
+
+/// Opens the store `url` names; `None` or empty: the default SQLite file.
+pub(super) fn open(url: Option<&str>) -> anyhow::Result<Store> {
+    let store = match url.filter(|u| !u.is_empty()) {
+        Some(url) => Store::open(url)?,
+        None => Store::open_default()?,
+    };
+    Ok(store)
+}
+
+/// The URL a user gave, its password replaced, for messages about a store that did not
+/// open (`Store::redacted_url` once it has).
+fn redacted(url: &str) -> String {
+    if url.is_empty() {
+        return tollgate_inventory::default_sqlite_path()
+            .map(|p| format!("sqlite:{}", p.display()))
+            .unwrap_or_else(|| "the default store".to_owned());
+    }
+    StoreUrl::parse(url)
+        .map(|u| u.redacted())
+        .unwrap_or_else(|_| "(an unreadable store URL)".to_owned())
+}
+
+/// What storing a finished scan did: the report's `store` field, and whether it failed.
+pub(crate) struct Stored {
+    pub field: Value,
+    pub failed: bool,
+}
+
+/// Writes `report` (one account or an organization) to the store `url` names, account by
+/// account, and says what it did. Never fails: a failure is the answer's `error`.
+pub(crate) async fn store_report(url: &str, report: Value) -> Stored {
+    let url = url.to_owned();
+    let shown = redacted(&url);
+    let written = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let mut store = open(Some(&url))?;
+        Ok(store.write_report(&report)?)
+    })
+    .await;
+    let error = match written {
+        Ok(Ok(summary)) => {
+            eprintln!(
+                "stored in {} as scan {}: {} resources written, {} added, {} modified, {} removed, {} not verified",
+                summary.url,
+                summary.scan,
+                summary.counts.resources_written,
+                summary.counts.added,
+                summary.counts.modified,
+                summary.counts.removed,
+                summary.counts.not_verified
+            );
+            let mut field = serde_json::to_value(&summary).unwrap_or_else(|_| json!({}));
+            field["stored"] = json!(true);
+            return Stored {
+                field,
+                failed: false,
+            };
+        }
+        Ok(Err(e)) => format!("{e:#}"),
+        Err(e) => format!("the store's writer stopped: {e}"),
+    };
+    eprintln!(
+        "tollgate: the scan was not stored in {shown}: {error}; the report is complete and \
+         is written as usual (exit code 1)"
+    );
+    Stored {
+        field: json!({"url": shown, "stored": false, "error": error}),
+        failed: true,
+    }
+}
+
+/// `tollgate resources` flags.
+#[derive(Debug, clap::Args)]
+pub struct ResourcesArgs {
+    #[command(flatten)]
+    pub store: ReadStoreFlag,
+    /// Resource types, comma-separated, with `*` globs (`AWS::S3::*`).
+    #[arg(long, alias = "datasets", value_delimiter = ',', value_name = "TYPE")]
+    pub types: Vec<String>,
+    /// Accounts, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "ID")]
+    pub accounts: Vec<String>,
+    /// Regions, comma-separated (`global` for global types).
+    #[arg(long, value_delimiter = ',', value_name = "REGION")]
+    pub regions: Vec<String>,
+    /// Only resources with this tag (repeatable: every one must match).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_tag)]
+    pub tag: Vec<(String, String)>,
+    /// Also list resources proven gone (`gone_since` set).
+    #[arg(long)]
+    pub include_gone: bool,
+    /// Print JSON (an array of rows) instead of a table.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV (tags and properties as JSON text) instead of a table.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+/// `tollgate changes` flags.
+#[derive(Debug, clap::Args)]
+pub struct ChangesArgs {
+    #[command(flatten)]
+    pub store: ReadStoreFlag,
+    /// Changes after this stored scan (its number, as `resources` and `stored in` print
+    /// it), or within this long (`24h`, `7d`, `30m`), or since an RFC 3339 time
+    /// (default: every change).
+    #[arg(long, value_name = "SCAN|DURATION|TIME")]
+    pub since: Option<String>,
+    /// Resource types, comma-separated, with `*` globs.
+    #[arg(long, alias = "datasets", value_delimiter = ',', value_name = "TYPE")]
+    pub types: Vec<String>,
+    /// Accounts, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "ID")]
+    pub accounts: Vec<String>,
+    /// Print JSON (an array of rows) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_tag(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("{text:?} is not KEY=VALUE (e.g. --tag env=prod)")),
+    }
+}
+
+fn type_patterns(types: &[String]) -> anyhow::Result<Vec<TypePattern>> {
+    types
+        .iter()
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| {
+            // A dataset alias (`s3-buckets`) stands for its type, as in `discover`.
+            let name = tollgate_collectors::Dataset::catalog()
+                .into_iter()
+                .find(|d| d.name() == t.trim())
+                .map(|d| d.resource_type().to_owned())
+                .unwrap_or_else(|| t.trim().to_owned());
+            TypePattern::parse(&name).map_err(anyhow::Error::from)
+        })
+        .collect()
+}
+
+/// Every page of a paged read, in order.
+fn all_pages<T>(
+    mut page: impl FnMut(Option<String>) -> anyhow::Result<tollgate_inventory::Page<T>>,
+) -> anyhow::Result<Vec<T>> {
+    let mut rows = Vec::new();
+    let mut cursor = None;
+    loop {
+        let p = page(cursor)?;
+        rows.extend(p.rows);
+        match p.next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(rows),
+        }
+    }
+}
+
+/// `tollgate resources`.
+pub fn resources(args: ResourcesArgs) -> anyhow::Result<ExitCode> {
+    let mut store = open(args.store.store.as_deref())?;
+    let filter = ResourceFilter {
+        types: type_patterns(&args.types)?,
+        accounts: args.accounts,
+        regions: args.regions,
+        tags: args.tag,
+        include_gone: args.include_gone,
+        page_size: PageSize::new(PageSize::MAX)?,
+        cursor: None,
+    };
+    let rows = all_pages(|cursor| {
+        Ok(store.resources(&ResourceFilter {
+            cursor,
+            ..filter.clone()
+        })?)
+    })?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &rows).context("writing JSON")?;
+        writeln!(out)?;
+    } else if args.csv {
+        resources_csv(&mut out, &rows)?;
+    } else {
+        resources_table(&mut out, &rows)?;
+        eprintln!("{} resources in {}", rows.len(), store.redacted_url());
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn resources_csv(out: &mut impl Write, rows: &[ResourceRow]) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record([
+        "resource_type",
+        "account",
+        "region",
+        "id",
+        "arn",
+        "tags",
+        "properties",
+        "first_seen",
+        "last_seen",
+        "gone_since",
+    ])?;
+    for r in rows {
+        w.write_record([
+            r.resource_type.as_str(),
+            &r.account,
+            &r.region,
+            &r.id,
+            r.arn.as_deref().unwrap_or(""),
+            &r.tags.to_string(),
+            &r.properties.to_string(),
+            &r.first_seen,
+            &r.last_seen,
+            r.gone_since.as_deref().unwrap_or(""),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+fn resources_table(out: &mut impl Write, rows: &[ResourceRow]) -> anyhow::Result<()> {
+    let width =
+        |f: fn(&ResourceRow) -> usize, min: usize| rows.iter().map(f).max().unwrap_or(0).max(min);
+    let (wt, wa, wr) = (
+        width(|r| r.resource_type.len(), 13),
+        width(|r| r.account.len(), 7),
+        width(|r| r.region.len(), 6),
+    );
+    writeln!(
+        out,
+        "{:<wt$}  {:<wa$}  {:<wr$}  {:<24}  {:<20}  id",
+        "resource_type", "account", "region", "first_seen", "gone_since"
+    )?;
+    for r in rows {
+        writeln!(
+            out,
+            "{:<wt$}  {:<wa$}  {:<wr$}  {:<24}  {:<20}  {}",
+            r.resource_type,
+            r.account,
+            r.region,
+            r.first_seen,
+            r.gone_since.as_deref().unwrap_or("-"),
+            r.id
+        )?;
+    }
+    Ok(())
+}
+
+/// `tollgate changes`.
+pub fn changes(args: ChangesArgs) -> anyhow::Result<ExitCode> {
+    let mut store = open(args.store.store.as_deref())?;
+    // The CLI's one clock read: `--since 24h` is relative to now.
+    #[allow(clippy::disallowed_methods)]
+    let now: chrono::DateTime<chrono::Utc> = std::time::SystemTime::now().into();
+    let filter = ChangeFilter {
+        since: args
+            .since
+            .as_deref()
+            .map(|s| Since::parse(s, now))
+            .transpose()?,
+        types: type_patterns(&args.types)?,
+        accounts: args.accounts,
+        page_size: PageSize::new(PageSize::MAX)?,
+        cursor: None,
+    };
+    let rows = all_pages(|cursor| {
+        Ok(store.changes(&ChangeFilter {
+            cursor,
+            ..filter.clone()
+        })?)
+    })?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &rows).context("writing JSON")?;
+        writeln!(out)?;
+    } else {
+        changes_table(&mut out, &rows)?;
+        eprintln!("{} changes in {}", rows.len(), store.redacted_url());
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn changes_table(out: &mut impl Write, rows: &[ChangeRow]) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "{:>5}  {:<24}  {:<12}  {:<28}  {:<12}  {:<14}  id (detail)",
+        "scan", "at", "kind", "resource_type", "account", "region"
+    )?;
+    for r in rows {
+        let detail = if r.detail.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.detail.join(", "))
+        };
+        writeln!(
+            out,
+            "{:>5}  {:<24}  {:<12}  {:<28}  {:<12}  {:<14}  {}{detail}",
+            r.scan,
+            r.at,
+            r.kind.as_str(),
+            r.resource_type,
+            r.account,
+            r.region,
+            r.id
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_filter_needs_a_key_and_an_equals_sign() {
+        assert_eq!(parse_tag("env=prod"), Ok(("env".into(), "prod".into())));
+        assert_eq!(parse_tag("env="), Ok(("env".into(), String::new())));
+        assert!(parse_tag("=prod").is_err());
+        assert!(parse_tag("env").unwrap_err().contains("KEY=VALUE"));
+    }
+
+    #[test]
+    fn a_dataset_alias_selects_its_type() {
+        let p = type_patterns(&["s3-buckets".into(), "AWS::KMS::*".into()]).unwrap();
+        let names: Vec<String> = p.iter().map(|t| format!("{t:?}")).collect();
+        assert!(names[0].contains("AWS::S3::Bucket"), "{names:?}");
+        assert!(names[1].contains("AWS::KMS::*"), "{names:?}");
+    }
+
+    #[test]
+    fn a_password_never_reaches_a_message() {
+        let shown = redacted("postgres://scanner:hunter2@db.example:5432/inv");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("db.example"), "{shown}");
+    }
+}

@@ -1,0 +1,292 @@
+//! Issue 34's must-show, as a user runs it: `tollgate discover --store` against a moto
+//! server of the test's own, then `tollgate resources --json` and `tollgate changes
+//! --json`, on a real SQLite file and on a real PostgreSQL (a schema of the test's own on
+//! TOLLGATE_TEST_POSTGRES_URL's server, which scripts/test starts; without it the
+//! PostgreSQL case prints SKIPPED).
+//!
+//! Three scans: the first stores what moto holds; between it and the second a bucket is
+//! deleted and a table's tag changed (one removal, one modification); before the third
+//! another bucket is deleted while a fault proxy fails every S3 ListBuckets, so S3's
+//! coverage is not complete and nothing in S3 may be marked removed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Output;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{json, Value};
+use tollgate_testkit::fault_proxy::FaultProxy;
+use tollgate_testkit::http::Call;
+use tollgate_testkit::moto::{DedicatedMoto, Moto, MOTO_ACCOUNT};
+
+const POSTGRES_URL: &str = "TOLLGATE_TEST_POSTGRES_URL";
+
+fn tollgate(args: &[&str], admission: &Path) -> Output {
+    let mut cmd = tollgate_testkit::cli::command(env!("CARGO_BIN_EXE_tollgate"));
+    cmd.args(args).env("TOLLGATE_ADMISSION_DIR", admission);
+    tollgate_testkit::cli::output(tollgate_testkit::emulator_env(&mut cmd))
+}
+
+/// One `discover --store` of S3 and DynamoDB in us-east-1 through `endpoint`; the report.
+fn scan(endpoint: &str, store: &str, tmp: &Path, n: usize) -> (Output, Value) {
+    let report = tmp.join(format!("report-{n}.json"));
+    let out = tollgate(
+        &[
+            "discover",
+            "--endpoint-url",
+            endpoint,
+            "--regions",
+            "us-east-1",
+            "--types",
+            "s3-buckets,dynamodb-tables",
+            "--timeout",
+            "120s",
+            "--store",
+            store,
+            "--output",
+            report.to_str().unwrap(),
+        ],
+        &tmp.join("admission"),
+    );
+    let text = std::fs::read(&report)
+        .unwrap_or_else(|e| panic!("no report ({e}): {}", tollgate_testkit::cli::describe(&out)));
+    let report: Value = serde_json::from_slice(&text).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
+    (out, report)
+}
+
+fn read_json(args: &[&str], tmp: &Path) -> Vec<Value> {
+    let out = tollgate(args, &tmp.join("admission"));
+    assert!(
+        out.status.success(),
+        "{}",
+        tollgate_testkit::cli::describe(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The resource model of every item of a report, by (type, account, region, id).
+fn report_items(report: &Value) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for dataset in report["datasets"].as_object().unwrap().values() {
+        for item in dataset["items"].as_array().unwrap() {
+            out.insert(key(item), model(item));
+        }
+    }
+    out
+}
+
+fn key(v: &Value) -> String {
+    format!(
+        "{}|{}|{}|{}",
+        v["resource_type"].as_str().unwrap(),
+        v["account"].as_str().unwrap_or("unknown"),
+        v["region"].as_str().unwrap_or("unknown"),
+        v["id"].as_str().unwrap()
+    )
+}
+
+fn model(v: &Value) -> Value {
+    json!({"arn": v["arn"], "tags": v["tags"], "properties": v["properties"]})
+}
+
+fn tag_table(moto: &Moto, arn: &str, value: &str) {
+    moto.json_call(
+        "dynamodb",
+        "DynamoDB_20120810.TagResource",
+        &json!({"ResourceArn": arn, "Tags": [{"Key": "env", "Value": value}]}).to_string(),
+    );
+}
+
+fn delete_bucket(moto: &Moto, name: &str) {
+    let answer = moto.call("s3", Call::new("DELETE", &format!("/{name}")));
+    assert_eq!(answer.status, 204, "DeleteBucket: {}", answer.text());
+}
+
+/// The three scans against `store` (a SQLite file or a PostgreSQL URL).
+fn three_scans(store: &str) {
+    let dedicated = DedicatedMoto::start();
+    let moto = Moto {
+        url: dedicated.url.clone(),
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for b in ["inv-kept", "inv-deleted", "inv-unverified"] {
+        moto.create_bucket(b);
+    }
+    moto.create_table("inv-table");
+    let table_arn = format!("arn:aws:dynamodb:us-east-1:{MOTO_ACCOUNT}:table/inv-table");
+    tag_table(&moto, &table_arn, "prod");
+
+    // 1: everything is added, and the store's current view is the report's items.
+    let (out, report) = scan(&moto.url, store, tmp.path(), 1);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        tollgate_testkit::cli::describe(&out)
+    );
+    assert_eq!(report["store"]["stored"], true, "{}", report["store"]);
+    let first = report["store"]["scan"].as_i64().unwrap();
+    let rows = read_json(&["resources", "--store", store, "--json"], tmp.path());
+    let stored: BTreeMap<String, Value> = rows.iter().map(|r| (key(r), model(r))).collect();
+    assert_eq!(
+        stored,
+        report_items(&report),
+        "resources --json is the report"
+    );
+    assert_eq!(stored.len(), 4, "{stored:?}");
+    assert_eq!(
+        stored[&format!("AWS::DynamoDB::Table|{MOTO_ACCOUNT}|us-east-1|inv-table")]["tags"],
+        json!({"env": "prod"})
+    );
+
+    // 2: one bucket deleted, the table's tag changed.
+    delete_bucket(&moto, "inv-deleted");
+    tag_table(&moto, &table_arn, "staging");
+    let (out, report) = scan(&moto.url, store, tmp.path(), 2);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        tollgate_testkit::cli::describe(&out)
+    );
+    let second = report["store"]["scan"].as_i64().unwrap();
+    let since = first.to_string();
+    let changes = read_json(
+        &["changes", "--store", store, "--since", &since, "--json"],
+        tmp.path(),
+    );
+    let summary: std::collections::BTreeSet<(&str, &str, &str)> = changes
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap(),
+                c["resource_type"].as_str().unwrap(),
+                c["id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("modified", "AWS::DynamoDB::Table", "inv-table"),
+        ("removed", "AWS::S3::Bucket", "inv-deleted"),
+    ];
+    assert_eq!(
+        summary,
+        expected.into_iter().collect(),
+        "one modification and one removal: {changes:#?}"
+    );
+    let modified = changes.iter().find(|c| c["kind"] == "modified").unwrap();
+    assert!(
+        modified["detail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d.as_str().unwrap().starts_with("tags")),
+        "the tag is what changed: {modified}"
+    );
+
+    // 3: another bucket deleted, and every S3 ListBuckets fails at the proxy.
+    delete_bucket(&moto, "inv-unverified");
+    let proxy = FaultProxy::start(moto.addr(), |head| {
+        head.method == "GET" && head.path() == "/" && head.signed_service() == Some("s3")
+    });
+    let (out, report) = scan(&proxy.url, store, tmp.path(), 3);
+    assert!(proxy.failed() > 0, "the proxy failed S3's listing");
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "S3 failed: {}",
+        tollgate_testkit::cli::describe(&out)
+    );
+    assert_eq!(
+        report["datasets"]["s3-buckets"]["status"], "failed",
+        "{}",
+        report["datasets"]["s3-buckets"]
+    );
+    assert_eq!(report["store"]["stored"], true, "{}", report["store"]);
+    assert_eq!(report["store"]["removed"], 0, "{}", report["store"]);
+    let since = second.to_string();
+    let changes = read_json(
+        &["changes", "--store", store, "--since", &since, "--json"],
+        tmp.path(),
+    );
+    assert!(
+        changes.iter().all(|c| c["kind"] != "removed"),
+        "nothing is removed on a failed listing: {changes:#?}"
+    );
+    assert!(
+        changes
+            .iter()
+            .any(|c| c["kind"] == "not_verified" && c["id"] == "inv-unverified"),
+        "the bucket that is gone is 'not verified': {changes:#?}"
+    );
+    let buckets = read_json(
+        &[
+            "resources",
+            "--store",
+            store,
+            "--types",
+            "s3-buckets",
+            "--json",
+        ],
+        tmp.path(),
+    );
+    let ids: Vec<&str> = buckets.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["inv-kept", "inv-unverified"], "{buckets:#?}");
+}
+
+#[test]
+fn a_stored_scan_lists_its_items_and_later_scans_show_proven_removals_only_on_sqlite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("inventory.sqlite");
+    three_scans(&format!("sqlite:{}", file.display()));
+}
+
+#[test]
+fn a_stored_scan_lists_its_items_and_later_scans_show_proven_removals_only_on_postgres() {
+    let Ok(base) = std::env::var(POSTGRES_URL) else {
+        println!("SKIPPED: {POSTGRES_URL} unset");
+        return;
+    };
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let schema = format!(
+        "cli_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut client = postgres::Client::connect(&base, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("{POSTGRES_URL} is set but unreachable: {e}"));
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .unwrap();
+    let separator = if base.contains('?') { '&' } else { '?' };
+    three_scans(&format!(
+        "{base}{separator}options=-csearch_path%3D{schema}"
+    ));
+    client
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+}
+
+#[test]
+fn a_store_that_cannot_be_written_still_writes_the_report_and_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let moto = tollgate_testkit::moto::moto();
+    // A PostgreSQL URL nothing listens on, with a password that must not be printed.
+    let store = "postgres://scanner:hunter2-secret@127.0.0.1:1/inventory";
+    let (out, report) = scan(&moto.url, store, tmp.path(), 1);
+    let all = tollgate_testkit::cli::describe(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_eq!(report["store"]["stored"], false, "{}", report["store"]);
+    assert!(report["datasets"]["s3-buckets"]["items"].is_array());
+    let text = serde_json::to_string(&report).unwrap();
+    assert!(
+        !text.contains("hunter2"),
+        "the report holds the password: {text}"
+    );
+    assert!(
+        !all.contains("hunter2"),
+        "the output holds the password: {all}"
+    );
+    assert!(all.contains("was not stored"), "{all}");
+}
