@@ -21,37 +21,52 @@ use tollgate_testkit::moto::{DedicatedMoto, Moto, MOTO_ACCOUNT};
 
 const POSTGRES_URL: &str = "TOLLGATE_TEST_POSTGRES_URL";
 
-fn tollgate(args: &[&str], admission: &Path) -> Output {
+fn command(args: &[&str], admission: &Path) -> std::process::Command {
     let mut cmd = tollgate_testkit::cli::command(env!("CARGO_BIN_EXE_tollgate"));
     cmd.args(args).env("TOLLGATE_ADMISSION_DIR", admission);
-    tollgate_testkit::cli::output(tollgate_testkit::emulator_env(&mut cmd))
+    tollgate_testkit::emulator_env(&mut cmd);
+    cmd
+}
+
+fn tollgate(args: &[&str], admission: &Path) -> Output {
+    tollgate_testkit::cli::output(&mut command(args, admission))
+}
+
+fn scan_args(endpoint: &str, store: &str, report: &Path) -> Vec<String> {
+    [
+        "discover",
+        "--endpoint-url",
+        endpoint,
+        "--regions",
+        "us-east-1",
+        "--types",
+        "s3-buckets,dynamodb-tables",
+        "--timeout",
+        "120s",
+        "--store",
+        store,
+        "--output",
+        report.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+fn read_report(path: &Path, out: &Output) -> Value {
+    let text = std::fs::read(path)
+        .unwrap_or_else(|e| panic!("no report ({e}): {}", tollgate_testkit::cli::describe(out)));
+    let report: Value = serde_json::from_slice(&text).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
+    report
 }
 
 /// One `discover --store` of S3 and DynamoDB in us-east-1 through `endpoint`; the report.
 fn scan(endpoint: &str, store: &str, tmp: &Path, n: usize) -> (Output, Value) {
     let report = tmp.join(format!("report-{n}.json"));
-    let out = tollgate(
-        &[
-            "discover",
-            "--endpoint-url",
-            endpoint,
-            "--regions",
-            "us-east-1",
-            "--types",
-            "s3-buckets,dynamodb-tables",
-            "--timeout",
-            "120s",
-            "--store",
-            store,
-            "--output",
-            report.to_str().unwrap(),
-        ],
-        &tmp.join("admission"),
-    );
-    let text = std::fs::read(&report)
-        .unwrap_or_else(|e| panic!("no report ({e}): {}", tollgate_testkit::cli::describe(&out)));
-    let report: Value = serde_json::from_slice(&text).unwrap();
-    tollgate_testkit::report_schema::assert_valid(&report);
+    let args = scan_args(endpoint, store, &report);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tollgate(&args, &tmp.join("admission"));
+    let report = read_report(&report, &out);
     (out, report)
 }
 
@@ -244,28 +259,55 @@ fn a_stored_scan_lists_its_items_and_later_scans_show_proven_removals_only_on_sq
 
 #[test]
 fn a_stored_scan_lists_its_items_and_later_scans_show_proven_removals_only_on_postgres() {
-    let Ok(base) = std::env::var(POSTGRES_URL) else {
-        println!("SKIPPED: {POSTGRES_URL} unset");
+    let Some(schema) = PostgresSchema::new() else {
         return;
     };
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let schema = format!(
-        "cli_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let mut client = postgres::Client::connect(&base, postgres::NoTls)
-        .unwrap_or_else(|e| panic!("{POSTGRES_URL} is set but unreachable: {e}"));
-    client
-        .batch_execute(&format!("CREATE SCHEMA {schema}"))
-        .unwrap();
-    let separator = if base.contains('?') { '&' } else { '?' };
-    three_scans(&format!(
-        "{base}{separator}options=-csearch_path%3D{schema}"
-    ));
-    client
-        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
-        .unwrap();
+    three_scans(&schema.url());
+}
+
+/// A schema of the test's own on TOLLGATE_TEST_POSTGRES_URL's server, dropped after it;
+/// `None` (and a SKIPPED line) when the variable is unset.
+struct PostgresSchema {
+    base: String,
+    name: String,
+}
+
+impl PostgresSchema {
+    fn new() -> Option<PostgresSchema> {
+        let Ok(base) = std::env::var(POSTGRES_URL) else {
+            println!("SKIPPED: {POSTGRES_URL} unset");
+            return None;
+        };
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "cli_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut client = postgres::Client::connect(&base, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("{POSTGRES_URL} is set but unreachable: {e}"));
+        client
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .unwrap();
+        Some(PostgresSchema { base, name })
+    }
+
+    /// The store URL whose connections use this schema.
+    fn url(&self) -> String {
+        let separator = if self.base.contains('?') { '&' } else { '?' };
+        format!(
+            "{}{separator}options=-csearch_path%3D{}",
+            self.base, self.name
+        )
+    }
+}
+
+impl Drop for PostgresSchema {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.base, postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name));
+        }
+    }
 }
 
 #[test]
@@ -289,4 +331,74 @@ fn a_store_that_cannot_be_written_still_writes_the_report_and_exits_1() {
         "the output holds the password: {all}"
     );
     assert!(all.contains("was not stored"), "{all}");
+}
+
+/// Two `discover --store` processes at once on one store: both scans stored, no error,
+/// and no row lost (the current view is every item, each added exactly once).
+fn two_writers_at_once(store: &str) {
+    let dedicated = DedicatedMoto::start();
+    let moto = Moto {
+        url: dedicated.url.clone(),
+    };
+    for i in 0..6 {
+        moto.create_bucket(&format!("inv-two-{i}"));
+    }
+    moto.create_tables("inv-two-", 4);
+    let tmp = tempfile::tempdir().unwrap();
+    let children: Vec<(std::process::Child, std::path::PathBuf)> = (0..2)
+        .map(|n| {
+            let report = tmp.path().join(format!("report-{n}.json"));
+            let args = scan_args(&moto.url, store, &report);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let child = command(&args, &tmp.path().join("admission"))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, report)
+        })
+        .collect();
+    let mut scans = Vec::new();
+    let mut items = None;
+    for (child, path) in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            tollgate_testkit::cli::describe(&out)
+        );
+        let report = read_report(&path, &out);
+        assert_eq!(report["store"]["stored"], true, "{}", report["store"]);
+        scans.push(report["store"]["scan"].as_i64().unwrap());
+        items = Some(report_items(&report));
+    }
+    scans.sort_unstable();
+    scans.dedup();
+    assert_eq!(scans.len(), 2, "two scans stored: {scans:?}");
+    let items = items.unwrap();
+    assert_eq!(items.len(), 10, "{items:?}");
+    let rows = read_json(&["resources", "--store", store, "--json"], tmp.path());
+    let stored: BTreeMap<String, Value> = rows.iter().map(|r| (key(r), model(r))).collect();
+    assert_eq!(stored, items, "every item is in the store");
+    let changes = read_json(&["changes", "--store", store, "--json"], tmp.path());
+    assert_eq!(changes.len(), 10, "each resource added once: {changes:#?}");
+    assert!(changes.iter().all(|c| c["kind"] == "added"), "{changes:#?}");
+}
+
+#[test]
+fn two_processes_store_at_once_on_one_sqlite_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    two_writers_at_once(&format!(
+        "sqlite:{}",
+        tmp.path().join("inventory.sqlite").display()
+    ));
+}
+
+#[test]
+fn two_processes_store_at_once_on_one_postgres_database() {
+    let Some(schema) = PostgresSchema::new() else {
+        return;
+    };
+    two_writers_at_once(&schema.url());
 }
