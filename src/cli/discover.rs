@@ -377,7 +377,11 @@ pub(crate) async fn run_scan(
     display.finish();
     discovery.shutdown();
 
-    let stored = finish_report(&report, report_to, store).await?;
+    let target = match store {
+        Some(url) => StoreTarget::Whole(url),
+        None => StoreTarget::Nowhere,
+    };
+    let stored = finish_report(&report, report_to, target).await?;
     print_summary(&report)?;
     let code = exit_code(&report, user_cancelled);
     Ok(ExitCode::from(exit_code_with_store(code, stored.as_ref())))
@@ -411,14 +415,23 @@ pub(crate) fn exit_code_with_store(code: u8, stored: Option<&super::store::Store
     }
 }
 
+/// Where a finished report is stored.
+pub(super) enum StoreTarget<'a> {
+    Nowhere,
+    /// The whole report at the end (one account's scan: one transaction).
+    Whole(&'a str),
+    /// An organization's accounts, most of them already written as they finished.
+    Accounts(super::store::AccountWriter),
+}
+
 /// Store the report (with `--store`), then write it where it goes, with its `store`
 /// field when it was stored or tried to be.
 pub(super) async fn finish_report<T: serde::Serialize>(
     report: &T,
     report_to: ReportTo<'_>,
-    store: Option<&str>,
+    store: StoreTarget<'_>,
 ) -> anyhow::Result<Option<super::store::Stored>> {
-    let Some(url) = store else {
+    if let StoreTarget::Nowhere = store {
         match report_to {
             ReportTo::Stdout => write_json(report, None)?,
             ReportTo::File(path) => write_json(report, Some(path))?,
@@ -427,7 +440,11 @@ pub(super) async fn finish_report<T: serde::Serialize>(
         return Ok(None);
     };
     let mut value = serde_json::to_value(report).context("encoding the report")?;
-    let stored = super::store::store_report(url, value.clone()).await;
+    let stored = match store {
+        StoreTarget::Whole(url) => super::store::store_report(url, value.clone()).await,
+        StoreTarget::Accounts(writer) => writer.finish(&value).await,
+        StoreTarget::Nowhere => unreachable!("returned above"),
+    };
     value["store"] = stored.field.clone();
     match report_to {
         ReportTo::Stdout => write_json(&value, None)?,

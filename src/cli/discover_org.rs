@@ -98,6 +98,12 @@ pub(crate) async fn run_organization(
         .context("installing the SIGINT handler")?;
     let discovery = engine.discovery(telemetry);
     let handle = discovery.start_organization_scan(request).await?;
+    // Each account is stored as soon as its scan finishes (a kill loses at most the
+    // accounts in flight).
+    let writer = store.map(|url| {
+        let _ = handle.take_finished_accounts();
+        super::store::AccountWriter::start(url, handle.id().to_string())
+    });
     let mut display = AccountDisplay::new(&handle);
     let mut user_cancelled = false;
     let report = {
@@ -115,14 +121,30 @@ pub(crate) async fn run_organization(
                     display.note("cancelling: skipping queued accounts, stopping the running ones (Ctrl-C again to quit at once)");
                     handle.cancel();
                 }
-                _ = tick.tick() => display.update(&handle.progress()),
+                _ = tick.tick() => {
+                    display.update(&handle.progress());
+                    if let Some(writer) = &writer {
+                        for account in handle.take_finished_accounts() {
+                            writer.account(&account);
+                        }
+                    }
+                }
             }
         }
     };
+    if let Some(writer) = &writer {
+        for account in handle.take_finished_accounts() {
+            writer.account(&account);
+        }
+    }
     display.update(&handle.progress());
     display.finish();
     discovery.shutdown();
-    let stored = super::discover::finish_report(&report, report_to, store).await?;
+    let target = match writer {
+        Some(writer) => super::discover::StoreTarget::Accounts(writer),
+        None => super::discover::StoreTarget::Nowhere,
+    };
+    let stored = super::discover::finish_report(&report, report_to, target).await?;
     print_summary(&report)?;
     let code = super::discover::status_exit_code(report.overall_status(), user_cancelled);
     Ok(ExitCode::from(super::discover::exit_code_with_store(

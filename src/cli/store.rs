@@ -70,6 +70,14 @@ pub(crate) async fn store_report(url: &str, report: Value) -> Stored {
         Ok(store.write_report(&report)?)
     })
     .await;
+    summarize(written, shown)
+}
+
+/// The `store` field of a write's outcome, and its line on stderr.
+fn summarize(
+    written: Result<anyhow::Result<tollgate_inventory::StoreSummary>, tokio::task::JoinError>,
+    shown: String,
+) -> Stored {
     let error = match written {
         Ok(Ok(summary)) => {
             eprintln!(
@@ -100,6 +108,121 @@ pub(crate) async fn store_report(url: &str, report: Value) -> Stored {
         field: json!({"url": shown, "stored": false, "error": error}),
         failed: true,
     }
+}
+
+/// An organization scan's store, written account by account as each account's scan
+/// finishes (one transaction each), so that a crash or a kill loses at most the accounts
+/// in flight: a thread of its own owns the store (its engines are synchronous).
+pub(crate) struct AccountWriter {
+    tx: Option<std::sync::mpsc::Sender<Value>>,
+    thread: Option<std::thread::JoinHandle<anyhow::Result<Written>>>,
+    url: String,
+}
+
+/// What the writer thread did: the scan's number in the store and what its accounts did.
+struct Written {
+    store: Store,
+    scan: tollgate_inventory::ScanId,
+    accounts: Vec<String>,
+    counts: tollgate_inventory::WriteCounts,
+}
+
+impl AccountWriter {
+    /// Open the store `url` names and record the organization scan `scan_id` as running.
+    pub(crate) fn start(url: &str, scan_id: String) -> AccountWriter {
+        let (tx, rx) = std::sync::mpsc::channel::<Value>();
+        let owned = url.to_owned();
+        let thread = std::thread::spawn(move || -> anyhow::Result<Written> {
+            let mut store = open(Some(&owned))?;
+            let started: chrono::DateTime<chrono::Utc> = std::time::SystemTime::now().into();
+            let meta = tollgate_inventory::ScanMeta {
+                report_scan_id: Some(scan_id),
+                started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                caller_account: None,
+                organization: true,
+                options: json!({}),
+            };
+            let scan = store.begin_scan(&meta)?;
+            let mut written = Written {
+                store,
+                scan,
+                accounts: Vec::new(),
+                counts: Default::default(),
+            };
+            for doc in rx {
+                let counts = written.store.write_account(scan, &doc)?;
+                add_counts(&mut written.counts, counts);
+                written
+                    .accounts
+                    .push(doc["account"].as_str().unwrap_or_default().to_owned());
+            }
+            Ok(written)
+        });
+        AccountWriter {
+            tx: Some(tx),
+            thread: Some(thread),
+            url: url.to_owned(),
+        }
+    }
+
+    /// Queue one finished account's report (a single-account document).
+    pub(crate) fn account(&self, report: &impl serde::Serialize) {
+        if let (Some(tx), Ok(doc)) = (&self.tx, serde_json::to_value(report)) {
+            // A writer that stopped on an error says so in `finish`.
+            let _ = tx.send(doc);
+        }
+    }
+
+    /// Write the accounts of the final `report` not written yet, record how the scan
+    /// ended, and say what was stored (the report's `store` field).
+    pub(crate) async fn finish(mut self, report: &Value) -> Stored {
+        let shown = redacted(&self.url);
+        let thread = self.thread.take();
+        drop(self.tx.take());
+        let report = report.clone();
+        let done = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+            let joined = thread
+                .map(|t| t.join())
+                .ok_or_else(|| anyhow::anyhow!("the writer was already finished"))?;
+            let mut w = joined.map_err(|_| anyhow::anyhow!("the store's writer panicked"))??;
+            let decoded = tollgate_inventory::Report::from_value(&report)?;
+            for doc in report["accounts"].as_array().into_iter().flatten() {
+                let account = doc["account"].as_str().unwrap_or_default();
+                if !w.accounts.iter().any(|a| a == account) {
+                    let counts = w.store.write_account(w.scan, doc)?;
+                    add_counts(&mut w.counts, counts);
+                    w.accounts.push(account.to_owned());
+                }
+            }
+            let finished_at = decoded
+                .finished_at
+                .clone()
+                .unwrap_or_else(|| decoded.meta.started_at.clone());
+            w.store.finish_scan(
+                w.scan,
+                &tollgate_inventory::ScanOutcome {
+                    status: decoded.status,
+                    finished_at,
+                },
+            )?;
+            Ok(tollgate_inventory::StoreSummary {
+                url: w.store.redacted_url(),
+                scan: w.scan,
+                accounts: w.accounts.len() as u64,
+                counts: w.counts,
+            })
+        })
+        .await;
+        summarize(done, shown)
+    }
+}
+
+fn add_counts(total: &mut tollgate_inventory::WriteCounts, more: tollgate_inventory::WriteCounts) {
+    total.resources_written += more.resources_written;
+    total.added += more.added;
+    total.modified += more.modified;
+    total.removed += more.removed;
+    total.not_verified += more.not_verified;
 }
 
 /// `tollgate resources` flags.

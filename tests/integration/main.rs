@@ -13,6 +13,7 @@ mod first_run;
 mod fleet_cli;
 mod fleet_settings_scope;
 mod inventory_cli;
+mod inventory_kill;
 mod moto_cli;
 mod moto_org;
 mod org_demo_cli;

@@ -32,6 +32,16 @@ impl OrganizationHandle {
         self.progress.snapshot()
     }
 
+    /// Each account's report as soon as its scan finishes, for a caller that stores
+    /// accounts one by one (`discover --store`: a crash loses at most the accounts in
+    /// flight). Call it once right after the start: reports are kept from the first
+    /// call on (an account that finished before it is only in the final report), and
+    /// each is returned once.
+    pub fn take_finished_accounts(&self) -> Vec<tollgate_collectors::DiscoveryReport> {
+        self.progress.keep_finished();
+        self.progress.take_finished()
+    }
+
     /// Whether the report is ready.
     pub fn is_finished(&self) -> bool {
         self.report.borrow().is_some()

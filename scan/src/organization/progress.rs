@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::organization::report::SkipReason;
 use tollgate_collectors::output::DatasetStatus;
-use tollgate_collectors::{DatasetProgress, Progress};
+use tollgate_collectors::{DatasetProgress, DiscoveryReport, Progress};
 
 /// Where one account is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +60,9 @@ pub struct ProgressBoard(Arc<Mutex<Board>>);
 struct Board {
     listed: Option<u64>,
     accounts: Vec<(String, AccountPhase, Vec<Progress>)>,
+    /// Finished accounts' reports not yet taken, kept only once a reader asked for them
+    /// ([`ProgressBoard::keep_finished`]): nobody pays for copies nobody reads.
+    finished: Option<Vec<DiscoveryReport>>,
 }
 
 impl ProgressBoard {
@@ -111,6 +114,27 @@ impl ProgressBoard {
             entry.1 = AccountPhase::Scanning;
             entry.2 = progress;
         }
+    }
+
+    /// From now on, keep each finished account's report for [`ProgressBoard::take_finished`].
+    pub(crate) fn keep_finished(&self) {
+        self.board().finished.get_or_insert_with(Vec::new);
+    }
+
+    /// `report`'s account finished: kept if a reader asked for finished reports.
+    pub(crate) fn finished(&self, report: &DiscoveryReport) {
+        if let Some(kept) = self.board().finished.as_mut() {
+            kept.push(report.clone());
+        }
+    }
+
+    /// The finished accounts' reports kept since the last call, in finishing order.
+    pub(crate) fn take_finished(&self) -> Vec<DiscoveryReport> {
+        self.board()
+            .finished
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// A snapshot.

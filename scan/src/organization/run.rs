@@ -421,6 +421,7 @@ async fn run_member(env: &Env, account: &str, member: MemberScan) -> Outcome {
         Ok(Ok(report)) => {
             env.progress
                 .set(account, AccountPhase::Finished(report.overall_status()));
+            env.progress.finished(&report);
             Outcome::Scanned(Box::new(report))
         }
         _ => {
