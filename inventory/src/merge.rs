@@ -33,6 +33,8 @@ pub struct Upsert {
     pub tags_only: bool,
     /// Also write a `resource_versions` row.
     pub new_version: bool,
+    /// The store held the key before this write (gone or not).
+    pub existed: bool,
 }
 
 /// A row to insert in `changes`.
@@ -123,6 +125,7 @@ pub fn plan(doc: &AccountDoc, stored: &HashMap<ResourceKey, Stored>) -> Plan {
             fields: to_json(fields),
             tags_only,
             new_version,
+            existed: previous.is_some(),
         });
     }
     let mut absent: Vec<(&ResourceKey, &Stored)> = stored

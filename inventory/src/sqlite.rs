@@ -59,7 +59,8 @@ impl SqliteBackend {
             ));
         }
         // NORMAL is safe with WAL: a power cut may lose the last commits, never corrupt.
-        conn.execute_batch("PRAGMA synchronous = NORMAL")
+        // A 64 MiB page cache: a 100,000-resource account touches that many index pages.
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536")
             .map_err(|err| unreachable(&label, err))?;
         let mut backend = SqliteBackend {
             conn,
@@ -285,7 +286,7 @@ impl Backend for SqliteBackend {
                 .map_err(fail)?;
             let mut version = tx
                 .prepare_cached(
-                    "INSERT INTO resource_versions (account, region, resource_type, id, scan_id, seen_at, arn, tags, properties)
+                    "INSERT OR REPLACE INTO resource_versions (account, region, resource_type, id, scan_id, seen_at, arn, tags, properties)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 )
                 .map_err(fail)?;
