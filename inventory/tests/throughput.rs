@@ -9,6 +9,8 @@
 //! It prints its figures and asserts nothing about them (benchmarks never fail the
 //! suite); PostgreSQL is measured when `TOLLGATE_TEST_POSTGRES_URL` is set.
 
+#![allow(clippy::disallowed_methods)] // a benchmark measures wall-clock time
+
 use std::time::{Duration, Instant};
 
 use tollgate_inventory::bench::{synthetic_count, synthetic_report};
