@@ -97,7 +97,9 @@ CREATE TABLE resources (
     first_seen TEXT NOT NULL,
     last_seen TEXT NOT NULL,
     gone_since TEXT,
+    first_scan INTEGER NOT NULL REFERENCES scans (id),
     last_scan INTEGER NOT NULL REFERENCES scans (id),
+    versioned INTEGER NOT NULL,
     PRIMARY KEY (account, resource_type, region, id)
 ) WITHOUT ROWID;
 CREATE INDEX resources_by_type ON resources (resource_type, account);
@@ -175,7 +177,9 @@ CREATE TABLE resources (
     first_seen TEXT NOT NULL,
     last_seen TEXT NOT NULL,
     gone_since TEXT,
+    first_scan BIGINT NOT NULL REFERENCES scans (id),
     last_scan BIGINT NOT NULL REFERENCES scans (id),
+    versioned BOOLEAN NOT NULL,
     PRIMARY KEY (account, resource_type, region, id)
 );
 CREATE INDEX resources_by_type ON resources (resource_type, account);
