@@ -20,6 +20,22 @@ pub struct Stored {
     pub fields: Map<String, Value>,
     pub gone: bool,
     pub tags_only: bool,
+    /// The scan and time of the first sighting (the first version, until a version row
+    /// is written).
+    pub first_scan: i64,
+    pub first_seen: String,
+    /// `resource_versions` holds the resource's versions.
+    pub versioned: bool,
+}
+
+/// A resource's state before its first change, written as its first version.
+#[derive(Debug, Clone)]
+pub struct FirstVersion {
+    pub scan: i64,
+    pub seen_at: String,
+    pub arn: Option<String>,
+    pub tags: String,
+    pub properties: String,
 }
 
 /// A row to insert or update in `resources` (first_seen is kept on update).
@@ -33,6 +49,13 @@ pub struct Upsert {
     pub tags_only: bool,
     /// Also write a `resource_versions` row.
     pub new_version: bool,
+    /// Before it, the resource's first version (a resource that never changed has no
+    /// version rows: its row in `resources` is its one version).
+    pub first_version: Option<FirstVersion>,
+    /// `resource_versions` holds the resource's versions after this write.
+    pub versioned: bool,
+    /// The store held the key before this write (gone or not).
+    pub existed: bool,
 }
 
 /// A row to insert in `changes`.
@@ -50,6 +73,11 @@ pub struct Plan {
     pub gone: Vec<ResourceKey>,
     pub changes: Vec<PlannedChange>,
     pub counts: WriteCounts,
+}
+
+/// The primary key's column order: (account, resource_type, region, id).
+fn storage_order(key: &ResourceKey) -> (&str, &str, &str, &str) {
+    (&key.account, &key.resource_type, &key.region, &key.id)
 }
 
 fn to_json(object: &Map<String, Value>) -> String {
@@ -98,11 +126,21 @@ pub fn plan(doc: &AccountDoc, stored: &HashMap<ResourceKey, Stored>) -> Plan {
                 }
             }
         };
-        let new_version = match (kind, previous) {
-            (None, _) => false,
-            (Some(ChangeKind::Added), Some(_)) => !detail.is_empty(),
-            _ => true,
+        // Versions are written from a resource's first change on: until then its row in
+        // `resources` is its one version (history reads it from there), which spares
+        // every first sighting a second copy of the resource.
+        let new_version = previous.is_some() && kind.is_some() && !detail.is_empty();
+        let first_version = match previous {
+            Some(old) if new_version && !old.versioned => Some(FirstVersion {
+                scan: old.first_scan,
+                seen_at: old.first_seen.clone(),
+                arn: old.arn.clone(),
+                tags: to_json(&old.tags),
+                properties: to_json(&old.properties),
+            }),
+            _ => None,
         };
+        let versioned = new_version || previous.is_some_and(|old| old.versioned);
         match kind {
             Some(ChangeKind::Added) => out.counts.added += 1,
             Some(ChangeKind::Modified) => out.counts.modified += 1,
@@ -123,8 +161,15 @@ pub fn plan(doc: &AccountDoc, stored: &HashMap<ResourceKey, Stored>) -> Plan {
             fields: to_json(fields),
             tags_only,
             new_version,
+            first_version,
+            versioned,
+            existed: previous.is_some(),
         });
     }
+    // In primary-key order: index inserts become appends, and one type of one account
+    // lands on neighbouring pages (the query of `--accounts A --types T` reads fewer).
+    out.upserts
+        .sort_unstable_by(|a, b| storage_order(&a.key).cmp(&storage_order(&b.key)));
     let mut absent: Vec<(&ResourceKey, &Stored)> = stored
         .iter()
         .filter(|(key, old)| !old.gone && !seen.contains(key))
@@ -194,6 +239,9 @@ mod tests {
             fields: item.fields.clone(),
             gone: false,
             tags_only: item.tags_only,
+            first_scan: 1,
+            first_seen: "2026-12-01T00:00:00.000Z".into(),
+            versioned: false,
         }
     }
 
@@ -214,7 +262,7 @@ mod tests {
     }
 
     #[test]
-    fn a_new_resource_is_added_with_a_version_and_an_unchanged_one_writes_nothing_else() {
+    fn a_new_resource_is_added_without_a_version_row_and_an_unchanged_one_writes_nothing_else() {
         let a = item("a", json!({}), false);
         let b = item("b", json!({}), false);
         let held = HashMap::from([(key("a"), stored(&a))]);
@@ -223,7 +271,10 @@ mod tests {
         assert_eq!(plan.counts.resources_written, 2);
         assert_eq!(plan.changes.len(), 1);
         assert_eq!(plan.changes[0].key.id, "b");
-        assert_eq!(plan.upserts.iter().filter(|u| u.new_version).count(), 1);
+        assert!(plan
+            .upserts
+            .iter()
+            .all(|u| !u.new_version && !u.versioned && u.first_version.is_none()));
     }
 
     #[test]
@@ -240,7 +291,26 @@ mod tests {
         assert_eq!(plan.counts.modified, 1);
         assert_eq!(plan.changes[0].kind, ChangeKind::Modified);
         assert_eq!(plan.changes[0].detail, ["tags.env"]);
-        assert!(plan.upserts[0].new_version);
+        assert!(plan.upserts[0].new_version && plan.upserts[0].versioned);
+        let first = plan.upserts[0]
+            .first_version
+            .as_ref()
+            .expect("the state before the change");
+        assert_eq!((first.scan, first.tags.as_str()), (1, r#"{"env":"dev"}"#));
+        let mut versioned = stored(&old);
+        versioned.versioned = true;
+        let held = HashMap::from([(key("a"), versioned)]);
+        let again = super::plan(
+            &doc(
+                vec![item("a", json!({"env": "prod"}), false)],
+                CoverageStatus::Complete,
+            ),
+            &held,
+        );
+        assert!(
+            again.upserts[0].first_version.is_none(),
+            "written once only"
+        );
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! account (`pg_advisory_xact_lock`), taken before the account's stored resources are
 //! read, so two scans of one account cannot both judge the same resource; writers of
 //! different accounts run side by side, and `ON CONFLICT` makes every upsert safe
-//! regardless. Rows travel by `COPY ... FROM STDIN` (text format) into the tables, or
-//! into a temporary staging table that one `INSERT ... ON CONFLICT` merges into
+//! regardless. Rows travel by `COPY ... FROM STDIN` (text format): new resources, the
+//! versions and the changes straight into their tables; resources the store already
+//! held into a temporary staging table that one `INSERT ... ON CONFLICT` merges into
 //! `resources`. The client is the synchronous `postgres` crate without TLS: reach a
 //! remote server through a Unix socket, an SSH tunnel or a trusted network.
 //!
@@ -204,7 +205,7 @@ impl Backend for PostgresBackend {
         let rows = tx
             .query(
                 "SELECT account, region, resource_type, id, arn, tags::text, properties::text, fields::text,
-                        gone_since IS NOT NULL, tags_only
+                        gone_since IS NOT NULL, tags_only, first_scan, first_seen, versioned
                  FROM resources WHERE account = ANY($1)",
                 &[&accounts],
             )
@@ -225,6 +226,9 @@ impl Backend for PostgresBackend {
                     fields: parse_object(row.get(7)),
                     gone: row.get(8),
                     tags_only: row.get(9),
+                    first_scan: row.get(10),
+                    first_seen: row.get(11),
+                    versioned: row.get(12),
                 },
             );
         }
@@ -254,31 +258,58 @@ impl Backend for PostgresBackend {
         )
         .map_err(fail)?;
 
-        tx.batch_execute(
-            "CREATE TEMP TABLE IF NOT EXISTS tollgate_staging_resources (
-                account TEXT, region TEXT, resource_type TEXT, id TEXT, arn TEXT,
-                tags TEXT, properties TEXT, fields TEXT, tags_only BOOLEAN
-             ) ON COMMIT DELETE ROWS",
-        )
-        .map_err(fail)?;
-        buffer.clear();
+        // New keys go straight into `resources`: the account lock, taken before the
+        // account's rows were read, makes them new. Keys the store held are merged from
+        // a staging table.
+        let mut fresh = Vec::new();
+        let mut seen_before = Vec::new();
         let mut versions = Vec::new();
         for row in &plan.upserts {
             let key = &row.key;
-            copy_row(
-                &mut buffer,
-                &[
-                    Some(&key.account),
-                    Some(&key.region),
-                    Some(&key.resource_type),
-                    Some(&key.id),
-                    row.arn.as_deref(),
-                    Some(&row.tags),
-                    Some(&row.properties),
-                    Some(&row.fields),
-                    Some(if row.tags_only { "t" } else { "f" }),
-                ],
-            );
+            let tags_only = if row.tags_only { "t" } else { "f" };
+            let versioned = if row.versioned { "t" } else { "f" };
+            let key_and_content = [
+                Some(key.account.as_str()),
+                Some(&key.region),
+                Some(&key.resource_type),
+                Some(&key.id),
+                row.arn.as_deref(),
+                Some(&row.tags),
+                Some(&row.properties),
+                Some(&row.fields),
+                Some(tags_only),
+                Some(versioned),
+            ];
+            if row.existed {
+                copy_row(&mut seen_before, &key_and_content);
+            } else {
+                let mut full = key_and_content.to_vec();
+                full.extend([
+                    Some(at.as_str()),
+                    Some(&at),
+                    None,
+                    Some(&scan_text),
+                    Some(&scan_text),
+                ]);
+                copy_row(&mut fresh, &full);
+            }
+            if let Some(first) = &row.first_version {
+                let first_scan = first.scan.to_string();
+                copy_row(
+                    &mut versions,
+                    &[
+                        Some(&key.account),
+                        Some(&key.region),
+                        Some(&key.resource_type),
+                        Some(&key.id),
+                        Some(&first_scan),
+                        Some(&first.seen_at),
+                        first.arn.as_deref(),
+                        Some(&first.tags),
+                        Some(&first.properties),
+                    ],
+                );
+            }
             if row.new_version {
                 copy_row(
                     &mut versions,
@@ -296,25 +327,43 @@ impl Backend for PostgresBackend {
                 );
             }
         }
-        copy_in(
-            &mut tx,
-            "COPY tollgate_staging_resources FROM STDIN",
-            &buffer,
-        )
-        .map_err(fail)?;
-        tx.execute(
-            "INSERT INTO resources (account, region, resource_type, id, arn, tags, properties, fields, tags_only,
-                                    first_seen, last_seen, gone_since, last_scan)
-             SELECT account, region, resource_type, id, arn, tags::jsonb, properties::jsonb, fields::jsonb, tags_only,
-                    $1, $1, NULL, $2
-             FROM tollgate_staging_resources
-             ON CONFLICT (account, resource_type, region, id) DO UPDATE SET
-                arn = excluded.arn, tags = excluded.tags, properties = excluded.properties,
-                fields = excluded.fields, tags_only = excluded.tags_only,
-                last_seen = excluded.last_seen, gone_since = NULL, last_scan = excluded.last_scan",
-            &[&at, &scan.0],
-        )
-        .map_err(fail)?;
+        if !fresh.is_empty() {
+            copy_in(
+                &mut tx,
+                "COPY resources (account, region, resource_type, id, arn, tags, properties, fields, tags_only, versioned,
+                                 first_seen, last_seen, gone_since, first_scan, last_scan) FROM STDIN",
+                &fresh,
+            )
+            .map_err(fail)?;
+        }
+        if !seen_before.is_empty() {
+            tx.batch_execute(
+                "CREATE TEMP TABLE IF NOT EXISTS tollgate_staging_resources (
+                    account TEXT, region TEXT, resource_type TEXT, id TEXT, arn TEXT,
+                    tags TEXT, properties TEXT, fields TEXT, tags_only BOOLEAN, versioned BOOLEAN
+                 ) ON COMMIT DELETE ROWS",
+            )
+            .map_err(fail)?;
+            copy_in(
+                &mut tx,
+                "COPY tollgate_staging_resources FROM STDIN",
+                &seen_before,
+            )
+            .map_err(fail)?;
+            tx.execute(
+                "INSERT INTO resources (account, region, resource_type, id, arn, tags, properties, fields, tags_only,
+                                        versioned, first_seen, last_seen, gone_since, first_scan, last_scan)
+                 SELECT account, region, resource_type, id, arn, tags::jsonb, properties::jsonb, fields::jsonb, tags_only,
+                        versioned, $1, $1, NULL, $2, $2
+                 FROM tollgate_staging_resources
+                 ON CONFLICT (account, resource_type, region, id) DO UPDATE SET
+                    arn = excluded.arn, tags = excluded.tags, properties = excluded.properties,
+                    fields = excluded.fields, tags_only = excluded.tags_only, versioned = excluded.versioned,
+                    last_seen = excluded.last_seen, gone_since = NULL, last_scan = excluded.last_scan",
+                &[&at, &scan.0],
+            )
+            .map_err(fail)?;
+        }
         copy_in(
             &mut tx,
             "COPY resource_versions (account, region, resource_type, id, scan_id, seen_at, arn, tags, properties) FROM STDIN",
@@ -467,6 +516,18 @@ impl Backend for PostgresBackend {
                 &[&key.account, &key.resource_type, &key.region, &key.id],
             )
             .map_err(|err| InventoryError::database("read a resource's history", &self.label, err))?;
+        let rows = if rows.is_empty() {
+            // Never changed: its row in `resources` is its one version.
+            self.client
+                .query(
+                    "SELECT first_scan, first_seen, arn, tags::text, properties::text FROM resources
+                     WHERE account = $1 AND resource_type = $2 AND region = $3 AND id = $4",
+                    &[&key.account, &key.resource_type, &key.region, &key.id],
+                )
+                .map_err(|err| InventoryError::database("read a resource's history", &self.label, err))?
+        } else {
+            rows
+        };
         Ok(rows
             .iter()
             .map(|row| VersionRow {

@@ -309,7 +309,10 @@ pub(crate) fn changes_sql(dialect: Dialect, filter: &ChangeFilter) -> Result<Sql
         }
         Some(Since::At(at)) => {
             let slot = sql.bind(Param::Text(at.clone()));
-            clauses.push(format!("at >= {slot}"));
+            // Through the scans' start (indexed) rather than an index on changes.at.
+            clauses.push(format!(
+                "scan_id IN (SELECT id FROM scans WHERE started_at >= {slot})"
+            ));
         }
         None => {}
     }

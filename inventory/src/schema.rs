@@ -83,6 +83,7 @@ CREATE TABLE coverage (
     count INTEGER NOT NULL
 );
 CREATE INDEX coverage_by_scan ON coverage (scan_id, account);
+CREATE INDEX scans_by_start ON scans (started_at);
 CREATE TABLE resources (
     account TEXT NOT NULL,
     region TEXT NOT NULL,
@@ -96,9 +97,11 @@ CREATE TABLE resources (
     first_seen TEXT NOT NULL,
     last_seen TEXT NOT NULL,
     gone_since TEXT,
-    last_scan INTEGER NOT NULL REFERENCES scans (id)
-);
-CREATE UNIQUE INDEX resources_by_key ON resources (account, resource_type, region, id);
+    first_scan INTEGER NOT NULL REFERENCES scans (id),
+    last_scan INTEGER NOT NULL REFERENCES scans (id),
+    versioned INTEGER NOT NULL,
+    PRIMARY KEY (account, resource_type, region, id)
+) WITHOUT ROWID;
 CREATE INDEX resources_by_type ON resources (resource_type, account);
 CREATE TABLE resource_versions (
     account TEXT NOT NULL,
@@ -109,9 +112,9 @@ CREATE TABLE resource_versions (
     seen_at TEXT NOT NULL,
     arn TEXT,
     tags TEXT NOT NULL,
-    properties TEXT NOT NULL
-);
-CREATE INDEX resource_versions_by_key ON resource_versions (account, resource_type, region, id, scan_id);
+    properties TEXT NOT NULL,
+    PRIMARY KEY (account, resource_type, region, id, scan_id)
+) WITHOUT ROWID;
 CREATE TABLE changes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     scan_id INTEGER NOT NULL REFERENCES scans (id),
@@ -124,7 +127,6 @@ CREATE TABLE changes (
     detail TEXT NOT NULL
 );
 CREATE INDEX changes_by_scan ON changes (scan_id);
-CREATE INDEX changes_by_at ON changes (at);
 ";
 
 const V1_POSTGRES: &str = "
@@ -161,6 +163,7 @@ CREATE TABLE coverage (
     count BIGINT NOT NULL
 );
 CREATE INDEX coverage_by_scan ON coverage (scan_id, account);
+CREATE INDEX scans_by_start ON scans (started_at);
 CREATE TABLE resources (
     account TEXT NOT NULL,
     region TEXT NOT NULL,
@@ -174,7 +177,9 @@ CREATE TABLE resources (
     first_seen TEXT NOT NULL,
     last_seen TEXT NOT NULL,
     gone_since TEXT,
+    first_scan BIGINT NOT NULL REFERENCES scans (id),
     last_scan BIGINT NOT NULL REFERENCES scans (id),
+    versioned BOOLEAN NOT NULL,
     PRIMARY KEY (account, resource_type, region, id)
 );
 CREATE INDEX resources_by_type ON resources (resource_type, account);
@@ -202,7 +207,6 @@ CREATE TABLE changes (
     detail JSONB NOT NULL
 );
 CREATE INDEX changes_by_scan ON changes (scan_id);
-CREATE INDEX changes_by_at ON changes (at);
 ";
 
 #[cfg(test)]

@@ -189,7 +189,23 @@ pub fn a_second_scan_records_additions_modifications_and_proven_removals(engine:
         .unwrap();
     let tags: Vec<&Value> = history.iter().map(|version| &version.tags).collect();
     assert_eq!(tags, [&json!({"env": "dev"}), &json!({"env": "prod"})]);
+    assert_eq!(history[0].scan, first.scan);
     assert_eq!(history[1].scan, second.scan);
+    // A resource that never changed has one version: its first sighting.
+    let unchanged = store
+        .history(&ResourceKey {
+            account: ACCOUNT.into(),
+            region: REGION.into(),
+            resource_type: "AWS::S3::Bucket".into(),
+            id: "a".into(),
+        })
+        .unwrap();
+    assert_eq!(unchanged.len(), 1);
+    assert_eq!(
+        (unchanged[0].scan, &unchanged[0].tags),
+        (first.scan, &json!({"env": "dev"}))
+    );
+    assert_eq!(engine.scalar("SELECT count(*) FROM resource_versions"), 2);
 }
 
 pub fn an_incomplete_listing_leaves_absent_resources_and_says_not_verified(engine: &dyn Engine) {
