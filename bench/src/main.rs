@@ -45,6 +45,7 @@ mod metrics;
 mod org;
 mod outage;
 mod service;
+mod store;
 mod takeover;
 
 use harness::{exe, worker};
@@ -98,6 +99,10 @@ enum Command {
     /// the server quotas allow, calls per account, AssumeRole and ListAccounts counts,
     /// CPU per call, peak RSS of the scanner and the coordinator, live actors.
     Org(org::OrgArgs),
+    /// The inventory store (SQLite and PostgreSQL): resources/s of scans written as
+    /// `discover --store` writes them, and the `resources --types T --accounts A` query
+    /// over 1,000,000 stored resources; min/median/max over --runs runs.
+    Store(store::StoreArgs),
     /// The coordinator process of `org` (internal).
     #[command(name = org::coordinator::ORG_COORDINATOR, hide = true)]
     OrgCoordinator(org::coordinator::OrgCoordinatorArgs),
@@ -135,6 +140,7 @@ fn main() -> ExitCode {
         Command::Org(args) => org::run(&args),
         Command::OrgCoordinator(args) => org::coordinator::run(&args),
         Command::Outage(args) => outage::run(&args),
+        Command::Store(args) => store::run(&args),
         Command::Worker(args) => worker::run(&args),
         Command::FleetWorker(args) => fleet::sdk::run(args),
         Command::ProbeSocket { socket } => worker::probe_socket(&socket),
