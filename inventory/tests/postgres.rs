@@ -103,6 +103,7 @@ on_postgres!(
     a_newer_schema_is_refused_and_left_unchanged,
     an_older_schema_is_migrated,
     two_writers_at_once_lose_no_row,
+    two_writers_of_one_account_at_once_both_commit,
     a_crash_mid_account_leaves_nothing_of_it,
     filters_and_pages_cover_every_row_once,
     an_organization_report_commits_account_by_account,
@@ -127,6 +128,15 @@ fn an_unreachable_server_is_named_without_its_password() {
     let text = printed(&err);
     assert!(!text.contains("secret"), "{text}");
     assert!(text.contains("postgres://u:***@127.0.0.1:1/db"), "{text}");
+    // A URL the driver cannot parse does not echo its password either.
+    for malformed in [
+        "postgres://u:secret@127.0.0.1:notaport/db",
+        "postgres://u:secret@127.0.0.1/db?sslmode=bogus",
+    ] {
+        let err = Store::open(malformed).unwrap_err();
+        let text = printed(&err);
+        assert!(!text.contains("secret"), "{text}");
+    }
 }
 
 #[test]

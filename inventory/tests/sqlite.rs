@@ -80,6 +80,11 @@ fn two_writers_at_once_lose_no_row() {
 }
 
 #[test]
+fn two_writers_of_one_account_at_once_both_commit() {
+    scenarios::two_writers_of_one_account_at_once_both_commit(&SqliteFile::new());
+}
+
+#[test]
 fn a_crash_mid_account_leaves_nothing_of_it() {
     scenarios::a_crash_mid_account_leaves_nothing_of_it(&SqliteFile::new());
 }

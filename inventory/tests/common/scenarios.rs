@@ -618,3 +618,31 @@ pub fn an_organization_report_commits_account_by_account(engine: &dyn Engine) {
     assert_eq!(json["added"], json!(2));
     assert!(!json["url"].as_str().unwrap().is_empty());
 }
+
+pub fn two_writers_of_one_account_at_once_both_commit(engine: &dyn Engine) {
+    // Each writer stores its own buckets under one account: the account lock (or
+    // SQLite's write lock) serialises them, so neither fails on the other's rows.
+    std::thread::scope(|scope| {
+        for writer in ["x", "y"] {
+            scope.spawn(move || {
+                let mut store = engine.open();
+                for n in 0..3 {
+                    let buckets = (0..50)
+                        .map(|i| bucket(&format!("{writer}{n}-{i}"), json!({})))
+                        .collect();
+                    // Partial coverage: neither writer removes the other's buckets.
+                    let report = s3_report("2026-12-01T00:00:00Z", buckets, "partial");
+                    store
+                        .write_report(&report)
+                        .unwrap_or_else(|err| panic!("{writer}: {err}"));
+                }
+            });
+        }
+    });
+    let mut store = engine.open();
+    assert_eq!(
+        all_resources(&mut store, ResourceFilter::default()).len(),
+        300
+    );
+    assert_eq!(engine.scalar("SELECT count(*) FROM scan_accounts"), 6);
+}
