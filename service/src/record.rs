@@ -126,6 +126,27 @@ pub struct ScanRecord {
     /// An organization scan's accounts as they ended (empty for a one-account scan).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub final_accounts: Vec<AccountView>,
+    /// Whether and where its report went into the inventory store (absent: no store, or
+    /// no report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreOutcome>,
+}
+
+/// What storing a finished scan in the inventory did (docs/inventory.md): the report's
+/// `store` field, as `GET /v1/scans/{id}` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreOutcome {
+    /// The store, its password redacted.
+    pub url: String,
+    pub stored: bool,
+    /// The scan's number in the store (`GET /v1/changes?since=N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources_written: Option<u64>,
+    /// Why it was not stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A scan as `GET /v1/scans` lists it.
@@ -176,6 +197,9 @@ pub struct ScanDetail {
     /// outcome after (absent for a one-account scan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub organization: Option<OrganizationView>,
+    /// Whether and where the scan was stored in the inventory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreOutcome>,
 }
 
 /// An organization scan as `GET /v1/scans/{id}` shows it.
@@ -278,6 +302,7 @@ impl ScanRecord {
                 .collect(),
             final_progress: Vec::new(),
             final_accounts: Vec::new(),
+            store: None,
         }
     }
 

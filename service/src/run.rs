@@ -15,7 +15,7 @@ use tollgate_quota::{Clock, PolicyTable};
 use tollgate_scan::supervisor::SupervisorDeps;
 use tollgate_scan::Discovery;
 
-use crate::config::ServiceConfig;
+use crate::config::{ServiceConfig, StoreSetting};
 use crate::history::{History, HistoryError};
 use crate::http::{self, ApiState};
 use crate::manager::{ManagerDeps, ScanManager};
@@ -156,6 +156,14 @@ impl RunningService {
         let token = ApiToken::load_or_create(&options.state_dir.token_path())?;
         let history = History::open(&options.state_dir.history_path())?;
         let history_store = history.clone();
+        let store = match &options.config.store {
+            StoreSetting::StateDir => Some(format!(
+                "sqlite:{}",
+                options.state_dir.inventory_path().display()
+            )),
+            StoreSetting::Off => None,
+            StoreSetting::Url(url) => Some(url.clone()),
+        };
         let metrics = Arc::new(ServiceMetrics::new());
         let sink: Arc<dyn TelemetrySink> = match options.telemetry {
             Some(user) => Arc::new(MetricsAnd(metrics.clone(), user)),
@@ -177,6 +185,7 @@ impl RunningService {
             retention: options.config.retention,
             metrics: metrics.clone(),
             guard: options.config.guard,
+            store: store.clone(),
         });
         let interrupted = manager.recover().await?;
         if !interrupted.is_empty() {
@@ -191,6 +200,7 @@ impl RunningService {
                 admission: options.admission,
                 admission_dir: options.admission_dir,
                 targets: options.config.targets.clone(),
+                store: store.clone(),
             },
         )
         .map_err(|source| ServiceError::Bind {

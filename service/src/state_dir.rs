@@ -101,6 +101,11 @@ impl StateDir {
         self.path.join("api-token")
     }
 
+    /// The default inventory store (`service.store`), a SQLite file.
+    pub fn inventory_path(&self) -> PathBuf {
+        self.path.join("inventory.sqlite")
+    }
+
     /// The history database.
     pub fn history_path(&self) -> PathBuf {
         self.path.join("history-v1.sled")

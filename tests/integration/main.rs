@@ -22,6 +22,7 @@ mod service_api;
 mod service_edges;
 mod service_fleet;
 mod service_guard;
+mod service_inventory;
 mod service_org;
 mod service_page;
 mod service_roles;

@@ -10,6 +10,8 @@
 //! cooldown = "60s"                  # default 60s; "0" turns it off
 //! catch_up = true                   # default true
 //! retention = { reports_per_target = 50, days = 30 }
+//! store = "postgres://scanner@db/inventory"  # default: inventory.sqlite in the state
+//!                                   # directory; "off": no store (docs/inventory.md)
 //!
 //! [[target]]
 //! name = "prod"
@@ -83,6 +85,20 @@ pub struct ServiceConfig {
     pub schedules: Vec<ScheduleEntry>,
     /// `[fleet]`, checked; `tollgate serve` lets `TOLLGATE_FLEET_*` win over each value.
     pub fleet: Option<FleetValues>,
+    /// Where every finished scan is stored (docs/inventory.md).
+    pub store: StoreSetting,
+}
+
+/// `service.store`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum StoreSetting {
+    /// `inventory.sqlite` in the state directory.
+    #[default]
+    StateDir,
+    /// `"off"`: scans are not stored.
+    Off,
+    /// A store URL (checked when the file is read; its password never printed).
+    Url(String),
 }
 
 /// How much history is kept: the newest `reports_per_target` finished scans per target
@@ -115,6 +131,7 @@ impl Default for ServiceConfig {
             targets: BTreeMap::new(),
             schedules: Vec::new(),
             fleet: None,
+            store: StoreSetting::StateDir,
         }
     }
 }
@@ -172,7 +189,22 @@ fn validate(at: &Locator<'_>, raw: raw::RawConfig) -> Result<ServiceConfig, Conf
     let targets = target::validate(at, raw.target)?;
     let schedules = schedules(at, raw.schedule, &targets)?;
     let fleet = raw.fleet.map(|f| fleet::validate(at, f)).transpose()?;
+    let store = match &service.store {
+        None => StoreSetting::StateDir,
+        Some(v) if v.get_ref().trim() == "off" => StoreSetting::Off,
+        Some(v) => match tollgate_inventory::StoreUrl::parse(v.get_ref()) {
+            Ok(_) => StoreSetting::Url(v.get_ref().clone()),
+            Err(e) => {
+                return Err(at.at(
+                    Some(v.span()),
+                    "service.store",
+                    format!("{e} (or \"off\": no store)"),
+                ))
+            }
+        },
+    };
     Ok(ServiceConfig {
+        store,
         max_concurrent_scans: NonZeroUsize::new(max).expect("checked positive"),
         guard,
         retention,

@@ -31,6 +31,8 @@ pub struct RawService {
     pub cooldown: Option<Spanned<String>>,
     pub retention: Option<RawRetention>,
     pub catch_up: Option<bool>,
+    /// The inventory store: `sqlite:PATH`, `postgres://...`, or `off`.
+    pub store: Option<Spanned<String>>,
 }
 
 /// `[service.retention]`.

@@ -24,6 +24,7 @@ fn record(
         datasets: vec!["kms-keys".into()],
         final_progress: Vec::new(),
         final_accounts: Vec::new(),
+        store: None,
     }
 }
 

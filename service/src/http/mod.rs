@@ -16,6 +16,7 @@
 pub mod auth;
 pub mod body;
 pub mod error;
+mod inventory;
 pub mod page;
 mod routes;
 
@@ -44,6 +45,8 @@ pub struct ApiState {
     pub admission_dir: (String, String),
     /// Named targets from the configuration.
     pub targets: BTreeMap<String, crate::scan_request::ScanRequest>,
+    /// The inventory store `GET /v1/resources` and `/v1/changes` read, if any.
+    pub store: Option<String>,
 }
 
 /// A bound, not yet running server.

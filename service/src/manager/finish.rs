@@ -12,7 +12,7 @@ use tollgate_scan::supervisor::{AwaitReport, ForgetScan, Supervisor};
 use tollgate_scan::DiscoveryRequest;
 
 use super::{Active, ManagerError, ScanManager};
-use crate::record::{OrganizationView, ProgressView, ScanRecord, ScanStatus};
+use crate::record::{OrganizationView, ProgressView, ScanRecord, ScanStatus, StoreOutcome};
 
 /// Wait for an engine scan's report; `None` if the discovery runtime went away.
 pub(super) async fn await_report(
@@ -67,6 +67,47 @@ fn unstarted_report(
 }
 
 impl ScanManager {
+    /// Write a finished scan's report to the inventory store, account by account; what
+    /// happened, for its record. A store that fails costs the scan nothing: the report is
+    /// kept in the history as always, and the record says why it was not stored.
+    async fn store<R: serde::Serialize>(&self, report: Option<&R>) -> Option<StoreOutcome> {
+        let url = self.shared.deps.store.clone()?;
+        let report = serde_json::to_value(report?).ok()?;
+        let shown = tollgate_inventory::StoreUrl::parse(&url)
+            .map(|u| u.redacted())
+            .unwrap_or_else(|_| "(an unreadable store URL)".to_owned());
+        let written = tokio::task::spawn_blocking(move || {
+            tollgate_inventory::Store::open(&url)?.write_report(&report)
+        })
+        .await;
+        Some(match written {
+            Ok(Ok(summary)) => StoreOutcome {
+                url: summary.url,
+                stored: true,
+                scan: Some(summary.scan.0),
+                resources_written: Some(summary.counts.resources_written),
+                error: None,
+            },
+            Ok(Err(e)) => {
+                tracing::error!(store = %shown, error = %e, "a finished scan was not stored in the inventory");
+                StoreOutcome {
+                    url: shown,
+                    stored: false,
+                    scan: None,
+                    resources_written: None,
+                    error: Some(e.to_string()),
+                }
+            }
+            Err(e) => StoreOutcome {
+                url: shown,
+                stored: false,
+                scan: None,
+                resources_written: None,
+                error: Some(format!("the store's writer stopped: {e}")),
+            },
+        })
+    }
+
     /// A queued scan cancelled or interrupted before it started.
     pub(super) async fn finish_unstarted(
         &self,
@@ -199,6 +240,7 @@ impl ScanManager {
         record.finished_at = Some(now);
         record.account = report.as_ref().and_then(|r| r.account.clone());
         record.final_progress = progress;
+        record.store = self.store(report.as_ref()).await;
         if let Err(e) = self
             .shared
             .deps
@@ -258,6 +300,7 @@ impl ScanManager {
             .as_ref()
             .and_then(|r| r.organization.caller_account.clone());
         record.final_accounts = OrganizationView::from(&handle.progress()).accounts;
+        record.store = self.store(report.as_ref()).await;
         if let Err(e) = self
             .shared
             .deps

@@ -106,6 +106,8 @@ pub struct ManagerDeps {
     pub metrics: Arc<ServiceMetrics>,
     /// Per-account cap and cooldown ([`guard`]).
     pub guard: GuardSettings,
+    /// The inventory store every finished scan's report is written to (a URL), if any.
+    pub store: Option<String>,
 }
 
 /// The scan manager (cheap to clone; clones share everything).

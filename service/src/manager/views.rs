@@ -65,6 +65,7 @@ impl ScanManager {
                     throttling: None,
                     coverage: None,
                     organization,
+                    store: None,
                 });
             }
         }
@@ -89,6 +90,7 @@ impl ScanManager {
             throttling,
             coverage,
             organization,
+            store: record.store.clone(),
         })
     }
 

@@ -1,0 +1,147 @@
+//! `GET /v1/resources` and `GET /v1/changes`: the inventory store every finished scan is
+//! written to (docs/inventory.md), read with the filters of `tollgate resources` and
+//! `tollgate changes`, one page at a time (`limit`, at most 10,000 rows, 1,000 by
+//! default; `next` is the cursor of the following page, `null` on the last).
+//!
+//! The store's engines are synchronous: each request opens the store and reads it on a
+//! blocking thread. Comma-separated lists (`types=AWS::S3::*,AWS::KMS::Key`) as on the
+//! command line; `tag=K=V` may repeat. A parameter that does not read is a 400 naming it.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use tollgate_inventory::{
+    ChangeFilter, InventoryError, InventoryErrorKind, PageSize, ResourceFilter, Since, Store,
+    TypePattern,
+};
+
+use super::auth::require;
+use super::error::ApiError;
+use super::ApiState;
+
+type Data = web::Data<ApiState>;
+
+/// The query parameters, as pairs (a `tag` may repeat).
+fn pairs(req: &HttpRequest) -> Result<Vec<(String, String)>, ApiError> {
+    web::Query::<Vec<(String, String)>>::from_query(req.query_string())
+        .map(|q| q.into_inner())
+        .map_err(|e| ApiError::bad_field("query", e.to_string()))
+}
+
+fn list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn types(value: &str) -> Result<Vec<TypePattern>, ApiError> {
+    list(value)
+        .iter()
+        .map(|t| TypePattern::parse(t).map_err(|e| ApiError::bad_field("types", e.to_string())))
+        .collect()
+}
+
+fn limit(value: &str) -> Result<PageSize, ApiError> {
+    value
+        .parse::<u32>()
+        .map_err(|_| format!("{value:?} is not a number of rows"))
+        .and_then(|n| PageSize::new(n).map_err(|e| e.to_string()))
+        .map_err(|e| ApiError::bad_field("limit", e))
+}
+
+fn resource_filter(req: &HttpRequest) -> Result<ResourceFilter, ApiError> {
+    let mut filter = ResourceFilter::default();
+    for (name, value) in pairs(req)? {
+        match name.as_str() {
+            "types" => filter.types.extend(types(&value)?),
+            "accounts" => filter.accounts.extend(list(&value)),
+            "regions" => filter.regions.extend(list(&value)),
+            "tag" => match value.split_once('=') {
+                Some((k, v)) if !k.is_empty() => filter.tags.push((k.to_owned(), v.to_owned())),
+                _ => {
+                    return Err(ApiError::bad_field(
+                        "tag",
+                        format!("{value:?} is not KEY=VALUE"),
+                    ))
+                }
+            },
+            "include_gone" => filter.include_gone = value == "true" || value == "1",
+            "limit" => filter.page_size = limit(&value)?,
+            "cursor" => filter.cursor = Some(value),
+            "token" => {}
+            other => {
+                return Err(unknown(
+                    other,
+                    "types, accounts, regions, tag, include_gone, limit, cursor",
+                ))
+            }
+        }
+    }
+    Ok(filter)
+}
+
+fn change_filter(req: &HttpRequest, state: &Data) -> Result<ChangeFilter, ApiError> {
+    let mut filter = ChangeFilter::default();
+    for (name, value) in pairs(req)? {
+        match name.as_str() {
+            "since" => {
+                let micros = state.admission.now().as_micros() as i64;
+                let now = chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default();
+                filter.since = Some(
+                    Since::parse(&value, now)
+                        .map_err(|e| ApiError::bad_field("since", e.to_string()))?,
+                );
+            }
+            "types" => filter.types.extend(types(&value)?),
+            "accounts" => filter.accounts.extend(list(&value)),
+            "limit" => filter.page_size = limit(&value)?,
+            "cursor" => filter.cursor = Some(value),
+            "token" => {}
+            other => return Err(unknown(other, "since, types, accounts, limit, cursor")),
+        }
+    }
+    Ok(filter)
+}
+
+fn unknown(name: &str, known: &str) -> ApiError {
+    ApiError::bad_field(name, format!("unknown parameter; the known ones: {known}"))
+}
+
+/// Open the store and run `read` on a blocking thread.
+async fn with_store<T: Send + 'static>(
+    state: &Data,
+    read: impl FnOnce(&mut Store) -> Result<T, InventoryError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let Some(url) = state.store.clone() else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "this service stores no inventory (service.store = \"off\"): set service.store in its configuration",
+        ));
+    };
+    let answer = web::block(move || Store::open(&url).and_then(|mut s| read(&mut s)))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    answer.map_err(|e| {
+        let status = match e.kind() {
+            InventoryErrorKind::InvalidQuery => StatusCode::BAD_REQUEST,
+            _ => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        ApiError::new(status, e.to_string())
+    })
+}
+
+pub(super) async fn resources(req: HttpRequest, state: Data) -> Result<HttpResponse, ApiError> {
+    require(&req, &state.token)?;
+    let filter = resource_filter(&req)?;
+    let page = with_store(&state, move |s| s.resources(&filter)).await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({"resources": page.rows, "next": page.next})))
+}
+
+pub(super) async fn changes(req: HttpRequest, state: Data) -> Result<HttpResponse, ApiError> {
+    require(&req, &state.token)?;
+    let filter = change_filter(&req, &state)?;
+    let page = with_store(&state, move |s| s.changes(&filter)).await?;
+    Ok(HttpResponse::Ok().json(serde_json::json!({"changes": page.rows, "next": page.next})))
+}
