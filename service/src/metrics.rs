@@ -23,8 +23,11 @@
 //! - per-key gauges are cleared before each scrape and written for at most
 //!   [`LISTED_KEYS`] keys, the most held back first (dispatch stopped, then most penalty
 //!   steps); `tollgate_quota_keys{listed="false"}` counts the ones left out.
+//! - `tollgate_inventory_resources{resource_type, account}`: the resources of each
+//!   account's latest stored scan (docs/inventory.md), for the [`INVENTORY_SERIES`]
+//!   largest type-and-account pairs; the rest are summed under `other`/`other`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
@@ -47,6 +50,8 @@ pub const COUNTED_ACCOUNTS: usize = 8;
 pub const TOP_ACCOUNTS: usize = 10;
 /// Keys with per-key gauges in one scrape (the most held back first).
 pub const LISTED_KEYS: usize = 100;
+/// Type-and-account series of `tollgate_inventory_resources` (the rest: `other`).
+pub const INVENTORY_SERIES: usize = 100;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KeyLabel {
@@ -55,6 +60,12 @@ struct KeyLabel {
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct AccountLabel {
+    account: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct InventoryLabel {
+    resource_type: String,
     account: String,
 }
 
@@ -97,6 +108,9 @@ pub struct ServiceMetrics {
     quota_keys: Family<ListedLabel, Gauge>,
     account_admissions: Family<AccountLabel, Gauge>,
     account_throttled: Family<AccountLabel, Gauge>,
+    inventory: Family<InventoryLabel, Gauge>,
+    /// Resources per account and type of each account's latest stored scan.
+    stored: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
     /// The accounts whose counters carry their own account (sticky, at most
     /// [`COUNTED_ACCOUNTS`]).
     counted: Mutex<HashSet<String>>,
@@ -132,6 +146,8 @@ impl ServiceMetrics {
             quota_keys: Family::default(),
             account_admissions: Family::default(),
             account_throttled: Family::default(),
+            inventory: Family::default(),
+            stored: Mutex::new(BTreeMap::new()),
             counted: Mutex::new(HashSet::new()),
             activity: Arc::new(Activity::default()),
             scan_accounts: ScanAccounts::default(),
@@ -220,6 +236,39 @@ impl ServiceMetrics {
             "Throttled responses over the last five minutes, for the busiest accounts and `other`",
             self.account_throttled.clone(),
         );
+        registry.register(
+            "inventory_resources",
+            "Resources in each account's latest stored scan, by type, for the largest type-and-account pairs and `other`",
+            self.inventory.clone(),
+        );
+    }
+
+    /// A report was stored: each of its accounts' resources by type replace that
+    /// account's previous figures.
+    pub fn inventory_stored(&self, report: &serde_json::Value) {
+        let accounts: Vec<&serde_json::Value> = match report["accounts"].as_array() {
+            Some(accounts) => accounts.iter().collect(),
+            None => vec![report],
+        };
+        let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
+        for doc in accounts {
+            let account = doc["account"].as_str().unwrap_or("unknown").to_owned();
+            let mut by_type = BTreeMap::new();
+            for dataset in doc["datasets"]
+                .as_object()
+                .into_iter()
+                .flat_map(|d| d.values())
+            {
+                for item in dataset["items"].as_array().into_iter().flatten() {
+                    let t = item["resource_type"]
+                        .as_str()
+                        .unwrap_or("unknown")
+                        .to_owned();
+                    *by_type.entry(t).or_insert(0) += 1;
+                }
+            }
+            stored.insert(account, by_type);
+        }
     }
 
     /// Every key's recent admissions and throttled responses.
@@ -279,6 +328,20 @@ impl ServiceMetrics {
         self.quota_keys.clear();
         self.account_admissions.clear();
         self.account_throttled.clear();
+        self.inventory.clear();
+        let stored = self
+            .stored
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for ((resource_type, account), n) in top_inventory(&stored) {
+            self.inventory
+                .get_or_create(&InventoryLabel {
+                    resource_type,
+                    account,
+                })
+                .set(n as i64);
+        }
         for (account, (admitted, throttled)) in top_accounts(self.activity.per_account(now_ms)) {
             let label = AccountLabel { account };
             self.account_admissions
@@ -400,6 +463,29 @@ fn top_accounts(
     ranked
 }
 
+/// The [`INVENTORY_SERIES`] largest (type, account) pairs, then the rest summed under
+/// (`other`, `other`).
+fn top_inventory(stored: &BTreeMap<String, BTreeMap<String, u64>>) -> Vec<((String, String), u64)> {
+    let mut ranked: Vec<((String, String), u64)> = stored
+        .iter()
+        .flat_map(|(account, types)| {
+            types
+                .iter()
+                .map(move |(t, n)| ((t.clone(), account.clone()), *n))
+        })
+        .collect();
+    ranked.sort_by(|(a, an), (b, bn)| bn.cmp(an).then_with(|| a.cmp(b)));
+    if ranked.len() > INVENTORY_SERIES {
+        let rest: u64 = ranked
+            .split_off(INVENTORY_SERIES)
+            .iter()
+            .map(|(_, n)| n)
+            .sum();
+        ranked.push((("other".to_owned(), "other".to_owned()), rest));
+    }
+    ranked
+}
+
 /// The keys whose per-key gauges are written: at most [`LISTED_KEYS`], dispatch stopped
 /// first, then the most penalty steps, then by key.
 fn listed_keys(keys: &[KeyStatus]) -> Vec<&KeyStatus> {
@@ -415,6 +501,38 @@ fn listed_keys(keys: &[KeyStatus]) -> Vec<&KeyStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inventory_series_are_bounded_and_the_rest_is_other() {
+        let metrics = ServiceMetrics::new();
+        let accounts: Vec<serde_json::Value> = (0..60)
+            .map(|a| {
+                serde_json::json!({"account": format!("{a:012}"), "datasets": {
+                    "s3-buckets": {"items": [{"resource_type": "AWS::S3::Bucket"}, {"resource_type": "AWS::S3::Bucket"}]},
+                    "kms-keys": {"items": [{"resource_type": "AWS::KMS::Key"}]},
+                }})
+            })
+            .collect();
+        metrics.inventory_stored(&serde_json::json!({ "accounts": accounts }));
+        let text = metrics.render(0, 0, &[], 0);
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("tollgate_inventory_resources{"))
+            .collect();
+        assert_eq!(series.len(), INVENTORY_SERIES + 1, "{text}");
+        // 60 accounts x 2 types = 120 pairs: the 60 bucket pairs (2 each) first, then
+        // 40 key pairs; 20 keys summed under other.
+        assert!(
+            series
+                .iter()
+                .any(|l| l.contains(r#"account="other""#) && l.ends_with(" 20")),
+            "{series:?}"
+        );
+        // A later scan of one account replaces that account's figures.
+        metrics.inventory_stored(&serde_json::json!({"account": "000000000000", "datasets": {}}));
+        let text = metrics.render(0, 0, &[], 0);
+        assert!(!text.contains(r#"account="000000000000""#), "{text}");
+    }
 
     #[test]
     fn unresolved_accounts_share_one_label() {

@@ -46,6 +46,16 @@ fn a_finished_scan_is_stored_and_read_back_page_by_page() {
         "the default store is in the state directory: {store}"
     );
     assert_eq!(store["resources_written"], 3, "{store}");
+    let (code, metrics) = service_support::http(&serve.addr, "GET", "/metrics", None, None);
+    assert_eq!(code, 200);
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("tollgate_inventory_resources{")
+                && l.contains("AWS::S3::Bucket")
+                && l.ends_with(" 3")),
+        "{metrics}"
+    );
 
     // Three buckets, one per page, followed by the cursor.
     let mut ids = Vec::new();

@@ -73,6 +73,7 @@ impl ScanManager {
     async fn store<R: serde::Serialize>(&self, report: Option<&R>) -> Option<StoreOutcome> {
         let url = self.shared.deps.store.clone()?;
         let report = serde_json::to_value(report?).ok()?;
+        let counted = report.clone();
         let shown = tollgate_inventory::StoreUrl::parse(&url)
             .map(|u| u.redacted())
             .unwrap_or_else(|_| "(an unreadable store URL)".to_owned());
@@ -81,13 +82,16 @@ impl ScanManager {
         })
         .await;
         Some(match written {
-            Ok(Ok(summary)) => StoreOutcome {
-                url: summary.url,
-                stored: true,
-                scan: Some(summary.scan.0),
-                resources_written: Some(summary.counts.resources_written),
-                error: None,
-            },
+            Ok(Ok(summary)) => {
+                self.shared.deps.metrics.inventory_stored(&counted);
+                StoreOutcome {
+                    url: summary.url,
+                    stored: true,
+                    scan: Some(summary.scan.0),
+                    resources_written: Some(summary.counts.resources_written),
+                    error: None,
+                }
+            }
             Ok(Err(e)) => {
                 tracing::error!(store = %shown, error = %e, "a finished scan was not stored in the inventory");
                 StoreOutcome {
