@@ -79,6 +79,20 @@ struct EngineRow {
     query_ms: [f64; 3],
     target_per_s: f64,
     target_query_ms: f64,
+    /// Each run's own figures (`--json`, for scripts/bench-table).
+    #[serde(skip)]
+    per_run: Vec<RunFigures>,
+}
+
+/// One run's figures on one engine.
+#[derive(Debug, Clone, Serialize)]
+struct RunFigures {
+    first_scan_per_s: f64,
+    /// The median over the run's scans.
+    every_scan_per_s: f64,
+    rescan_per_s: f64,
+    query_ms: f64,
+    query_rows: usize,
 }
 
 pub fn run(args: &StoreArgs) -> anyhow::Result<ExitCode> {
@@ -118,7 +132,19 @@ pub fn run(args: &StoreArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        // One object per run, each engine's figures in it: scripts/bench-table reads
+        // a `runs` list as one run each.
+        let runs: Vec<serde_json::Value> = (0..args.runs)
+            .map(|i| {
+                let mut run = serde_json::Map::new();
+                for r in &rows {
+                    run.insert(r.engine.to_owned(), serde_json::to_value(&r.per_run[i])?);
+                }
+                Ok(serde_json::Value::Object(run))
+            })
+            .collect::<Result<_, serde_json::Error>>()?;
+        let out = serde_json::json!({"runs": runs, "resources_per_scan": args.resources, "scans": args.accounts});
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_table(&rows);
     }
@@ -145,7 +171,9 @@ fn measure_engine(args: &StoreArgs, engine: &str, target: f64) -> anyhow::Result
     };
     let (mut first, mut every, mut rescan, mut query) = (vec![], vec![], vec![], vec![]);
     let mut rows_found = 0;
+    let mut per_run = Vec::new();
     for run in 0..args.runs {
+        let scans_before = every.len();
         let place = Place::new(engine, run)?;
         let mut store = Store::open(&place.url)?;
         for n in 0..args.accounts {
@@ -174,6 +202,13 @@ fn measure_engine(args: &StoreArgs, engine: &str, target: f64) -> anyhow::Result
         let (found, median) = time_query(&mut store, &account(args.accounts / 2))?;
         rows_found = found;
         query.push(median);
+        per_run.push(RunFigures {
+            first_scan_per_s: first[run],
+            every_scan_per_s: spread(every[scans_before..].to_vec())[1],
+            rescan_per_s: rescan[run],
+            query_ms: median,
+            query_rows: found,
+        });
         eprintln!(
             "bench store: {name} run {}: first scan {:.0}/s, last {:.0}/s, rescan {:.0}/s, query {found} rows {median:.1} ms",
             run + 1,
@@ -198,6 +233,7 @@ fn measure_engine(args: &StoreArgs, engine: &str, target: f64) -> anyhow::Result
         query_ms: spread(query),
         target_per_s: target,
         target_query_ms: 50.0,
+        per_run,
     })
 }
 
