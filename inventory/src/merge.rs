@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use crate::model::{ChangeKind, ResourceKey, WriteCounts};
-use crate::report::AccountDoc;
+use crate::report::{AccountDoc, Item};
 use crate::rules::{changed_fields, judge_absence, Absence, CoverageIndex};
 
 /// A resource as the store holds it, before this write.
@@ -87,6 +87,111 @@ fn to_json(object: &Map<String, Value>) -> String {
 
 /// Plans the write of `doc` over the `stored` resources of its accounts.
 pub fn plan(doc: &AccountDoc, stored: &HashMap<ResourceKey, Stored>) -> Plan {
+    let mut out = Plan::default();
+    let mut seen: HashSet<&ResourceKey> = HashSet::with_capacity(doc.items.len());
+    for item in &doc.items {
+        if !seen.insert(&item.key) {
+            continue; // one resource listed twice in a report: the first sighting counts
+        }
+        plan_sighting(&mut out, item, stored.get(&item.key));
+    }
+    // In primary-key order: index inserts become appends, and one type of one account
+    // lands on neighbouring pages (the query of `--accounts A --types T` reads fewer).
+    out.upserts
+        .sort_unstable_by(|a, b| storage_order(&a.key).cmp(&storage_order(&b.key)));
+    plan_absences(&mut out, doc, stored, &seen);
+    out
+}
+
+/// Adds to `out` the upsert, counts and change of one sighted `item`, stored before as
+/// `previous` (if at all).
+fn plan_sighting(out: &mut Plan, item: &Item, previous: Option<&Stored>) {
+    out.counts.resources_written += 1;
+    // A tags-only sighting of a resource known natively refreshes its tags only.
+    let keep_native = item.tags_only && previous.is_some_and(|old| !old.tags_only);
+    let (arn, properties, fields) = match previous {
+        Some(old) if keep_native => (&old.arn, &old.properties, &old.fields),
+        _ => (&item.arn, &item.properties, &item.fields),
+    };
+    let tags_only = item.tags_only && previous.is_none_or(|old| old.tags_only);
+    let (kind, detail) = classify(previous, arn, &item.tags, properties);
+    // Versions are written from a resource's first change on: until then its row in
+    // `resources` is its one version (history reads it from there), which spares
+    // every first sighting a second copy of the resource.
+    let new_version = previous.is_some() && kind.is_some() && !detail.is_empty();
+    let first_version = previous
+        .filter(|old| new_version && !old.versioned)
+        .map(first_version_of);
+    let versioned = new_version || previous.is_some_and(|old| old.versioned);
+    match kind {
+        Some(ChangeKind::Added) => out.counts.added += 1,
+        Some(ChangeKind::Modified) => out.counts.modified += 1,
+        _ => {}
+    }
+    if let Some(kind) = kind {
+        out.changes.push(PlannedChange {
+            key: item.key.clone(),
+            kind,
+            detail,
+        });
+    }
+    out.upserts.push(Upsert {
+        key: item.key.clone(),
+        arn: arn.clone(),
+        tags: to_json(&item.tags),
+        properties: to_json(properties),
+        fields: to_json(fields),
+        tags_only,
+        new_version,
+        first_version,
+        versioned,
+        existed: previous.is_some(),
+    });
+}
+
+/// The change a sighting with this `arn`, `tags` and `properties` makes to `previous`
+/// (none when nothing changed), and the fields it changed.
+fn classify(
+    previous: Option<&Stored>,
+    arn: &Option<String>,
+    tags: &Map<String, Value>,
+    properties: &Map<String, Value>,
+) -> (Option<ChangeKind>, Vec<String>) {
+    let Some(old) = previous else {
+        return (Some(ChangeKind::Added), Vec::new());
+    };
+    let fields_changed = changed_fields(
+        (&old.arn, &old.tags, &old.properties),
+        (arn, tags, properties),
+    );
+    if old.gone {
+        (Some(ChangeKind::Added), fields_changed)
+    } else if fields_changed.is_empty() {
+        (None, Vec::new())
+    } else {
+        (Some(ChangeKind::Modified), fields_changed)
+    }
+}
+
+/// A stored resource's state as its first version (written before its first change).
+fn first_version_of(old: &Stored) -> FirstVersion {
+    FirstVersion {
+        scan: old.first_scan,
+        seen_at: old.first_seen.clone(),
+        arn: old.arn.clone(),
+        tags: to_json(&old.tags),
+        properties: to_json(&old.properties),
+    }
+}
+
+/// Adds to `out` the removals and not-verified changes of the `stored` resources that
+/// `doc` did not list (`seen`), judged by `doc`'s coverage, in key order.
+fn plan_absences(
+    out: &mut Plan,
+    doc: &AccountDoc,
+    stored: &HashMap<ResourceKey, Stored>,
+    seen: &HashSet<&ResourceKey>,
+) {
     let coverage = CoverageIndex::new(doc.coverage.iter().map(|line| {
         (
             line.account.as_str(),
@@ -95,81 +200,6 @@ pub fn plan(doc: &AccountDoc, stored: &HashMap<ResourceKey, Stored>) -> Plan {
             line.status,
         )
     }));
-    let mut out = Plan::default();
-    let mut seen: HashSet<&ResourceKey> = HashSet::with_capacity(doc.items.len());
-    for item in &doc.items {
-        if !seen.insert(&item.key) {
-            continue; // one resource listed twice in a report: the first sighting counts
-        }
-        out.counts.resources_written += 1;
-        let previous = stored.get(&item.key);
-        // A tags-only sighting of a resource known natively refreshes its tags only.
-        let keep_native = item.tags_only && previous.is_some_and(|old| !old.tags_only);
-        let (arn, properties, fields) = match previous {
-            Some(old) if keep_native => (&old.arn, &old.properties, &old.fields),
-            _ => (&item.arn, &item.properties, &item.fields),
-        };
-        let tags_only = item.tags_only && previous.is_none_or(|old| old.tags_only);
-        let (kind, detail) = match previous {
-            None => (Some(ChangeKind::Added), Vec::new()),
-            Some(old) => {
-                let fields_changed = changed_fields(
-                    (&old.arn, &old.tags, &old.properties),
-                    (arn, &item.tags, properties),
-                );
-                if old.gone {
-                    (Some(ChangeKind::Added), fields_changed)
-                } else if fields_changed.is_empty() {
-                    (None, Vec::new())
-                } else {
-                    (Some(ChangeKind::Modified), fields_changed)
-                }
-            }
-        };
-        // Versions are written from a resource's first change on: until then its row in
-        // `resources` is its one version (history reads it from there), which spares
-        // every first sighting a second copy of the resource.
-        let new_version = previous.is_some() && kind.is_some() && !detail.is_empty();
-        let first_version = match previous {
-            Some(old) if new_version && !old.versioned => Some(FirstVersion {
-                scan: old.first_scan,
-                seen_at: old.first_seen.clone(),
-                arn: old.arn.clone(),
-                tags: to_json(&old.tags),
-                properties: to_json(&old.properties),
-            }),
-            _ => None,
-        };
-        let versioned = new_version || previous.is_some_and(|old| old.versioned);
-        match kind {
-            Some(ChangeKind::Added) => out.counts.added += 1,
-            Some(ChangeKind::Modified) => out.counts.modified += 1,
-            _ => {}
-        }
-        if let Some(kind) = kind {
-            out.changes.push(PlannedChange {
-                key: item.key.clone(),
-                kind,
-                detail,
-            });
-        }
-        out.upserts.push(Upsert {
-            key: item.key.clone(),
-            arn: arn.clone(),
-            tags: to_json(&item.tags),
-            properties: to_json(properties),
-            fields: to_json(fields),
-            tags_only,
-            new_version,
-            first_version,
-            versioned,
-            existed: previous.is_some(),
-        });
-    }
-    // In primary-key order: index inserts become appends, and one type of one account
-    // lands on neighbouring pages (the query of `--accounts A --types T` reads fewer).
-    out.upserts
-        .sort_unstable_by(|a, b| storage_order(&a.key).cmp(&storage_order(&b.key)));
     let mut absent: Vec<(&ResourceKey, &Stored)> = stored
         .iter()
         .filter(|(key, old)| !old.gone && !seen.contains(key))
@@ -197,7 +227,6 @@ pub fn plan(doc: &AccountDoc, stored: &HashMap<ResourceKey, Stored>) -> Plan {
             }
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -149,6 +149,293 @@ fn parse_object(text: &str) -> Map<String, Value> {
     serde_json::from_str(text).unwrap_or_default()
 }
 
+type Tx<'a> = postgres::Transaction<'a>;
+type PgResult<T> = std::result::Result<T, postgres::Error>;
+
+/// Takes each account's advisory lock for the rest of the transaction (before its
+/// stored resources are read, so two writers of one account cannot both judge them).
+fn lock_accounts(tx: &mut Tx<'_>, accounts: &[String]) -> PgResult<()> {
+    for account in accounts {
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '/' || $1::text))",
+            &[account],
+        )?;
+    }
+    Ok(())
+}
+
+/// The resources the store holds for `accounts`, by key.
+fn load_stored(tx: &mut Tx<'_>, accounts: &[String]) -> PgResult<HashMap<ResourceKey, Stored>> {
+    let mut stored = HashMap::new();
+    let rows = tx.query(
+        "SELECT account, region, resource_type, id, arn, tags::text, properties::text, fields::text,
+                gone_since IS NOT NULL, tags_only, first_scan, first_seen, versioned
+         FROM resources WHERE account = ANY($1)",
+        &[&accounts],
+    )?;
+    for row in rows {
+        let key = ResourceKey {
+            account: row.get(0),
+            region: row.get(1),
+            resource_type: row.get(2),
+            id: row.get(3),
+        };
+        stored.insert(
+            key,
+            Stored {
+                arn: row.get(4),
+                tags: parse_object(row.get(5)),
+                properties: parse_object(row.get(6)),
+                fields: parse_object(row.get(7)),
+                gone: row.get(8),
+                tags_only: row.get(9),
+                first_scan: row.get(10),
+                first_seen: row.get(11),
+                versioned: row.get(12),
+            },
+        );
+    }
+    Ok(stored)
+}
+
+/// Copies the coverage lines of `doc` into `coverage` under the scan `scan_text`.
+fn copy_coverage(tx: &mut Tx<'_>, scan_text: &str, doc: &AccountDoc) -> PgResult<()> {
+    let mut buffer = Vec::new();
+    for line in &doc.coverage {
+        let count = line.count.to_string();
+        copy_row(
+            &mut buffer,
+            &[
+                Some(scan_text),
+                Some(&line.account),
+                Some(&line.region),
+                Some(&line.resource_type),
+                Some(line.status.as_str()),
+                line.reason.as_deref(),
+                Some(&count),
+            ],
+        );
+    }
+    copy_in(
+        tx,
+        "COPY coverage (scan_id, account, region, resource_type, status, reason, count) FROM STDIN",
+        &buffer,
+    )
+}
+
+/// The planned upserts and versions as COPY text rows.
+struct UpsertRows {
+    /// Keys new to the store: full `resources` rows.
+    fresh: Vec<u8>,
+    /// Keys the store held: rows of the staging table.
+    seen_before: Vec<u8>,
+    /// `resource_versions` rows: each first version, then this scan's.
+    versions: Vec<u8>,
+}
+
+impl UpsertRows {
+    /// Encodes `upserts` for the scan `scan_text` started `at`.
+    fn new(upserts: &[merge::Upsert], at: &str, scan_text: &str) -> UpsertRows {
+        let mut rows = UpsertRows {
+            fresh: Vec::new(),
+            seen_before: Vec::new(),
+            versions: Vec::new(),
+        };
+        for row in upserts {
+            rows.push_resource(row, at, scan_text);
+            rows.push_versions(row, at, scan_text);
+        }
+        rows
+    }
+
+    /// Adds the `resources` or staging row of one upsert.
+    fn push_resource(&mut self, row: &merge::Upsert, at: &str, scan_text: &str) {
+        let key = &row.key;
+        let tags_only = if row.tags_only { "t" } else { "f" };
+        let versioned = if row.versioned { "t" } else { "f" };
+        let key_and_content = [
+            Some(key.account.as_str()),
+            Some(&key.region),
+            Some(&key.resource_type),
+            Some(&key.id),
+            row.arn.as_deref(),
+            Some(&row.tags),
+            Some(&row.properties),
+            Some(&row.fields),
+            Some(tags_only),
+            Some(versioned),
+        ];
+        if row.existed {
+            copy_row(&mut self.seen_before, &key_and_content);
+        } else {
+            let mut full = key_and_content.to_vec();
+            full.extend([Some(at), Some(at), None, Some(scan_text), Some(scan_text)]);
+            copy_row(&mut self.fresh, &full);
+        }
+    }
+
+    /// Adds the version rows of one upsert: its first version, then this scan's.
+    fn push_versions(&mut self, row: &merge::Upsert, at: &str, scan_text: &str) {
+        let key = &row.key;
+        if let Some(first) = &row.first_version {
+            let first_scan = first.scan.to_string();
+            copy_row(
+                &mut self.versions,
+                &[
+                    Some(&key.account),
+                    Some(&key.region),
+                    Some(&key.resource_type),
+                    Some(&key.id),
+                    Some(&first_scan),
+                    Some(&first.seen_at),
+                    first.arn.as_deref(),
+                    Some(&first.tags),
+                    Some(&first.properties),
+                ],
+            );
+        }
+        if row.new_version {
+            copy_row(
+                &mut self.versions,
+                &[
+                    Some(&key.account),
+                    Some(&key.region),
+                    Some(&key.resource_type),
+                    Some(&key.id),
+                    Some(scan_text),
+                    Some(at),
+                    row.arn.as_deref(),
+                    Some(&row.tags),
+                    Some(&row.properties),
+                ],
+            );
+        }
+    }
+}
+
+/// Writes the resource rows: new keys straight into `resources` (the account lock,
+/// taken before the account's rows were read, makes them new), keys the store held
+/// merged from a staging table.
+fn write_resources(tx: &mut Tx<'_>, rows: &UpsertRows, scan: ScanId, at: &str) -> PgResult<()> {
+    if !rows.fresh.is_empty() {
+        copy_in(
+            tx,
+            "COPY resources (account, region, resource_type, id, arn, tags, properties, fields, tags_only, versioned,
+                             first_seen, last_seen, gone_since, first_scan, last_scan) FROM STDIN",
+            &rows.fresh,
+        )?;
+    }
+    if !rows.seen_before.is_empty() {
+        merge_seen_before(tx, &rows.seen_before, scan, at)?;
+    }
+    Ok(())
+}
+
+/// Merges the rows of keys the store held into `resources` through the staging table.
+fn merge_seen_before(tx: &mut Tx<'_>, seen_before: &[u8], scan: ScanId, at: &str) -> PgResult<()> {
+    tx.batch_execute(
+        "CREATE TEMP TABLE IF NOT EXISTS tollgate_staging_resources (
+            account TEXT, region TEXT, resource_type TEXT, id TEXT, arn TEXT,
+            tags TEXT, properties TEXT, fields TEXT, tags_only BOOLEAN, versioned BOOLEAN
+         ) ON COMMIT DELETE ROWS",
+    )?;
+    copy_in(
+        tx,
+        "COPY tollgate_staging_resources FROM STDIN",
+        seen_before,
+    )?;
+    tx.execute(
+        "INSERT INTO resources (account, region, resource_type, id, arn, tags, properties, fields, tags_only,
+                                versioned, first_seen, last_seen, gone_since, first_scan, last_scan)
+         SELECT account, region, resource_type, id, arn, tags::jsonb, properties::jsonb, fields::jsonb, tags_only,
+                versioned, $1, $1, NULL, $2, $2
+         FROM tollgate_staging_resources
+         ON CONFLICT (account, resource_type, region, id) DO UPDATE SET
+            arn = excluded.arn, tags = excluded.tags, properties = excluded.properties,
+            fields = excluded.fields, tags_only = excluded.tags_only, versioned = excluded.versioned,
+            last_seen = excluded.last_seen, gone_since = NULL, last_scan = excluded.last_scan",
+        &[&at, &scan.0],
+    )?;
+    Ok(())
+}
+
+/// Marks the resources proven `gone` as gone since `at`.
+fn mark_gone(tx: &mut Tx<'_>, at: &str, gone: &[ResourceKey]) -> PgResult<()> {
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let statement = tx.prepare(
+        "UPDATE resources SET gone_since = $1
+         WHERE account = $2 AND resource_type = $3 AND region = $4 AND id = $5",
+    )?;
+    for key in gone {
+        tx.execute(
+            &statement,
+            &[&at, &key.account, &key.resource_type, &key.region, &key.id],
+        )?;
+    }
+    Ok(())
+}
+
+/// Copies the planned `changes` of the scan `scan_text`, stamped `at`, into `changes`.
+fn copy_changes(
+    tx: &mut Tx<'_>,
+    scan_text: &str,
+    at: &str,
+    changes: &[merge::PlannedChange],
+) -> PgResult<()> {
+    let mut buffer = Vec::new();
+    for planned in changes {
+        let key = &planned.key;
+        let detail = serde_json::to_string(&planned.detail).unwrap_or_else(|_| "[]".into());
+        copy_row(
+            &mut buffer,
+            &[
+                Some(scan_text),
+                Some(at),
+                Some(planned.kind.as_str()),
+                Some(&key.account),
+                Some(&key.region),
+                Some(&key.resource_type),
+                Some(&key.id),
+                Some(&detail),
+            ],
+        );
+    }
+    copy_in(
+        tx,
+        "COPY changes (scan_id, at, kind, account, region, resource_type, resource_id, detail) FROM STDIN",
+        &buffer,
+    )
+}
+
+/// Records the account's status and counts in `scan` (replacing an earlier write).
+fn record_account(
+    tx: &mut Tx<'_>,
+    scan: ScanId,
+    doc: &AccountDoc,
+    counts: &WriteCounts,
+) -> PgResult<()> {
+    tx.execute(
+        "INSERT INTO scan_accounts (scan_id, account, status, resources_written, added, modified, removed, not_verified)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (scan_id, account) DO UPDATE SET status = excluded.status,
+            resources_written = excluded.resources_written, added = excluded.added, modified = excluded.modified,
+            removed = excluded.removed, not_verified = excluded.not_verified",
+        &[
+            &scan.0,
+            &doc.account,
+            &doc.status.as_str(),
+            &(counts.resources_written as i64),
+            &(counts.added as i64),
+            &(counts.modified as i64),
+            &(counts.removed as i64),
+            &(counts.not_verified as i64),
+        ],
+    )?;
+    Ok(())
+}
+
 fn boxed(params: &[Param]) -> Vec<Box<dyn ToSql + Sync>> {
     params
         .iter()
@@ -189,251 +476,33 @@ impl Backend for PostgresBackend {
         let fail = |err| InventoryError::database("write the account's scan", &label, err);
         let mut tx = self.client.transaction().map_err(fail)?;
         let accounts = accounts_of(doc);
-        for account in &accounts {
-            tx.execute(
-                "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '/' || $1::text))",
-                &[account],
-            )
-            .map_err(fail)?;
-        }
+        lock_accounts(&mut tx, &accounts).map_err(fail)?;
         let at: String = tx
             .query_opt("SELECT started_at FROM scans WHERE id = $1", &[&scan.0])
             .map_err(fail)?
             .ok_or_else(|| unknown_scan(scan, &label))?
             .get(0);
-        let mut stored = HashMap::new();
-        let rows = tx
-            .query(
-                "SELECT account, region, resource_type, id, arn, tags::text, properties::text, fields::text,
-                        gone_since IS NOT NULL, tags_only, first_scan, first_seen, versioned
-                 FROM resources WHERE account = ANY($1)",
-                &[&accounts],
-            )
-            .map_err(fail)?;
-        for row in rows {
-            let key = ResourceKey {
-                account: row.get(0),
-                region: row.get(1),
-                resource_type: row.get(2),
-                id: row.get(3),
-            };
-            stored.insert(
-                key,
-                Stored {
-                    arn: row.get(4),
-                    tags: parse_object(row.get(5)),
-                    properties: parse_object(row.get(6)),
-                    fields: parse_object(row.get(7)),
-                    gone: row.get(8),
-                    tags_only: row.get(9),
-                    first_scan: row.get(10),
-                    first_seen: row.get(11),
-                    versioned: row.get(12),
-                },
-            );
-        }
+        let stored = load_stored(&mut tx, &accounts).map_err(fail)?;
         let plan = merge::plan(doc, &stored);
         let scan_text = scan.0.to_string();
-
-        let mut buffer = Vec::new();
-        for line in &doc.coverage {
-            let count = line.count.to_string();
-            copy_row(
-                &mut buffer,
-                &[
-                    Some(&scan_text),
-                    Some(&line.account),
-                    Some(&line.region),
-                    Some(&line.resource_type),
-                    Some(line.status.as_str()),
-                    line.reason.as_deref(),
-                    Some(&count),
-                ],
-            );
-        }
-        copy_in(
-            &mut tx,
-            "COPY coverage (scan_id, account, region, resource_type, status, reason, count) FROM STDIN",
-            &buffer,
-        )
-        .map_err(fail)?;
-
-        // New keys go straight into `resources`: the account lock, taken before the
-        // account's rows were read, makes them new. Keys the store held are merged from
-        // a staging table.
-        let mut fresh = Vec::new();
-        let mut seen_before = Vec::new();
-        let mut versions = Vec::new();
-        for row in &plan.upserts {
-            let key = &row.key;
-            let tags_only = if row.tags_only { "t" } else { "f" };
-            let versioned = if row.versioned { "t" } else { "f" };
-            let key_and_content = [
-                Some(key.account.as_str()),
-                Some(&key.region),
-                Some(&key.resource_type),
-                Some(&key.id),
-                row.arn.as_deref(),
-                Some(&row.tags),
-                Some(&row.properties),
-                Some(&row.fields),
-                Some(tags_only),
-                Some(versioned),
-            ];
-            if row.existed {
-                copy_row(&mut seen_before, &key_and_content);
-            } else {
-                let mut full = key_and_content.to_vec();
-                full.extend([
-                    Some(at.as_str()),
-                    Some(&at),
-                    None,
-                    Some(&scan_text),
-                    Some(&scan_text),
-                ]);
-                copy_row(&mut fresh, &full);
-            }
-            if let Some(first) = &row.first_version {
-                let first_scan = first.scan.to_string();
-                copy_row(
-                    &mut versions,
-                    &[
-                        Some(&key.account),
-                        Some(&key.region),
-                        Some(&key.resource_type),
-                        Some(&key.id),
-                        Some(&first_scan),
-                        Some(&first.seen_at),
-                        first.arn.as_deref(),
-                        Some(&first.tags),
-                        Some(&first.properties),
-                    ],
-                );
-            }
-            if row.new_version {
-                copy_row(
-                    &mut versions,
-                    &[
-                        Some(&key.account),
-                        Some(&key.region),
-                        Some(&key.resource_type),
-                        Some(&key.id),
-                        Some(&scan_text),
-                        Some(&at),
-                        row.arn.as_deref(),
-                        Some(&row.tags),
-                        Some(&row.properties),
-                    ],
-                );
-            }
-        }
-        if !fresh.is_empty() {
-            copy_in(
-                &mut tx,
-                "COPY resources (account, region, resource_type, id, arn, tags, properties, fields, tags_only, versioned,
-                                 first_seen, last_seen, gone_since, first_scan, last_scan) FROM STDIN",
-                &fresh,
-            )
-            .map_err(fail)?;
-        }
-        if !seen_before.is_empty() {
-            tx.batch_execute(
-                "CREATE TEMP TABLE IF NOT EXISTS tollgate_staging_resources (
-                    account TEXT, region TEXT, resource_type TEXT, id TEXT, arn TEXT,
-                    tags TEXT, properties TEXT, fields TEXT, tags_only BOOLEAN, versioned BOOLEAN
-                 ) ON COMMIT DELETE ROWS",
-            )
-            .map_err(fail)?;
-            copy_in(
-                &mut tx,
-                "COPY tollgate_staging_resources FROM STDIN",
-                &seen_before,
-            )
-            .map_err(fail)?;
-            tx.execute(
-                "INSERT INTO resources (account, region, resource_type, id, arn, tags, properties, fields, tags_only,
-                                        versioned, first_seen, last_seen, gone_since, first_scan, last_scan)
-                 SELECT account, region, resource_type, id, arn, tags::jsonb, properties::jsonb, fields::jsonb, tags_only,
-                        versioned, $1, $1, NULL, $2, $2
-                 FROM tollgate_staging_resources
-                 ON CONFLICT (account, resource_type, region, id) DO UPDATE SET
-                    arn = excluded.arn, tags = excluded.tags, properties = excluded.properties,
-                    fields = excluded.fields, tags_only = excluded.tags_only, versioned = excluded.versioned,
-                    last_seen = excluded.last_seen, gone_since = NULL, last_scan = excluded.last_scan",
-                &[&at, &scan.0],
-            )
-            .map_err(fail)?;
-        }
+        copy_coverage(&mut tx, &scan_text, doc).map_err(fail)?;
+        let rows = UpsertRows::new(&plan.upserts, &at, &scan_text);
+        write_resources(&mut tx, &rows, scan, &at).map_err(fail)?;
         copy_in(
             &mut tx,
             "COPY resource_versions (account, region, resource_type, id, scan_id, seen_at, arn, tags, properties) FROM STDIN",
-            &versions,
+            &rows.versions,
         )
         .map_err(fail)?;
-        if !plan.gone.is_empty() {
-            let gone = tx
-                .prepare(
-                    "UPDATE resources SET gone_since = $1
-                     WHERE account = $2 AND resource_type = $3 AND region = $4 AND id = $5",
-                )
-                .map_err(fail)?;
-            for key in &plan.gone {
-                tx.execute(
-                    &gone,
-                    &[&at, &key.account, &key.resource_type, &key.region, &key.id],
-                )
-                .map_err(fail)?;
-            }
-        }
-        buffer.clear();
-        for planned in &plan.changes {
-            let key = &planned.key;
-            let detail = serde_json::to_string(&planned.detail).unwrap_or_else(|_| "[]".into());
-            copy_row(
-                &mut buffer,
-                &[
-                    Some(&scan_text),
-                    Some(&at),
-                    Some(planned.kind.as_str()),
-                    Some(&key.account),
-                    Some(&key.region),
-                    Some(&key.resource_type),
-                    Some(&key.id),
-                    Some(&detail),
-                ],
-            );
-        }
-        copy_in(
-            &mut tx,
-            "COPY changes (scan_id, at, kind, account, region, resource_type, resource_id, detail) FROM STDIN",
-            &buffer,
-        )
-        .map_err(fail)?;
-        let counts = plan.counts;
-        tx.execute(
-            "INSERT INTO scan_accounts (scan_id, account, status, resources_written, added, modified, removed, not_verified)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-             ON CONFLICT (scan_id, account) DO UPDATE SET status = excluded.status,
-                resources_written = excluded.resources_written, added = excluded.added, modified = excluded.modified,
-                removed = excluded.removed, not_verified = excluded.not_verified",
-            &[
-                &scan.0,
-                &doc.account,
-                &doc.status.as_str(),
-                &(counts.resources_written as i64),
-                &(counts.added as i64),
-                &(counts.modified as i64),
-                &(counts.removed as i64),
-                &(counts.not_verified as i64),
-            ],
-        )
-        .map_err(fail)?;
+        mark_gone(&mut tx, &at, &plan.gone).map_err(fail)?;
+        copy_changes(&mut tx, &scan_text, &at, &plan.changes).map_err(fail)?;
+        record_account(&mut tx, scan, doc, &plan.counts).map_err(fail)?;
         if std::mem::take(&mut self.fail_before_commit) {
             // Dropping the transaction rolls it back, as a lost connection would.
             return Err(injected_fault(&label));
         }
         tx.commit().map_err(fail)?;
-        Ok(counts)
+        Ok(plan.counts)
     }
 
     fn finish_scan(&mut self, scan: ScanId, outcome: &ScanOutcome) -> Result<()> {

@@ -161,6 +161,219 @@ fn parse_object(text: &str) -> Map<String, Value> {
     serde_json::from_str(text).unwrap_or_default()
 }
 
+/// The start time of `scan` (the time of every row its writes stamp), if it exists.
+fn scan_started_at(conn: &Connection, scan: ScanId) -> rusqlite::Result<Option<String>> {
+    conn.query_row(
+        "SELECT started_at FROM scans WHERE id = ?1",
+        [scan.0],
+        |row| row.get(0),
+    )
+    .optional()
+}
+
+/// The resources the store holds for the accounts of `doc`, by key.
+fn load_stored(
+    conn: &Connection,
+    doc: &AccountDoc,
+) -> rusqlite::Result<HashMap<ResourceKey, Stored>> {
+    let mut stored = HashMap::new();
+    let mut load = conn.prepare_cached(
+        "SELECT region, resource_type, id, arn, tags, properties, fields, gone_since IS NOT NULL, tags_only,
+                first_scan, first_seen, versioned
+         FROM resources WHERE account = ?1",
+    )?;
+    for account in accounts_of(doc) {
+        let rows = load.query_map([&account], |row| {
+            let key = ResourceKey {
+                account: account.clone(),
+                region: row.get(0)?,
+                resource_type: row.get(1)?,
+                id: row.get(2)?,
+            };
+            let tags: String = row.get(4)?;
+            let properties: String = row.get(5)?;
+            let fields: String = row.get(6)?;
+            Ok((
+                key,
+                Stored {
+                    arn: row.get(3)?,
+                    tags: parse_object(&tags),
+                    properties: parse_object(&properties),
+                    fields: parse_object(&fields),
+                    gone: row.get(7)?,
+                    tags_only: row.get(8)?,
+                    first_scan: row.get(9)?,
+                    first_seen: row.get(10)?,
+                    versioned: row.get(11)?,
+                },
+            ))
+        })?;
+        for row in rows {
+            let (key, old) = row?;
+            stored.insert(key, old);
+        }
+    }
+    Ok(stored)
+}
+
+/// Records the coverage lines of `doc` under `scan`.
+fn insert_coverage(conn: &Connection, scan: ScanId, doc: &AccountDoc) -> rusqlite::Result<()> {
+    let mut coverage = conn.prepare_cached(
+        "INSERT INTO coverage (scan_id, account, region, resource_type, status, reason, count)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for line in &doc.coverage {
+        coverage.execute(params![
+            scan.0,
+            line.account,
+            line.region,
+            line.resource_type,
+            line.status.as_str(),
+            line.reason,
+            line.count as i64
+        ])?;
+    }
+    Ok(())
+}
+
+/// Inserts or updates each planned resource, and writes its planned versions (its
+/// first version, then this scan's).
+fn write_upserts(
+    conn: &Connection,
+    scan: ScanId,
+    at: &str,
+    upserts: &[merge::Upsert],
+) -> rusqlite::Result<()> {
+    let mut upsert = conn.prepare_cached(
+        "INSERT INTO resources (account, region, resource_type, id, arn, tags, properties, fields, tags_only,
+                                first_seen, last_seen, gone_since, first_scan, last_scan, versioned)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, NULL, ?11, ?11, ?12)
+         ON CONFLICT (account, resource_type, region, id) DO UPDATE SET
+            arn = excluded.arn, tags = excluded.tags, properties = excluded.properties,
+            fields = excluded.fields, tags_only = excluded.tags_only,
+            last_seen = excluded.last_seen, gone_since = NULL, last_scan = excluded.last_scan,
+            versioned = excluded.versioned",
+    )?;
+    let mut version = conn.prepare_cached(
+        "INSERT OR REPLACE INTO resource_versions (account, region, resource_type, id, scan_id, seen_at, arn, tags, properties)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for row in upserts {
+        let key = &row.key;
+        upsert.execute(params![
+            key.account,
+            key.region,
+            key.resource_type,
+            key.id,
+            row.arn,
+            row.tags,
+            row.properties,
+            row.fields,
+            row.tags_only,
+            at,
+            scan.0,
+            row.versioned
+        ])?;
+        if let Some(first) = &row.first_version {
+            version.execute(params![
+                key.account,
+                key.region,
+                key.resource_type,
+                key.id,
+                first.scan,
+                first.seen_at,
+                first.arn,
+                first.tags,
+                first.properties
+            ])?;
+        }
+        if row.new_version {
+            version.execute(params![
+                key.account,
+                key.region,
+                key.resource_type,
+                key.id,
+                scan.0,
+                at,
+                row.arn,
+                row.tags,
+                row.properties
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+/// Marks the resources proven `gone` as gone since `at`.
+fn mark_gone(conn: &Connection, at: &str, gone: &[ResourceKey]) -> rusqlite::Result<()> {
+    let mut statement = conn.prepare_cached(
+        "UPDATE resources SET gone_since = ?1
+         WHERE account = ?2 AND resource_type = ?3 AND region = ?4 AND id = ?5",
+    )?;
+    for key in gone {
+        statement.execute(params![
+            at,
+            key.account,
+            key.resource_type,
+            key.region,
+            key.id
+        ])?;
+    }
+    Ok(())
+}
+
+/// Records the planned `changes` of `scan`, stamped `at`.
+fn insert_changes(
+    conn: &Connection,
+    scan: ScanId,
+    at: &str,
+    changes: &[merge::PlannedChange],
+) -> rusqlite::Result<()> {
+    let mut change = conn.prepare_cached(
+        "INSERT INTO changes (scan_id, at, kind, account, region, resource_type, resource_id, detail)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for planned in changes {
+        let key = &planned.key;
+        let detail = serde_json::to_string(&planned.detail).unwrap_or_else(|_| "[]".into());
+        change.execute(params![
+            scan.0,
+            at,
+            planned.kind.as_str(),
+            key.account,
+            key.region,
+            key.resource_type,
+            key.id,
+            detail
+        ])?;
+    }
+    Ok(())
+}
+
+/// Records the account's status and counts in `scan` (replacing an earlier write).
+fn record_account(
+    conn: &Connection,
+    scan: ScanId,
+    doc: &AccountDoc,
+    counts: &WriteCounts,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO scan_accounts (scan_id, account, status, resources_written, added, modified, removed, not_verified)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        scan.0,
+        doc.account,
+        doc.status.as_str(),
+        counts.resources_written as i64,
+        counts.added as i64,
+        counts.modified as i64,
+        counts.removed as i64,
+        counts.not_verified as i64
+    ])?;
+    Ok(())
+}
+
 fn to_sql(params: &[Param]) -> Vec<rusqlite::types::Value> {
     params
         .iter()
@@ -204,202 +417,16 @@ impl Backend for SqliteBackend {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(fail)?;
-        let at: String = tx
-            .query_row(
-                "SELECT started_at FROM scans WHERE id = ?1",
-                [scan.0],
-                |row| row.get(0),
-            )
-            .optional()
+        let at = scan_started_at(&tx, scan)
             .map_err(fail)?
             .ok_or_else(|| unknown_scan(scan, &label))?;
-        let mut stored = HashMap::new();
-        {
-            let mut load = tx
-                .prepare_cached(
-                    "SELECT region, resource_type, id, arn, tags, properties, fields, gone_since IS NOT NULL, tags_only,
-                            first_scan, first_seen, versioned
-                     FROM resources WHERE account = ?1",
-                )
-                .map_err(fail)?;
-            for account in accounts_of(doc) {
-                let rows = load
-                    .query_map([&account], |row| {
-                        let key = ResourceKey {
-                            account: account.clone(),
-                            region: row.get(0)?,
-                            resource_type: row.get(1)?,
-                            id: row.get(2)?,
-                        };
-                        let tags: String = row.get(4)?;
-                        let properties: String = row.get(5)?;
-                        let fields: String = row.get(6)?;
-                        Ok((
-                            key,
-                            Stored {
-                                arn: row.get(3)?,
-                                tags: parse_object(&tags),
-                                properties: parse_object(&properties),
-                                fields: parse_object(&fields),
-                                gone: row.get(7)?,
-                                tags_only: row.get(8)?,
-                                first_scan: row.get(9)?,
-                                first_seen: row.get(10)?,
-                                versioned: row.get(11)?,
-                            },
-                        ))
-                    })
-                    .map_err(fail)?;
-                for row in rows {
-                    let (key, old) = row.map_err(fail)?;
-                    stored.insert(key, old);
-                }
-            }
-        }
+        let stored = load_stored(&tx, doc).map_err(fail)?;
         let plan = merge::plan(doc, &stored);
-        {
-            let mut coverage = tx
-                .prepare_cached(
-                    "INSERT INTO coverage (scan_id, account, region, resource_type, status, reason, count)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(fail)?;
-            for line in &doc.coverage {
-                coverage
-                    .execute(params![
-                        scan.0,
-                        line.account,
-                        line.region,
-                        line.resource_type,
-                        line.status.as_str(),
-                        line.reason,
-                        line.count as i64
-                    ])
-                    .map_err(fail)?;
-            }
-            let mut upsert = tx
-                .prepare_cached(
-                    "INSERT INTO resources (account, region, resource_type, id, arn, tags, properties, fields, tags_only,
-                                            first_seen, last_seen, gone_since, first_scan, last_scan, versioned)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, NULL, ?11, ?11, ?12)
-                     ON CONFLICT (account, resource_type, region, id) DO UPDATE SET
-                        arn = excluded.arn, tags = excluded.tags, properties = excluded.properties,
-                        fields = excluded.fields, tags_only = excluded.tags_only,
-                        last_seen = excluded.last_seen, gone_since = NULL, last_scan = excluded.last_scan,
-                        versioned = excluded.versioned",
-                )
-                .map_err(fail)?;
-            let mut version = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO resource_versions (account, region, resource_type, id, scan_id, seen_at, arn, tags, properties)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )
-                .map_err(fail)?;
-            for row in &plan.upserts {
-                let key = &row.key;
-                upsert
-                    .execute(params![
-                        key.account,
-                        key.region,
-                        key.resource_type,
-                        key.id,
-                        row.arn,
-                        row.tags,
-                        row.properties,
-                        row.fields,
-                        row.tags_only,
-                        at,
-                        scan.0,
-                        row.versioned
-                    ])
-                    .map_err(fail)?;
-                if let Some(first) = &row.first_version {
-                    version
-                        .execute(params![
-                            key.account,
-                            key.region,
-                            key.resource_type,
-                            key.id,
-                            first.scan,
-                            first.seen_at,
-                            first.arn,
-                            first.tags,
-                            first.properties
-                        ])
-                        .map_err(fail)?;
-                }
-                if row.new_version {
-                    version
-                        .execute(params![
-                            key.account,
-                            key.region,
-                            key.resource_type,
-                            key.id,
-                            scan.0,
-                            at,
-                            row.arn,
-                            row.tags,
-                            row.properties
-                        ])
-                        .map_err(fail)?;
-                }
-            }
-            let mut gone = tx
-                .prepare_cached(
-                    "UPDATE resources SET gone_since = ?1
-                     WHERE account = ?2 AND resource_type = ?3 AND region = ?4 AND id = ?5",
-                )
-                .map_err(fail)?;
-            for key in &plan.gone {
-                gone.execute(params![
-                    at,
-                    key.account,
-                    key.resource_type,
-                    key.region,
-                    key.id
-                ])
-                .map_err(fail)?;
-            }
-            let mut change = tx
-                .prepare_cached(
-                    "INSERT INTO changes (scan_id, at, kind, account, region, resource_type, resource_id, detail)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .map_err(fail)?;
-            for planned in &plan.changes {
-                let key = &planned.key;
-                let detail = serde_json::to_string(&planned.detail).unwrap_or_else(|_| "[]".into());
-                change
-                    .execute(params![
-                        scan.0,
-                        at,
-                        planned.kind.as_str(),
-                        key.account,
-                        key.region,
-                        key.resource_type,
-                        key.id,
-                        detail
-                    ])
-                    .map_err(fail)?;
-            }
-            let counts = plan.counts;
-            tx.prepare_cached(
-                "INSERT OR REPLACE INTO scan_accounts (scan_id, account, status, resources_written, added, modified, removed, not_verified)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )
-            .map_err(fail)?
-            .execute(params![
-                scan.0,
-                doc.account,
-                doc.status.as_str(),
-                counts.resources_written as i64,
-                counts.added as i64,
-                counts.modified as i64,
-                counts.removed as i64,
-                counts.not_verified as i64
-            ])
-            .map_err(fail)?;
-        }
+        insert_coverage(&tx, scan, doc).map_err(fail)?;
+        write_upserts(&tx, scan, &at, &plan.upserts).map_err(fail)?;
+        mark_gone(&tx, &at, &plan.gone).map_err(fail)?;
+        insert_changes(&tx, scan, &at, &plan.changes).map_err(fail)?;
+        record_account(&tx, scan, doc, &plan.counts).map_err(fail)?;
         if std::mem::take(&mut self.fail_before_commit) {
             // Dropping the transaction rolls it back, as a crash would.
             return Err(injected_fault(&label));
