@@ -16,7 +16,8 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use postgres::types::ToSql;
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls};
 use serde_json::{Map, Value};
 
@@ -448,6 +449,38 @@ fn boxed(params: &[Param]) -> Vec<Box<dyn ToSql + Sync>> {
         .collect()
 }
 
+/// The parameters with their types, for `query_typed_raw`.
+fn typed(params: &[Param]) -> Vec<(Box<dyn ToSql + Sync>, Type)> {
+    params
+        .iter()
+        .map(|param| -> (Box<dyn ToSql + Sync>, Type) {
+            match param {
+                Param::Text(text) => (Box::new(text.clone()), Type::TEXT),
+                Param::Int(int) => (Box::new(*int), Type::INT8),
+            }
+        })
+        .collect()
+}
+
+/// A row of the resources query (`query::resource_columns`).
+fn resource_row(row: &postgres::Row) -> ResourceRow {
+    ResourceRow {
+        resource_type: row.get(0),
+        id: row.get(1),
+        arn: row.get(2),
+        account: row.get(3),
+        region: row.get(4),
+        tags: serde_json::from_str(row.get(5)).unwrap_or(Value::Null),
+        properties: serde_json::from_str(row.get(6)).unwrap_or(Value::Null),
+        fields: serde_json::from_str(row.get(7)).unwrap_or(Value::Null),
+        tags_only: row.get(8),
+        first_seen: row.get(9),
+        last_seen: row.get(10),
+        gone_since: row.get(11),
+        last_scan: ScanId(row.get(12)),
+    }
+}
+
 impl Backend for PostgresBackend {
     fn schema_version(&mut self) -> Result<u32> {
         let version: Option<i32> = self
@@ -522,31 +555,18 @@ impl Backend for PostgresBackend {
 
     fn resources(&mut self, filter: &ResourceFilter) -> Result<Page<ResourceRow>> {
         let sql = query::resources_sql(Dialect::Postgres, filter)?;
-        let params = boxed(&sql.params);
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        let rows = self
+        let fail = |err| InventoryError::database("read resources", &self.label, err);
+        // One round trip (the parameters' types are given, so no statement is prepared
+        // first), and each row is decoded as it arrives, while the server sends the next.
+        let mut rows = self
             .client
-            .query(&sql.text, &refs)
-            .map_err(|err| InventoryError::database("read resources", &self.label, err))?;
-        let rows = rows
-            .iter()
-            .map(|row| ResourceRow {
-                resource_type: row.get(0),
-                id: row.get(1),
-                arn: row.get(2),
-                account: row.get(3),
-                region: row.get(4),
-                tags: serde_json::from_str(row.get(5)).unwrap_or(Value::Null),
-                properties: serde_json::from_str(row.get(6)).unwrap_or(Value::Null),
-                fields: serde_json::from_str(row.get(7)).unwrap_or(Value::Null),
-                tags_only: row.get(8),
-                first_seen: row.get(9),
-                last_seen: row.get(10),
-                gone_since: row.get(11),
-                last_scan: ScanId(row.get(12)),
-            })
-            .collect();
-        Ok(query::into_page(rows, filter.page_size, row_cursor))
+            .query_typed_raw(&sql.text, typed(&sql.params))
+            .map_err(fail)?;
+        let mut out = Vec::with_capacity(filter.page_size.get() as usize + 1);
+        while let Some(row) = rows.next().map_err(fail)? {
+            out.push(resource_row(&row));
+        }
+        Ok(query::into_page(out, filter.page_size, row_cursor))
     }
 
     fn changes(&mut self, filter: &ChangeFilter) -> Result<Page<ChangeRow>> {
