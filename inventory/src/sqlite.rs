@@ -38,6 +38,31 @@ pub struct SqliteBackend {
     fail_before_commit: bool,
 }
 
+/// Switch the connection to the write-ahead log, and say which journal mode it has.
+///
+/// Why a loop: switching a new file to WAL takes a lock that SQLite does not wait for
+/// with the busy handler (a reader upgrading its lock could deadlock), so a second
+/// process or thread that opens the file while the first is switching it gets
+/// `SQLITE_BUSY` at once, whatever the busy timeout (seen: two writers opening one new
+/// file at once, in `two_writers_at_once_lose_no_row`). It is retried every 10 ms for as
+/// long as the busy timeout; counted, not timed, so no clock is read.
+fn wal_mode(conn: &Connection) -> rusqlite::Result<String> {
+    const PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
+    let tries = BUSY_TIMEOUT.as_millis() / PAUSE.as_millis();
+    let mut tried = 0;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && tried < tries =>
+            {
+                tried += 1;
+                std::thread::sleep(PAUSE);
+            }
+            other => return other,
+        }
+    }
+}
+
 impl SqliteBackend {
     /// Opens (creating if needed) the file at `path` and migrates its schema.
     pub fn open(path: &Path) -> Result<SqliteBackend> {
@@ -46,9 +71,7 @@ impl SqliteBackend {
         let conn = Connection::open(path).map_err(|err| unreachable(&label, err))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|err| unreachable(&label, err))?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(|err| unreachable(&label, err))?;
+        let mode = wal_mode(&conn).map_err(|err| unreachable(&label, err))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(InventoryError::new(
                 InventoryErrorKind::Unreachable,
