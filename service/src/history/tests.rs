@@ -28,6 +28,24 @@ fn record(
     }
 }
 
+/// Open `path` again after a `History` on it was dropped. sled's flusher thread lets go
+/// of the file lock at its next wake-up (up to its 500 ms interval) after the last handle
+/// is dropped, so an immediate reopen can find the lock still held (seen under load in
+/// `.ci/run`): retried 10 ms apart, at most 500 times.
+fn reopen(path: &std::path::Path) -> History {
+    let mut tries = 0;
+    loop {
+        match History::open(path) {
+            Ok(h) => return h,
+            Err(e) if tries < 500 && e.to_string().contains("could not acquire lock") => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("reopening the history: {e}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn records_and_reports_survive_reopening() {
     let tmp = tempfile::tempdir().unwrap();
@@ -50,7 +68,7 @@ async fn records_and_reports_survive_reopening() {
             .put(&record("scan-2", None, ScanStatus::Running, 3, None))
             .unwrap();
     }
-    let history = History::open(&path).unwrap();
+    let history = reopen(&path);
     assert_eq!(history.report("scan-1").unwrap(), Some(report));
     let ids: Vec<_> = history
         .records()
