@@ -334,17 +334,56 @@ pub fn resources(args: ResourcesArgs) -> anyhow::Result<ExitCode> {
             ..filter.clone()
         })?)
     })?;
+    match (args.json, args.csv) {
+        (false, true) => print_rows(&rows, Output::Csv, "resources", &store, resources_csv),
+        (json, _) => print_rows(
+            &rows,
+            Output::of(json),
+            "resources",
+            &store,
+            resources_table,
+        ),
+    }
+}
+
+/// How `resources` and `changes` print their rows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Output {
+    Json,
+    Csv,
+    Table,
+}
+
+impl Output {
+    fn of(json: bool) -> Output {
+        if json {
+            Output::Json
+        } else {
+            Output::Table
+        }
+    }
+}
+
+/// Rows on stdout: a JSON array, or `text` (the CSV or the table); after a table, the
+/// count on stderr.
+fn print_rows<T: serde::Serialize>(
+    rows: &[T],
+    output: Output,
+    what: &str,
+    store: &Store,
+    text: fn(&mut std::io::StdoutLock<'static>, &[T]) -> anyhow::Result<()>,
+) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &rows).context("writing JSON")?;
+    if output == Output::Json {
+        serde_json::to_writer_pretty(&mut out, rows).context("writing JSON")?;
         writeln!(out)?;
-    } else if args.csv {
-        resources_csv(&mut out, &rows)?;
     } else {
-        resources_table(&mut out, &rows)?;
-        eprintln!("{} resources in {}", rows.len(), store.redacted_url());
+        text(&mut out, rows)?;
     }
     out.flush()?;
+    if output == Output::Table {
+        eprintln!("{} {what} in {}", rows.len(), store.redacted_url());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -431,16 +470,13 @@ pub fn changes(args: ChangesArgs) -> anyhow::Result<ExitCode> {
             ..filter.clone()
         })?)
     })?;
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &rows).context("writing JSON")?;
-        writeln!(out)?;
-    } else {
-        changes_table(&mut out, &rows)?;
-        eprintln!("{} changes in {}", rows.len(), store.redacted_url());
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    print_rows(
+        &rows,
+        Output::of(args.json),
+        "changes",
+        &store,
+        changes_table,
+    )
 }
 
 fn changes_table(out: &mut impl Write, rows: &[ChangeRow]) -> anyhow::Result<()> {
