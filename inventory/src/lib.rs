@@ -44,7 +44,7 @@ pub use crate::model::{
 };
 pub use crate::postgres::PostgresBackend;
 pub use crate::query::{ChangeFilter, Page, PageSize, ResourceFilter, Since, TypePattern};
-pub use crate::report::{AccountDoc, CoverageLine, Item, Report};
+pub use crate::report::{AccountDoc, CoverageLine, Fields, Item, Report};
 pub use crate::sqlite::{SqliteBackend, BUSY_TIMEOUT};
 pub use crate::store::Store;
 pub use crate::url::{default_sqlite_path, default_sqlite_path_from, PostgresUrl, StoreUrl};

@@ -110,8 +110,8 @@ fn plan_sighting(out: &mut Plan, item: &Item, previous: Option<&Stored>) {
     // A tags-only sighting of a resource known natively refreshes its tags only.
     let keep_native = item.tags_only && previous.is_some_and(|old| !old.tags_only);
     let (arn, properties, fields) = match previous {
-        Some(old) if keep_native => (&old.arn, &old.properties, &old.fields),
-        _ => (&item.arn, &item.properties, &item.fields),
+        Some(old) if keep_native => (&old.arn, &old.properties, to_json(&old.fields)),
+        _ => (&item.arn, &*item.properties, item.fields.to_json()),
     };
     let tags_only = item.tags_only && previous.is_none_or(|old| old.tags_only);
     let (kind, detail) = classify(previous, arn, &item.tags, properties);
@@ -140,7 +140,7 @@ fn plan_sighting(out: &mut Plan, item: &Item, previous: Option<&Stored>) {
         arn: arn.clone(),
         tags: to_json(&item.tags),
         properties: to_json(properties),
-        fields: to_json(fields),
+        fields,
         tags_only,
         new_version,
         first_version,
@@ -233,8 +233,9 @@ fn plan_absences(
 mod tests {
     use super::*;
     use crate::model::{CoverageStatus, ScanStatus};
-    use crate::report::{CoverageLine, Item};
+    use crate::report::{CoverageLine, Fields, Item};
     use serde_json::json;
+    use std::borrow::Cow;
 
     fn key(id: &str) -> ResourceKey {
         ResourceKey {
@@ -245,17 +246,17 @@ mod tests {
         }
     }
 
-    fn item(id: &str, tags: Value, tags_only: bool) -> Item {
+    fn item(id: &str, tags: Value, tags_only: bool) -> Item<'static> {
         Item {
             key: key(id),
             arn: None,
-            tags: tags.as_object().unwrap().clone(),
-            properties: if tags_only {
+            tags: Cow::Owned(tags.as_object().unwrap().clone()),
+            properties: Cow::Owned(if tags_only {
                 Map::new()
             } else {
                 json!({"BucketName": id}).as_object().unwrap().clone()
-            },
-            fields: Map::new(),
+            }),
+            fields: Fields::Owned(Map::new()),
             tags_only,
         }
     }
@@ -263,9 +264,9 @@ mod tests {
     fn stored(item: &Item) -> Stored {
         Stored {
             arn: item.arn.clone(),
-            tags: item.tags.clone(),
-            properties: item.properties.clone(),
-            fields: item.fields.clone(),
+            tags: item.tags.clone().into_owned(),
+            properties: item.properties.clone().into_owned(),
+            fields: Map::new(),
             gone: false,
             tags_only: item.tags_only,
             first_scan: 1,
@@ -274,7 +275,7 @@ mod tests {
         }
     }
 
-    fn doc(items: Vec<Item>, status: CoverageStatus) -> AccountDoc {
+    fn doc(items: Vec<Item<'static>>, status: CoverageStatus) -> AccountDoc<'static> {
         AccountDoc {
             account: "111111111111".into(),
             coverage: vec![CoverageLine {
