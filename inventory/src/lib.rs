@@ -39,8 +39,8 @@ mod url;
 
 pub use crate::error::{InventoryError, InventoryErrorKind, Result};
 pub use crate::model::{
-    ChangeKind, ChangeRow, CoverageStatus, ResourceKey, ResourceRow, ScanId, ScanMeta, ScanOutcome,
-    ScanStatus, StoreSummary, VersionRow, WriteCounts, UNKNOWN,
+    ChangeKind, ChangeRow, CoverageStatus, Json, ResourceKey, ResourceRow, ScanId, ScanMeta,
+    ScanOutcome, ScanStatus, StoreSummary, VersionRow, WriteCounts, UNKNOWN,
 };
 pub use crate::postgres::PostgresBackend;
 pub use crate::query::{ChangeFilter, Page, PageSize, ResourceFilter, Since, TypePattern};

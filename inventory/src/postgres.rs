@@ -25,8 +25,8 @@ use crate::backend::Backend;
 use crate::error::{InventoryError, InventoryErrorKind, Result};
 use crate::merge::{self, Stored};
 use crate::model::{
-    ChangeKind, ChangeRow, ResourceKey, ResourceRow, ScanId, ScanMeta, ScanOutcome, VersionRow,
-    WriteCounts,
+    ChangeKind, ChangeRow, Json, ResourceKey, ResourceRow, ScanId, ScanMeta, ScanOutcome,
+    VersionRow, WriteCounts,
 };
 use crate::query::{self, ChangeFilter, Dialect, Page, Param, ResourceFilter};
 use crate::report::AccountDoc;
@@ -470,9 +470,9 @@ fn resource_row(row: &postgres::Row) -> ResourceRow {
         arn: row.get(2),
         account: row.get(3),
         region: row.get(4),
-        tags: serde_json::from_str(row.get(5)).unwrap_or(Value::Null),
-        properties: serde_json::from_str(row.get(6)).unwrap_or(Value::Null),
-        fields: serde_json::from_str(row.get(7)).unwrap_or(Value::Null),
+        tags: Json::from_text(row.get(5)),
+        properties: Json::from_text(row.get(6)),
+        fields: Json::from_text(row.get(7)),
         tags_only: row.get(8),
         first_seen: row.get(9),
         last_seen: row.get(10),

@@ -21,8 +21,8 @@ use crate::backend::Backend;
 use crate::error::{InventoryError, InventoryErrorKind, Result};
 use crate::merge::{self, Stored};
 use crate::model::{
-    ChangeKind, ChangeRow, ResourceKey, ResourceRow, ScanId, ScanMeta, ScanOutcome, VersionRow,
-    WriteCounts,
+    ChangeKind, ChangeRow, Json, ResourceKey, ResourceRow, ScanId, ScanMeta, ScanOutcome,
+    VersionRow, WriteCounts,
 };
 use crate::query::{self, ChangeFilter, Dialect, Page, Param, ResourceFilter};
 use crate::report::AccountDoc;
@@ -489,9 +489,9 @@ impl Backend for SqliteBackend {
                     arn: row.get(2)?,
                     account: row.get(3)?,
                     region: row.get(4)?,
-                    tags: serde_json::from_str(&tags).unwrap_or(Value::Null),
-                    properties: serde_json::from_str(&properties).unwrap_or(Value::Null),
-                    fields: serde_json::from_str(&fields).unwrap_or(Value::Null),
+                    tags: Json::from_text(tags),
+                    properties: Json::from_text(properties),
+                    fields: Json::from_text(fields),
                     tags_only: row.get(8)?,
                     first_seen: row.get(9)?,
                     last_seen: row.get(10)?,

@@ -105,7 +105,7 @@ pub fn round_trip_stores_every_item_as_a_resource_row(engine: &dyn Engine) {
     let expected: BTreeSet<String> = items.iter().map(|item| model(item).to_string()).collect();
     assert_eq!(stored, expected);
     let table = rows.iter().find(|row| row.id == "orders").unwrap();
-    assert_eq!(table.fields["item_count"], json!(3));
+    assert_eq!(table.fields.value()["item_count"], json!(3));
     assert_eq!(table.first_seen, "2026-12-01T00:00:00.000Z");
     assert_eq!(table.gone_since, None);
     assert_eq!(engine.scalar("SELECT count(*) FROM coverage"), 4);
