@@ -285,3 +285,26 @@ pub struct StoreSummary {
     #[serde(flatten)]
     pub counts: WriteCounts,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stored_json_is_handed_on_verbatim_equal_however_spelled_and_null_when_not_json() {
+        let sqlite = Json::from_text(r#"{"env":"prod","n":"1"}"#.to_owned());
+        let postgres = Json::from_text(r#"{"n": "1", "env": "prod"}"#.to_owned());
+        assert_eq!(sqlite, postgres);
+        assert_ne!(
+            sqlite,
+            Json::from_text(r#"{"env":"dev","n":"1"}"#.to_owned())
+        );
+        assert_eq!(
+            serde_json::to_string(&json!({"tags": sqlite})).unwrap(),
+            r#"{"tags":{"env":"prod","n":"1"}}"#
+        );
+        assert_eq!(postgres.value()["env"], json!("prod"));
+        assert_eq!(Json::from_text("{not json".to_owned()).text(), "null");
+    }
+}
