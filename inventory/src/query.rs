@@ -291,6 +291,22 @@ pub(crate) fn resources_sql(dialect: Dialect, filter: &ResourceFilter) -> Result
     ))
 }
 
+/// The query behind one resource's row: its key, whether gone or not.
+pub(crate) fn resource_sql(dialect: Dialect, key: &ResourceKey) -> Sql {
+    let mut sql = Sql::new(
+        dialect,
+        &format!("SELECT {} FROM resources", resource_columns(dialect)),
+    );
+    let clauses = [
+        ("account", &key.account),
+        ("resource_type", &key.resource_type),
+        ("region", &key.region),
+        ("id", &key.id),
+    ]
+    .map(|(column, value)| format!("{column} = {}", sql.bind(Param::Text(value.clone()))));
+    sql.finish(clauses.to_vec(), "")
+}
+
 /// The query behind `changes`.
 pub(crate) fn changes_sql(dialect: Dialect, filter: &ChangeFilter) -> Result<Sql> {
     let detail = match dialect {

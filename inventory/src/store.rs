@@ -130,6 +130,12 @@ impl Store {
         self.backend.changes(filter)
     }
 
+    /// One resource's row of the current view, gone or not (`gone_since` says);
+    /// `None` if the store never held it.
+    pub fn resource(&mut self, key: &ResourceKey) -> Result<Option<ResourceRow>> {
+        self.backend.resource(key)
+    }
+
     /// Every version of one resource, oldest first.
     pub fn history(&mut self, key: &ResourceKey) -> Result<Vec<VersionRow>> {
         self.backend.history(key)

@@ -206,6 +206,21 @@ pub fn a_second_scan_records_additions_modifications_and_proven_removals(engine:
         (first.scan, &json!({"env": "dev"}))
     );
     assert_eq!(engine.scalar("SELECT count(*) FROM resource_versions"), 2);
+    // One resource's current row, by its key: gone or not, and nothing for a stranger.
+    let key = |id: &str| ResourceKey {
+        account: ACCOUNT.into(),
+        region: REGION.into(),
+        resource_type: "AWS::S3::Bucket".into(),
+        id: id.into(),
+    };
+    let current = store.resource(&key("b")).unwrap().unwrap();
+    assert_eq!(
+        (current.id.as_str(), &current.tags, current.last_scan),
+        ("b", &json!({"env": "prod"}), second.scan)
+    );
+    let gone = store.resource(&key("c")).unwrap().unwrap();
+    assert!(gone.gone_since.is_some(), "{gone:?}");
+    assert_eq!(store.resource(&key("never-stored")).unwrap(), None);
 }
 
 pub fn an_incomplete_listing_leaves_absent_resources_and_says_not_verified(engine: &dyn Engine) {
