@@ -43,7 +43,9 @@ pub use crate::model::{
     ScanStatus, StoreSummary, VersionRow, WriteCounts, UNKNOWN,
 };
 pub use crate::postgres::PostgresBackend;
-pub use crate::query::{ChangeFilter, Page, PageSize, ResourceFilter, Since, TypePattern};
+pub use crate::query::{
+    ChangeFilter, ChangeOrder, Page, PageSize, ResourceFilter, Since, TypePattern,
+};
 pub use crate::report::{AccountDoc, CoverageLine, Item, Report};
 pub use crate::sqlite::{SqliteBackend, BUSY_TIMEOUT};
 pub use crate::store::Store;

@@ -125,7 +125,7 @@ impl Store {
         self.backend.resources(filter)
     }
 
-    /// One page of changes, oldest first.
+    /// One page of changes, oldest first (or newest, as the filter's `order` says).
     pub fn changes(&mut self, filter: &ChangeFilter) -> Result<Page<ChangeRow>> {
         self.backend.changes(filter)
     }

@@ -461,6 +461,7 @@ pub fn changes(args: ChangesArgs) -> anyhow::Result<ExitCode> {
             .transpose()?,
         types: type_patterns(&args.types)?,
         accounts: args.accounts,
+        order: tollgate_inventory::ChangeOrder::OldestFirst,
         page_size: PageSize::new(PageSize::MAX)?,
         cursor: None,
     };

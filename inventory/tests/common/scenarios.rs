@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 use tollgate_inventory::{
-    ChangeFilter, ChangeKind, InventoryErrorKind, PageSize, ResourceFilter, ResourceKey, ScanMeta,
-    Since, Store, TypePattern,
+    ChangeFilter, ChangeKind, ChangeOrder, InventoryErrorKind, PageSize, ResourceFilter,
+    ResourceKey, ScanMeta, Since, Store, TypePattern,
 };
 
 use super::*;
@@ -592,6 +592,33 @@ pub fn filters_and_pages_cover_every_row_once(engine: &dyn Engine) {
         })
         .unwrap();
     assert!(later.rows.is_empty());
+    // Newest first, page by page: the same changes, in reverse, each once.
+    let oldest_first: Vec<i64> = changes_since(&mut store, tollgate_inventory::ScanId(0))
+        .iter()
+        .map(|c| c.change)
+        .collect();
+    let mut newest_first = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store
+            .changes(&ChangeFilter {
+                order: ChangeOrder::NewestFirst,
+                page_size: PageSize::new(1).unwrap(),
+                cursor,
+                ..ChangeFilter::default()
+            })
+            .unwrap();
+        newest_first.extend(page.rows.iter().map(|c| c.change));
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert!(oldest_first.len() > 1, "{oldest_first:?}");
+    assert_eq!(
+        newest_first,
+        oldest_first.iter().rev().copied().collect::<Vec<_>>()
+    );
 }
 
 pub fn an_organization_report_commits_account_by_account(engine: &dyn Engine) {
