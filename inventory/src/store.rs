@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::backend::Backend;
 use crate::error::{InventoryError, InventoryErrorKind, Result};
+use crate::history::ResourceHistory;
 use crate::model::{
     ChangeRow, ResourceKey, ResourceRow, ScanId, ScanMeta, ScanOutcome, StoreSummary, VersionRow,
     WriteCounts,
@@ -139,6 +140,14 @@ impl Store {
     /// Every version of one resource, oldest first.
     pub fn history(&mut self, key: &ResourceKey) -> Result<Vec<VersionRow>> {
         self.backend.history(key)
+    }
+
+    /// One resource's current row and versions, each with what changed in it; `None`
+    /// when the store never held it.
+    pub fn resource_history(&mut self, key: &ResourceKey) -> Result<Option<ResourceHistory>> {
+        let resource = self.backend.resource(key)?;
+        let versions = self.backend.history(key)?;
+        Ok(ResourceHistory::new(resource, versions))
     }
 
     /// Test hook: the next account write fails after writing its rows, before commit.

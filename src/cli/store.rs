@@ -1,6 +1,6 @@
 //! The inventory store from the command line (docs/inventory.md): `--store` on `discover`
 //! and `demo` writes each scan, and `tollgate resources` and `tollgate changes` read the
-//! store back.
+//! store back (`tollgate history` is in `history.rs`).
 //!
 //! The store's engines are synchronous (rusqlite, and the `postgres` crate, which runs a
 //! runtime of its own and must not be called on a tokio worker), so a scan writes through

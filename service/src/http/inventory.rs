@@ -197,9 +197,7 @@ pub(super) async fn history(req: HttpRequest, state: Data) -> Result<HttpRespons
     require(&req, &state.token)?;
     let key = history_key(&req)?;
     let read = key.clone();
-    let (resource, versions) =
-        with_store(&state, move |s| Ok((s.resource(&read)?, s.history(&read)?))).await?;
-    if resource.is_none() && versions.is_empty() {
+    let Some(history) = with_store(&state, move |s| s.resource_history(&read)).await? else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             format!(
@@ -207,6 +205,6 @@ pub(super) async fn history(req: HttpRequest, state: Data) -> Result<HttpRespons
                 key.resource_type, key.id, key.account, key.region
             ),
         ));
-    }
-    Ok(HttpResponse::Ok().json(serde_json::json!({"resource": resource, "versions": versions})))
+    };
+    Ok(HttpResponse::Ok().json(history))
 }
