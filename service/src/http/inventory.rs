@@ -12,8 +12,8 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use tollgate_inventory::{
-    ChangeFilter, InventoryError, InventoryErrorKind, PageSize, ResourceFilter, ResourceKey, Since,
-    Store, TypePattern,
+    ChangeFilter, ChangeOrder, InventoryError, InventoryErrorKind, PageSize, ResourceFilter,
+    ResourceKey, Since, Store, TypePattern,
 };
 
 use super::auth::require;
@@ -98,10 +98,19 @@ fn change_filter(req: &HttpRequest, state: &Data) -> Result<ChangeFilter, ApiErr
             }
             "types" => filter.types.extend(types(&value)?),
             "accounts" => filter.accounts.extend(list(&value)),
+            "order" => {
+                filter.order = ChangeOrder::parse(&value)
+                    .map_err(|e| ApiError::bad_field("order", e.to_string()))?
+            }
             "limit" => filter.page_size = limit(&value)?,
             "cursor" => filter.cursor = Some(value),
             "token" => {}
-            other => return Err(unknown(other, "since, types, accounts, limit, cursor")),
+            other => {
+                return Err(unknown(
+                    other,
+                    "since, types, accounts, order, limit, cursor",
+                ))
+            }
         }
     }
     Ok(filter)
