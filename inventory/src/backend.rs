@@ -27,6 +27,8 @@ pub trait Backend: Send {
     fn resources(&mut self, filter: &ResourceFilter) -> Result<Page<ResourceRow>>;
     /// One page of changes.
     fn changes(&mut self, filter: &ChangeFilter) -> Result<Page<ChangeRow>>;
+    /// One resource's row of the current view, gone or not; `None` if never stored.
+    fn resource(&mut self, key: &ResourceKey) -> Result<Option<ResourceRow>>;
     /// Every version of one resource, oldest first.
     fn history(&mut self, key: &ResourceKey) -> Result<Vec<VersionRow>>;
     /// Test hook: the next `write_account` fails after writing its rows, before its

@@ -17,6 +17,7 @@
 //! - `schema`: the migrations of both dialects and the version check.
 //! - `backend`: the engine trait; `sqlite` and `postgres` implement it.
 //! - `query`: the read filters, pages and cursors, and their SQL.
+//! - `history`: one resource's row and versions, with what changed in each.
 //! - `store`: [`Store`], the one type callers hold.
 //! - `bench`: synthetic reports for benchmarks.
 //! - `error`: [`InventoryError`].
@@ -25,6 +26,7 @@
 pub mod backend;
 pub mod bench;
 mod error;
+mod history;
 mod merge;
 mod model;
 mod postgres;
@@ -38,12 +40,15 @@ pub mod time;
 mod url;
 
 pub use crate::error::{InventoryError, InventoryErrorKind, Result};
+pub use crate::history::{ResourceHistory, Version};
 pub use crate::model::{
     ChangeKind, ChangeRow, CoverageStatus, Json, ResourceKey, ResourceRow, ScanId, ScanMeta,
     ScanOutcome, ScanStatus, StoreSummary, VersionRow, WriteCounts, UNKNOWN,
 };
 pub use crate::postgres::PostgresBackend;
-pub use crate::query::{ChangeFilter, Page, PageSize, ResourceFilter, Since, TypePattern};
+pub use crate::query::{
+    ChangeFilter, ChangeOrder, Page, PageSize, ResourceFilter, Since, TypePattern,
+};
 pub use crate::report::{AccountDoc, CoverageLine, Fields, Item, Report};
 pub use crate::sqlite::{SqliteBackend, BUSY_TIMEOUT};
 pub use crate::store::Store;

@@ -569,6 +569,17 @@ impl Backend for PostgresBackend {
         Ok(query::into_page(out, filter.page_size, row_cursor))
     }
 
+    fn resource(&mut self, key: &ResourceKey) -> Result<Option<ResourceRow>> {
+        let sql = query::resource_sql(Dialect::Postgres, key);
+        let params = boxed(&sql.params);
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
+        let row = self
+            .client
+            .query_opt(&sql.text, &refs)
+            .map_err(|err| InventoryError::database("read a resource", &self.label, err))?;
+        Ok(row.as_ref().map(resource_row))
+    }
+
     fn changes(&mut self, filter: &ChangeFilter) -> Result<Page<ChangeRow>> {
         let sql = query::changes_sql(Dialect::Postgres, filter)?;
         let params = boxed(&sql.params);

@@ -133,12 +133,37 @@ fn parse_duration(text: &str) -> Option<Duration> {
     Some(Duration::from_secs(count.checked_mul(seconds_per)?))
 }
 
+/// Which end of the changes a page starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChangeOrder {
+    /// The order they were written in (what `tollgate changes` prints).
+    #[default]
+    OldestFirst,
+    /// The latest first (the live page's "latest changes": one bounded page of them,
+    /// without reading every older change before it).
+    NewestFirst,
+}
+
+impl ChangeOrder {
+    /// `oldest` or `newest` (the API's `order=`).
+    pub fn parse(text: &str) -> Result<ChangeOrder> {
+        match text {
+            "oldest" => Ok(ChangeOrder::OldestFirst),
+            "newest" => Ok(ChangeOrder::NewestFirst),
+            _ => Err(invalid(format!(
+                "{text:?} is not an order of changes: write oldest or newest"
+            ))),
+        }
+    }
+}
+
 /// The filter of `changes`.
 #[derive(Debug, Clone, Default)]
 pub struct ChangeFilter {
     pub since: Option<Since>,
     pub types: Vec<TypePattern>,
     pub accounts: Vec<String>,
+    pub order: ChangeOrder,
     pub page_size: PageSize,
     /// The `next` of the previous page.
     pub cursor: Option<String>,
@@ -291,6 +316,22 @@ pub(crate) fn resources_sql(dialect: Dialect, filter: &ResourceFilter) -> Result
     ))
 }
 
+/// The query behind one resource's row: its key, whether gone or not.
+pub(crate) fn resource_sql(dialect: Dialect, key: &ResourceKey) -> Sql {
+    let mut sql = Sql::new(
+        dialect,
+        &format!("SELECT {} FROM resources", resource_columns(dialect)),
+    );
+    let clauses = [
+        ("account", &key.account),
+        ("resource_type", &key.resource_type),
+        ("region", &key.region),
+        ("id", &key.id),
+    ]
+    .map(|(column, value)| format!("{column} = {}", sql.bind(Param::Text(value.clone()))));
+    sql.finish(clauses.to_vec(), "")
+}
+
 /// The query behind `changes`.
 pub(crate) fn changes_sql(dialect: Dialect, filter: &ChangeFilter) -> Result<Sql> {
     let detail = match dialect {
@@ -325,10 +366,17 @@ pub(crate) fn changes_sql(dialect: Dialect, filter: &ChangeFilter) -> Result<Sql
             ))
         })?;
         let slot = sql.bind(Param::Int(after));
-        clauses.push(format!("id > {slot}"));
+        clauses.push(match filter.order {
+            ChangeOrder::OldestFirst => format!("id > {slot}"),
+            ChangeOrder::NewestFirst => format!("id < {slot}"),
+        });
     }
     let limit = sql.bind(Param::Int(i64::from(filter.page_size.get()) + 1));
-    Ok(sql.finish(clauses, &format!("ORDER BY id LIMIT {limit}")))
+    let order = match filter.order {
+        ChangeOrder::OldestFirst => "id",
+        ChangeOrder::NewestFirst => "id DESC",
+    };
+    Ok(sql.finish(clauses, &format!("ORDER BY {order} LIMIT {limit}")))
 }
 
 /// The cursor after a resource: its key as hex-encoded JSON (opaque to readers).

@@ -397,6 +397,28 @@ fn record_account(
     Ok(())
 }
 
+/// A row of the resources query (`query::resource_columns`).
+fn resource_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ResourceRow> {
+    let tags: String = row.get(5)?;
+    let properties: String = row.get(6)?;
+    let fields: String = row.get(7)?;
+    Ok(ResourceRow {
+        resource_type: row.get(0)?,
+        id: row.get(1)?,
+        arn: row.get(2)?,
+        account: row.get(3)?,
+        region: row.get(4)?,
+        tags: Json::from_text(tags),
+        properties: Json::from_text(properties),
+        fields: Json::from_text(fields),
+        tags_only: row.get(8)?,
+        first_seen: row.get(9)?,
+        last_seen: row.get(10)?,
+        gone_since: row.get(11)?,
+        last_scan: ScanId(row.get(12)?),
+    })
+}
+
 fn to_sql(params: &[Param]) -> Vec<rusqlite::types::Value> {
     params
         .iter()
@@ -479,30 +501,28 @@ impl Backend for SqliteBackend {
         let fail = |err| InventoryError::database("read resources", &label, err);
         let mut statement = self.conn.prepare_cached(&sql.text).map_err(fail)?;
         let rows = statement
-            .query_map(rusqlite::params_from_iter(to_sql(&sql.params)), |row| {
-                let tags: String = row.get(5)?;
-                let properties: String = row.get(6)?;
-                let fields: String = row.get(7)?;
-                Ok(ResourceRow {
-                    resource_type: row.get(0)?,
-                    id: row.get(1)?,
-                    arn: row.get(2)?,
-                    account: row.get(3)?,
-                    region: row.get(4)?,
-                    tags: Json::from_text(tags),
-                    properties: Json::from_text(properties),
-                    fields: Json::from_text(fields),
-                    tags_only: row.get(8)?,
-                    first_seen: row.get(9)?,
-                    last_seen: row.get(10)?,
-                    gone_since: row.get(11)?,
-                    last_scan: ScanId(row.get(12)?),
-                })
-            })
+            .query_map(
+                rusqlite::params_from_iter(to_sql(&sql.params)),
+                resource_row,
+            )
             .map_err(fail)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(fail)?;
         Ok(query::into_page(rows, filter.page_size, row_cursor))
+    }
+
+    fn resource(&mut self, key: &ResourceKey) -> Result<Option<ResourceRow>> {
+        let sql = query::resource_sql(Dialect::Sqlite, key);
+        let label = self.label.clone();
+        let fail = |err| InventoryError::database("read a resource", &label, err);
+        let mut statement = self.conn.prepare_cached(&sql.text).map_err(fail)?;
+        statement
+            .query_row(
+                rusqlite::params_from_iter(to_sql(&sql.params)),
+                resource_row,
+            )
+            .optional()
+            .map_err(fail)
     }
 
     fn changes(&mut self, filter: &ChangeFilter) -> Result<Page<ChangeRow>> {

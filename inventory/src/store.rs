@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::backend::Backend;
 use crate::error::{InventoryError, InventoryErrorKind, Result};
+use crate::history::ResourceHistory;
 use crate::model::{
     ChangeRow, ResourceKey, ResourceRow, ScanId, ScanMeta, ScanOutcome, StoreSummary, VersionRow,
     WriteCounts,
@@ -125,14 +126,28 @@ impl Store {
         self.backend.resources(filter)
     }
 
-    /// One page of changes, oldest first.
+    /// One page of changes, oldest first (or newest, as the filter's `order` says).
     pub fn changes(&mut self, filter: &ChangeFilter) -> Result<Page<ChangeRow>> {
         self.backend.changes(filter)
+    }
+
+    /// One resource's row of the current view, gone or not (`gone_since` says);
+    /// `None` if the store never held it.
+    pub fn resource(&mut self, key: &ResourceKey) -> Result<Option<ResourceRow>> {
+        self.backend.resource(key)
     }
 
     /// Every version of one resource, oldest first.
     pub fn history(&mut self, key: &ResourceKey) -> Result<Vec<VersionRow>> {
         self.backend.history(key)
+    }
+
+    /// One resource's current row and versions, each with what changed in it; `None`
+    /// when the store never held it.
+    pub fn resource_history(&mut self, key: &ResourceKey) -> Result<Option<ResourceHistory>> {
+        let resource = self.backend.resource(key)?;
+        let versions = self.backend.history(key)?;
+        Ok(ResourceHistory::new(resource, versions))
     }
 
     /// Test hook: the next account write fails after writing its rows, before commit.

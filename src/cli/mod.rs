@@ -5,6 +5,7 @@ mod demo;
 mod discover;
 mod discover_org;
 mod fleet;
+mod history;
 mod logging;
 mod policies;
 mod policies_at;
@@ -109,6 +110,9 @@ pub enum Command {
     /// List what changed between stored scans: added, modified (which fields), removed
     /// (proven gone by a complete listing) and not verified (docs/inventory.md).
     Changes(store::ChangesArgs),
+    /// Show one resource's versions in the inventory store, newest first, with the fields
+    /// each changed (docs/inventory.md).
+    History(history::HistoryArgs),
     /// Fleet mode (one quota across hosts on DynamoDB): `init` creates the table and
     /// prints the IAM policy; `status` shows each key's item. Settings: TOLLGATE_FLEET_*.
     Fleet(fleet::FleetArgs),
@@ -135,6 +139,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fleet(args) => fleet::run(args),
         Command::Resources(args) => store::resources(args),
         Command::Changes(args) => store::changes(args),
+        Command::History(args) => history::run(args),
     }
 }
 

@@ -1,6 +1,6 @@
 //! The inventory store from the command line (docs/inventory.md): `--store` on `discover`
 //! and `demo` writes each scan, and `tollgate resources` and `tollgate changes` read the
-//! store back.
+//! store back (`tollgate history` is in `history.rs`).
 //!
 //! The store's engines are synchronous (rusqlite, and the `postgres` crate, which runs a
 //! runtime of its own and must not be called on a tokio worker), so a scan writes through
@@ -461,6 +461,7 @@ pub fn changes(args: ChangesArgs) -> anyhow::Result<ExitCode> {
             .transpose()?,
         types: type_patterns(&args.types)?,
         accounts: args.accounts,
+        order: tollgate_inventory::ChangeOrder::OldestFirst,
         page_size: PageSize::new(PageSize::MAX)?,
         cursor: None,
     };

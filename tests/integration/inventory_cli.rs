@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::service_support::inventory::tag_table;
 use serde_json::{json, Value};
 use tollgate_testkit::fault_proxy::FaultProxy;
 use tollgate_testkit::http::Call;
@@ -105,17 +106,63 @@ fn model(v: &Value) -> Value {
     json!({"arn": v["arn"], "tags": v["tags"], "properties": v["properties"]})
 }
 
-fn tag_table(moto: &Moto, arn: &str, value: &str) {
-    moto.json_call(
-        "dynamodb",
-        "DynamoDB_20120810.TagResource",
-        &json!({"ResourceArn": arn, "Tags": [{"Key": "env", "Value": value}]}).to_string(),
-    );
-}
-
 fn delete_bucket(moto: &Moto, name: &str) {
     let answer = moto.call("s3", Call::new("DELETE", &format!("/{name}")));
     assert_eq!(answer.status, 204, "DeleteBucket: {}", answer.text());
+}
+
+/// `tollgate history` of the table retagged between scans `first` and `second`: two
+/// versions, the second naming the tag; a resource never stored exits 1.
+fn history_of_the_retagged_table(store: &str, tmp: &Path, first: i64, second: i64) {
+    let key = [
+        "--account",
+        MOTO_ACCOUNT,
+        "--type",
+        "dynamodb-tables",
+        "--region",
+        "us-east-1",
+    ];
+    let mut args = vec!["history", "--store", store, "--id", "inv-table", "--json"];
+    args.extend(key);
+    let out = tollgate(&args, &tmp.join("admission"));
+    assert!(
+        out.status.success(),
+        "{}",
+        tollgate_testkit::cli::describe(&out)
+    );
+    let history: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let versions: Vec<(i64, &Value, &Value)> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["scan"].as_i64().unwrap(), &v["tags"], &v["changed"]))
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            (first, &json!({"env": "prod"}), &json!([])),
+            (second, &json!({"env": "staging"}), &json!(["tags.env"])),
+        ],
+        "{history:#}"
+    );
+    assert_eq!(history["resource"]["tags"], json!({"env": "staging"}));
+    // Text: the newest version first.
+    args.retain(|a| *a != "--json");
+    let out = tollgate(&args, &tmp.join("admission"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let newest = text.find("tags.env").expect("the retag is named");
+    let oldest = text
+        .find("(first version)")
+        .expect("the first version is named");
+    assert!(newest < oldest, "{text}");
+    args[4] = "never-stored";
+    let out = tollgate(&args, &tmp.join("admission"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("holds no AWS::DynamoDB::Table"),
+        "{}",
+        tollgate_testkit::cli::describe(&out)
+    );
 }
 
 /// The three scans against `store` (a SQLite file or a PostgreSQL URL).
@@ -199,6 +246,7 @@ fn three_scans(store: &str) {
             .any(|d| d.as_str().unwrap().starts_with("tags")),
         "the tag is what changed: {modified}"
     );
+    history_of_the_retagged_table(store, tmp.path(), first, second);
 
     // 3: another bucket deleted, and every S3 ListBuckets fails at the proxy.
     delete_bucket(&moto, "inv-unverified");

@@ -4,15 +4,17 @@
 //! script, and the rendered DOM must show a running scan's id and its datasets, one group
 //! per account (moto's base account, where the scan runs, and a role's account, scanned
 //! just before), and a chart of every quota key's recent admissions in its account's
-//! group.
+//! group; and the latest stored changes, one group per account, each resource's id a
+//! link to its history.
 
 use crate::service_support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use service_support::inventory::{table_modified_between_two_scans, REGION};
 use service_support::{http, Dirs, Serve};
-use tollgate_testkit::moto::{moto, MOTO_ACCOUNT};
+use tollgate_testkit::moto::{moto, DedicatedMoto, Moto, MOTO_ACCOUNT};
 use tollgate_testkit::unique_prefix;
 
 /// One DynamoDB control-plane call every two seconds: the scan stays running while the
@@ -35,6 +37,47 @@ fn chromium() -> PathBuf {
              Debian's `chromium` when missing), or `apt-get install -y chromium`"
         )
     })
+}
+
+/// The DOM Chromium renders from `url` after the page's script ran (5 s of virtual time:
+/// a few polls).
+fn dump_dom(browser: &Path, tmp: &Path, url: &str) -> String {
+    let profile = tmp.join("chromium-profile");
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(url)
+        .output()
+        .expect("running chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The part of `dom` from `start` (which must be there) to the end of its element
+/// `tag` (the first closing tag: the elements looked at do not nest their own kind).
+fn element<'a>(dom: &'a str, start: &str, tag: &str) -> &'a str {
+    let at = dom
+        .find(start)
+        .unwrap_or_else(|| panic!("{start} in the page:\n{dom}"));
+    let end = dom[at..]
+        .find(&format!("</{tag}>"))
+        .map_or(dom.len(), |e| at + e);
+    &dom[at..end]
 }
 
 #[test]
@@ -119,29 +162,10 @@ fn a_running_scan_and_its_datasets_appear_in_the_rendered_page() {
     // Without the token the page is refused.
     assert_eq!(http(&serve.addr, "GET", "/", None, None).0, 401);
 
-    let profile = tmp.path().join("chromium-profile");
-    let out = Command::new(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-            "--disable-dev-shm-usage",
-            "--virtual-time-budget=5000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg("--dump-dom")
-        .arg(format!("http://{}/?token={}", serve.addr, serve.token))
-        .output()
-        .expect("running chromium");
-    let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "chromium failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    let dom = dump_dom(
+        &browser,
+        tmp.path(),
+        &format!("http://{}/?token={}", serve.addr, serve.token),
     );
     assert!(
         dom.contains(&format!("data-scan-id=\"{scan_id}\"")),
@@ -180,4 +204,86 @@ fn a_running_scan_and_its_datasets_appear_in_the_rendered_page() {
         "the token does not stay in the page"
     );
     serve.json("DELETE", &format!("/v1/scans/{scan_id}"), None);
+}
+
+#[test]
+fn a_stored_change_appears_under_its_account_and_its_link_shows_the_resource_history() {
+    let browser = chromium();
+    let dedicated = DedicatedMoto::start();
+    let moto = Moto {
+        url: dedicated.url.clone(),
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&Dirs::new(tmp.path()), &[], &[]);
+    let (first, second) = table_modified_between_two_scans(&serve, &moto, "page-history");
+
+    // The link the page gives the table's id (URLSearchParams's encoding, `:` as %3A),
+    // followed as a click follows it: the page loads with it as its address.
+    let link = format!(
+        "#history?account={MOTO_ACCOUNT}&resource_type=AWS%3A%3ADynamoDB%3A%3ATable&region={REGION}&id=page-history"
+    );
+    let dom = dump_dom(
+        &browser,
+        tmp.path(),
+        &format!("http://{}/?token={}{link}", serve.addr, serve.token),
+    );
+    let group = element(
+        &dom,
+        &format!("<section class=\"changes-account\" data-account=\"{MOTO_ACCOUNT}\">"),
+        "section",
+    );
+    let change = element(
+        group,
+        "<tr class=\"change\" data-kind=\"modified\" data-id=\"page-history\">",
+        "tr",
+    );
+    assert!(
+        change.contains("tags.env"),
+        "the change's detail:\n{change}"
+    );
+    assert!(
+        change.contains(&format!(
+            "<a class=\"history-link\" href=\"{}\">page-history</a>",
+            link.replace('&', "&amp;")
+        )),
+        "the id links to its history:\n{change}"
+    );
+    let history = element(&dom, "<div data-resource-id=\"page-history\">", "div");
+    let newest = history
+        .find(&format!("<tr class=\"version\" data-scan=\"{second}\">"))
+        .unwrap_or_else(|| panic!("the second version:\n{history}"));
+    let oldest = history
+        .find(&format!("<tr class=\"version\" data-scan=\"{first}\">"))
+        .unwrap_or_else(|| panic!("the first version:\n{history}"));
+    assert!(newest < oldest, "newest first:\n{history}");
+    assert!(history[newest..oldest].contains("tags.env"), "{history}");
+    assert!(history[oldest..].contains("first version"), "{history}");
+    assert!(
+        history.contains("staging") && history.contains("prod"),
+        "{history}"
+    );
+}
+
+#[test]
+fn with_the_store_off_the_page_says_there_are_no_changes_to_show() {
+    let browser = chromium();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("service.toml");
+    std::fs::write(&config, "[service]\nstore = \"off\"\n").unwrap();
+    let serve = Serve::start(
+        &Dirs::new(tmp.path()),
+        &["--config", config.to_str().unwrap()],
+        &[],
+    );
+    let dom = dump_dom(
+        &browser,
+        tmp.path(),
+        &format!("http://{}/?token={}", serve.addr, serve.token),
+    );
+    let said = element(&dom, "<p class=\"store-off\">", "p");
+    assert!(said.contains("stores no inventory"), "{said}");
+    assert!(
+        element(&dom, "<p id=\"error\">", "p") == "<p id=\"error\">",
+        "no error on the page:\n{dom}"
+    );
 }

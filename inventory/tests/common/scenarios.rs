@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
 use tollgate_inventory::{
-    ChangeFilter, ChangeKind, InventoryErrorKind, PageSize, ResourceFilter, ResourceKey, ScanMeta,
-    Since, Store, TypePattern,
+    ChangeFilter, ChangeKind, ChangeOrder, InventoryErrorKind, PageSize, ResourceFilter,
+    ResourceKey, ScanMeta, Since, Store, TypePattern,
 };
 
 use super::*;
@@ -206,6 +206,21 @@ pub fn a_second_scan_records_additions_modifications_and_proven_removals(engine:
         (first.scan, &json!({"env": "dev"}))
     );
     assert_eq!(engine.scalar("SELECT count(*) FROM resource_versions"), 2);
+    // One resource's current row, by its key: gone or not, and nothing for a stranger.
+    let key = |id: &str| ResourceKey {
+        account: ACCOUNT.into(),
+        region: REGION.into(),
+        resource_type: "AWS::S3::Bucket".into(),
+        id: id.into(),
+    };
+    let current = store.resource(&key("b")).unwrap().unwrap();
+    assert_eq!(
+        (current.id.as_str(), current.tags.value(), current.last_scan),
+        ("b", json!({"env": "prod"}), second.scan)
+    );
+    let gone = store.resource(&key("c")).unwrap().unwrap();
+    assert!(gone.gone_since.is_some(), "{gone:?}");
+    assert_eq!(store.resource(&key("never-stored")).unwrap(), None);
 }
 
 pub fn an_incomplete_listing_leaves_absent_resources_and_says_not_verified(engine: &dyn Engine) {
@@ -577,6 +592,33 @@ pub fn filters_and_pages_cover_every_row_once(engine: &dyn Engine) {
         })
         .unwrap();
     assert!(later.rows.is_empty());
+    // Newest first, page by page: the same changes, in reverse, each once.
+    let oldest_first: Vec<i64> = changes_since(&mut store, tollgate_inventory::ScanId(0))
+        .iter()
+        .map(|c| c.change)
+        .collect();
+    let mut newest_first = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store
+            .changes(&ChangeFilter {
+                order: ChangeOrder::NewestFirst,
+                page_size: PageSize::new(1).unwrap(),
+                cursor,
+                ..ChangeFilter::default()
+            })
+            .unwrap();
+        newest_first.extend(page.rows.iter().map(|c| c.change));
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert!(oldest_first.len() > 1, "{oldest_first:?}");
+    assert_eq!(
+        newest_first,
+        oldest_first.iter().rev().copied().collect::<Vec<_>>()
+    );
 }
 
 pub fn an_organization_report_commits_account_by_account(engine: &dyn Engine) {

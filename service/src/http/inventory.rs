@@ -2,6 +2,8 @@
 //! written to (docs/inventory.md), read with the filters of `tollgate resources` and
 //! `tollgate changes`, one page at a time (`limit`, at most 10,000 rows, 1,000 by
 //! default; `next` is the cursor of the following page, `null` on the last).
+//! `GET /v1/resources/history` is one resource's current row and every version, as
+//! `tollgate history`; its key is four query parameters, since ids hold `/` and `|`.
 //!
 //! The store's engines are synchronous: each request opens the store and reads it on a
 //! blocking thread. Comma-separated lists (`types=AWS::S3::*,AWS::KMS::Key`) as on the
@@ -10,8 +12,8 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use tollgate_inventory::{
-    ChangeFilter, InventoryError, InventoryErrorKind, PageSize, ResourceFilter, Since, Store,
-    TypePattern,
+    ChangeFilter, ChangeOrder, InventoryError, InventoryErrorKind, PageSize, ResourceFilter,
+    ResourceKey, Since, Store, TypePattern,
 };
 
 use super::auth::require;
@@ -96,13 +98,67 @@ fn change_filter(req: &HttpRequest, state: &Data) -> Result<ChangeFilter, ApiErr
             }
             "types" => filter.types.extend(types(&value)?),
             "accounts" => filter.accounts.extend(list(&value)),
+            "order" => {
+                filter.order = ChangeOrder::parse(&value)
+                    .map_err(|e| ApiError::bad_field("order", e.to_string()))?
+            }
             "limit" => filter.page_size = limit(&value)?,
             "cursor" => filter.cursor = Some(value),
             "token" => {}
-            other => return Err(unknown(other, "since, types, accounts, limit, cursor")),
+            other => {
+                return Err(unknown(
+                    other,
+                    "since, types, accounts, order, limit, cursor",
+                ))
+            }
         }
     }
     Ok(filter)
+}
+
+/// The key of `GET /v1/resources/history`: all four parameters, each once and not
+/// empty, the type a name (not a pattern).
+fn history_key(req: &HttpRequest) -> Result<ResourceKey, ApiError> {
+    const KNOWN: &str = "account, resource_type, region, id";
+    let mut parts: [Option<String>; 4] = Default::default();
+    for (name, value) in pairs(req)? {
+        let slot = match name.as_str() {
+            "account" => 0,
+            "resource_type" => 1,
+            "region" => 2,
+            "id" => 3,
+            "token" => continue,
+            other => return Err(unknown(other, KNOWN)),
+        };
+        if value.is_empty() {
+            return Err(ApiError::bad_field(&name, "is empty"));
+        }
+        if parts[slot].replace(value).is_some() {
+            return Err(ApiError::bad_field(&name, "is given twice; give it once"));
+        }
+    }
+    let [account, resource_type, region, id] = parts;
+    let missing = |name: &str| {
+        ApiError::bad_field(
+            name,
+            format!("is missing; the history of a resource needs {KNOWN}"),
+        )
+    };
+    let resource_type = resource_type.ok_or_else(|| missing("resource_type"))?;
+    if resource_type.contains('*') {
+        return Err(ApiError::bad_field(
+            "resource_type",
+            format!("{resource_type:?} is a pattern: name one type (AWS::S3::Bucket)"),
+        ));
+    }
+    TypePattern::parse(&resource_type)
+        .map_err(|e| ApiError::bad_field("resource_type", e.to_string()))?;
+    Ok(ResourceKey {
+        account: account.ok_or_else(|| missing("account"))?,
+        resource_type,
+        region: region.ok_or_else(|| missing("region"))?,
+        id: id.ok_or_else(|| missing("id"))?,
+    })
 }
 
 fn unknown(name: &str, known: &str) -> ApiError {
@@ -144,4 +200,20 @@ pub(super) async fn changes(req: HttpRequest, state: Data) -> Result<HttpRespons
     let filter = change_filter(&req, &state)?;
     let page = with_store(&state, move |s| s.changes(&filter)).await?;
     Ok(HttpResponse::Ok().json(serde_json::json!({"changes": page.rows, "next": page.next})))
+}
+
+pub(super) async fn history(req: HttpRequest, state: Data) -> Result<HttpResponse, ApiError> {
+    require(&req, &state.token)?;
+    let key = history_key(&req)?;
+    let read = key.clone();
+    let Some(history) = with_store(&state, move |s| s.resource_history(&read)).await? else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "the store holds no {} {:?} in account {} region {}: GET /v1/resources lists what it holds",
+                key.resource_type, key.id, key.account, key.region
+            ),
+        ));
+    };
+    Ok(HttpResponse::Ok().json(history))
 }

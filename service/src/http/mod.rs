@@ -9,6 +9,8 @@
 //! | `GET /v1/scans/{id}/report` | the report `tollgate discover` writes; 409 while queued or running |
 //! | `DELETE /v1/scans/{id}` | cancel; the partial report is kept |
 //! | `GET /v1/quotas` | live quota state, as `tollgate status --json` |
+//! | `GET /v1/resources`, `GET /v1/changes` | pages of the inventory store |
+//! | `GET /v1/resources/history` | one resource's current row and versions |
 //! | `GET /metrics` | Prometheus text exposition |
 //! | `GET /healthz` | `{"status": "ok"}` |
 //! | `GET /` | the live page |
@@ -45,7 +47,7 @@ pub struct ApiState {
     pub admission_dir: (String, String),
     /// Named targets from the configuration.
     pub targets: BTreeMap<String, crate::scan_request::ScanRequest>,
-    /// The inventory store `GET /v1/resources` and `/v1/changes` read, if any.
+    /// The inventory store `GET /v1/resources`, its `history` and `/v1/changes` read, if any.
     pub store: Option<String>,
 }
 

@@ -27,6 +27,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/v1/scans/{id}/report", web::get().to(report))
         .route("/v1/quotas", web::get().to(quotas))
         .route("/v1/resources", web::get().to(super::inventory::resources))
+        .route(
+            "/v1/resources/history",
+            web::get().to(super::inventory::history),
+        )
         .route("/v1/changes", web::get().to(super::inventory::changes))
         .route("/", web::get().to(page::index))
         .default_service(web::to(|| async {

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod inventory;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
