@@ -53,6 +53,19 @@ fn limit(value: &str) -> Result<PageSize, ApiError> {
         .map_err(|e| ApiError::bad_field("limit", e))
 }
 
+/// A boolean parameter: `true`/`1` or `false`/`0`; anything else is a 400 naming it
+/// (a misspelt `yes` must not quietly read as `false`).
+fn flag(name: &str, value: &str) -> Result<bool, ApiError> {
+    match value {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(ApiError::bad_field(
+            name,
+            format!("{value:?} is not a boolean: give true or false"),
+        )),
+    }
+}
+
 fn resource_filter(req: &HttpRequest) -> Result<ResourceFilter, ApiError> {
     let mut filter = ResourceFilter::default();
     for (name, value) in pairs(req)? {
@@ -69,7 +82,7 @@ fn resource_filter(req: &HttpRequest) -> Result<ResourceFilter, ApiError> {
                     ))
                 }
             },
-            "include_gone" => filter.include_gone = value == "true" || value == "1",
+            "include_gone" => filter.include_gone = flag("include_gone", &value)?,
             "limit" => filter.page_size = limit(&value)?,
             "cursor" => filter.cursor = Some(value),
             "token" => {}
@@ -216,4 +229,19 @@ pub(super) async fn history(req: HttpRequest, state: Data) -> Result<HttpRespons
         ));
     };
     Ok(HttpResponse::Ok().json(history))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::flag;
+
+    #[test]
+    fn a_boolean_parameter_reads_true_or_false_and_refuses_anything_else() {
+        assert!(flag("include_gone", "true").unwrap());
+        assert!(flag("include_gone", "1").unwrap());
+        assert!(!flag("include_gone", "false").unwrap());
+        assert!(!flag("include_gone", "0").unwrap());
+        let err = flag("include_gone", "yes").unwrap_err();
+        assert!(format!("{err:?}").contains("include_gone"), "{err:?}");
+    }
 }
