@@ -132,6 +132,7 @@ const fn local(
 }
 
 const EC2: &str = "Separate quota per EC2 read API (seed 000; EC2 throttling).";
+const EC2_UNFILTERED: &str = "A call of the action with neither a filter nor MaxResults/NextToken also draws on this smaller bucket (EC2 throttling: 50 tokens refilled at 10/s, against 100 at 20/s per read; seed 000: the smaller unfiltered/unpaginated read allowance).";
 const KMS: &str = "Other supported KMS reads use 100/s (seed 000; KMS quotas).";
 const FALLBACK: &str = "Local fallback figures; not a verified AWS quota.";
 const S3: &str = "Local budget per operation, shared across buckets; not a verified AWS quota.";
@@ -148,6 +149,7 @@ pub const DEFAULT_ROWS: &[DefaultRow] = &[
     row("ec2", "DescribeImageAttribute", 10.0, 10.0, EC2),
     row("ec2", "DescribeImages", 10.0, 10.0, EC2),
     row("ec2", "DescribeInstanceTypes", 10.0, 10.0, EC2),
+    row("ec2", "DescribeInstanceStatus", 10.0, 10.0, EC2),
     row("ec2", "DescribeInstances", 10.0, 10.0, EC2),
     row("ec2", "DescribeInternetGateways", 10.0, 10.0, EC2),
     row("ec2", "DescribeKeyPairs", 10.0, 10.0, EC2),
@@ -161,6 +163,7 @@ pub const DEFAULT_ROWS: &[DefaultRow] = &[
     row("ec2", "DescribeSecurityGroups", 10.0, 10.0, EC2),
     row("ec2", "DescribeSnapshotAttribute", 10.0, 10.0, EC2),
     row("ec2", "DescribeSnapshots", 10.0, 10.0, EC2),
+    row("ec2", "DescribeSpotInstanceRequests", 10.0, 10.0, EC2),
     row("ec2", "DescribeSubnets", 10.0, 10.0, EC2),
     row("ec2", "DescribeTags", 10.0, 10.0, EC2),
     row("ec2", "DescribeTransitGatewayAttachments", 10.0, 10.0, EC2),
@@ -169,6 +172,15 @@ pub const DEFAULT_ROWS: &[DefaultRow] = &[
     row("ec2", "DescribeVolumesModifications", 10.0, 10.0, EC2),
     row("ec2", "DescribeVpcEndpoints", 10.0, 10.0, EC2),
     row("ec2", "DescribeVpcs", 10.0, 10.0, EC2),
+    // The smaller budgets of the seven actions called with neither a filter nor
+    // pagination (`crate::unfiltered`): half the read's, AWS's ratio.
+    row("ec2", "DescribeInstanceStatus:unfiltered", 5.0, 5.0, EC2_UNFILTERED),
+    row("ec2", "DescribeInstances:unfiltered", 5.0, 5.0, EC2_UNFILTERED),
+    row("ec2", "DescribeNetworkInterfaces:unfiltered", 5.0, 5.0, EC2_UNFILTERED),
+    row("ec2", "DescribeSecurityGroups:unfiltered", 5.0, 5.0, EC2_UNFILTERED),
+    row("ec2", "DescribeSnapshots:unfiltered", 5.0, 5.0, EC2_UNFILTERED),
+    row("ec2", "DescribeSpotInstanceRequests:unfiltered", 5.0, 5.0, EC2_UNFILTERED),
+    row("ec2", "DescribeVolumes:unfiltered", 5.0, 5.0, EC2_UNFILTERED),
     row("ecs", "service-read", 20.0, 1.0, "Account/region operation group (ECS throttling)."),
     row("ecs", "cluster-resource-read", 20.0, 1.0, "Account/region operation group (ECS throttling)."),
     row("elasticloadbalancing", "all-requests", 10.0, 1.0, "Account/region budget, classic API (ELB throttling)."),

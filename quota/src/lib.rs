@@ -15,6 +15,8 @@
 //! - [`defaults`]: the one table of default policies, and the fallback.
 //! - [`datapoints`]: CloudWatch GetMetricData datapoints: the per-attempt bound and the
 //!   `recent`/`older` budget it charges.
+//! - [`unfiltered`]: EC2's smaller budgets of unfiltered, unpaginated reads: which
+//!   budget a request draws on, from the request as sent.
 //! - [`overrides`]: `TOLLGATE_QUOTA_OVERRIDES` merged over the defaults.
 //! - [`bucket`], [`window`], [`penalty`], [`retry`], [`reservation`]: the parts of a key.
 //! - [`state`]: `QuotaState`, the admission state machine joining the parts, and the
@@ -51,6 +53,7 @@ pub mod retry;
 pub mod schedule;
 pub mod state;
 pub mod time;
+pub mod unfiltered;
 pub mod window;
 
 pub use arn::{Arn, ArnError};
@@ -77,3 +80,4 @@ pub use state::{
     Refusal, Restored, WaitReason, MAX_PAUSE,
 };
 pub use time::{Clock, Timestamp};
+pub use unfiltered::{read_budget, ReadBudget, RequestShape};

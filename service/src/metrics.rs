@@ -567,6 +567,7 @@ mod tests {
             ),
             cleanup_outcome: None,
             datapoints: None,
+            unfiltered_quota: None,
         }
     }
 

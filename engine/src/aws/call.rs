@@ -43,6 +43,7 @@ use crate::aws::metric_data::MetricDataPlan;
 use crate::aws::retry;
 use crate::aws::telemetry::{NoTelemetry, TelemetrySink};
 use crate::aws::underlying::UnderlyingPlan;
+use crate::aws::unfiltered::UnfilteredPlan;
 
 /// The gate: admission handle, policies, the caller's account, retry settings, telemetry
 /// and the one shared inner HTTP client. Cheap to clone.
@@ -160,6 +161,12 @@ impl AwsGate {
     /// `send` is called once per preparation (an attempt is prepared again when its
     /// signed request waited too long for admission); it must hand the SDK the client it
     /// is given, through `customize().config_override(..)`.
+    ///
+    /// An EC2 read of one of the seven actions with a smaller unfiltered budget
+    /// (`DescribeVolumes`, ...) is charged that budget too (`ec2:DescribeVolumes:unfiltered`)
+    /// whenever the request as sent carries neither a filter nor `MaxResults`/`NextToken`:
+    /// the gate reads the serialised request at each attempt (see the `unfiltered`
+    /// module); pass `MaxResults` to stay on the action's own budget.
     pub async fn call<T, E, F, Fut>(
         &self,
         ctx: &CallContext,
@@ -174,7 +181,10 @@ impl AwsGate {
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
         let key = self.quota_key(service, operation, region)?;
-        let beside = retry::Beside::default();
+        let beside = retry::Beside {
+            unfiltered: UnfilteredPlan::new(&key, &self.inner.policies).map(Arc::new),
+            ..retry::Beside::default()
+        };
         retry::run(&self.inner, ctx, (service, operation), key, beside, send).await
     }
 
@@ -203,8 +213,8 @@ impl AwsGate {
         let plan = UnderlyingPlan::new(&key, underlying, &self.inner.policies)
             .map_err(|e| CallError::new(CallErrorKind::Admission, operation, e.to_string()))?;
         let beside = retry::Beside {
-            metric_data: None,
             underlying: Some(Arc::new(plan)),
+            ..retry::Beside::default()
         };
         retry::run(&self.inner, ctx, (service, operation), key, beside, send).await
     }
@@ -237,7 +247,7 @@ impl AwsGate {
             .map_err(|e| CallError::new(CallErrorKind::Admission, OPERATION, e.to_string()))?;
         let beside = retry::Beside {
             metric_data: Some(Arc::new(plan)),
-            underlying: None,
+            ..retry::Beside::default()
         };
         retry::run(&self.inner, ctx, (SERVICE, OPERATION), key, beside, send).await
     }

@@ -52,8 +52,9 @@ use tollgate_actors::{
 use tollgate_quota::{DatapointCharge, Grant, Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::{retry_after, ServerDelay};
-use crate::aws::metric_data::MetricDataPlan;
+use crate::aws::metric_data::{BudgetKey, MetricDataPlan};
 use crate::aws::underlying::UnderlyingPlan;
+use crate::aws::unfiltered::UnfilteredPlan;
 
 /// Longest a signed request waits for admission: 4 minutes, a margin inside the usual
 /// 5-minute SigV4 validity window (seed 000).
@@ -89,6 +90,10 @@ pub(crate) struct AttemptPlan {
     /// A Cloud Control call's underlying operations: final admission charges one token
     /// of each with the request token (`None` for every other operation).
     pub underlying: Option<Arc<UnderlyingPlan>>,
+    /// An EC2 read with an `:unfiltered` budget: final admission charges it with the
+    /// request token when the request as sent is unfiltered and unpaginated (`None` for
+    /// every other operation).
+    pub unfiltered: Option<Arc<UnfilteredPlan>>,
 }
 
 /// Where an attempt asks its scope's breaker again before sending.
@@ -132,6 +137,9 @@ pub(crate) struct AttemptRecord {
     pub probe: Option<ProbeId>,
     /// The datapoints final admission charged with the grant (GetMetricData only).
     pub datapoints: Option<DatapointCharge>,
+    /// The `:unfiltered` budget final admission charged with the grant (an EC2 read sent
+    /// with neither a filter nor pagination only).
+    pub unfiltered: Option<BudgetKey>,
 }
 
 /// Why the connector stopped a request short of an answer.
@@ -233,11 +241,29 @@ impl HttpConnector for GatedConnector {
 /// Final admission of the attempt: its request token, and for a GetMetricData call its
 /// datapoints, computed now (each attempt, retries included) and charged with the token
 /// at one instant ([`MetricDataPlan`]); for a Cloud Control call, one token of each
-/// underlying operation as well ([`UnderlyingPlan`]).
-async fn final_admission(attempt: &Attempt, wait: WaitOptions) -> Result<Grant, AdmissionError> {
+/// underlying operation as well ([`UnderlyingPlan`]); for an EC2 read that `request`
+/// sends with neither a filter nor pagination, one token of its `:unfiltered` budget
+/// ([`UnfilteredPlan`]).
+async fn final_admission(
+    attempt: &Attempt,
+    request: &HttpRequest,
+    wait: WaitOptions,
+) -> Result<Grant, AdmissionError> {
     let plan = &attempt.plan;
     let mut budgets = Vec::new();
     let mut datapoints = None;
+    let unfiltered = plan
+        .unfiltered
+        .as_deref()
+        .and_then(|u| u.charge_for(request))
+        .cloned();
+    if let Some(budget) = &unfiltered {
+        budgets.push(BudgetCharge {
+            key: CanonicalKey::new(&budget.key),
+            policy: budget.policy,
+            cost: 1,
+        });
+    }
     if let Some(metric_data) = plan.metric_data.as_deref() {
         let (charge, budget) = metric_data.charge_at(plan.guard.now());
         budgets.push(BudgetCharge {
@@ -258,8 +284,11 @@ async fn final_admission(attempt: &Attempt, wait: WaitOptions) -> Result<Grant, 
         .guard
         .admit_with_budgets(plan.cost, plan.retry, budgets, wait)
         .await;
-    if granted.is_ok() && datapoints.is_some() {
-        attempt.update(|r| r.datapoints = datapoints);
+    if granted.is_ok() && (datapoints.is_some() || unfiltered.is_some()) {
+        attempt.update(|r| {
+            r.datapoints = datapoints;
+            r.unfiltered = unfiltered;
+        });
     }
     granted
 }
@@ -287,7 +316,7 @@ async fn gate_and_send(
     let admitted = tokio::select! {
         biased;
         _ = plan.cancel.cancelled() => return Err(cancelled()),
-        admitted = final_admission(attempt, wait) => admitted,
+        admitted = final_admission(attempt, &request, wait) => admitted,
     };
     let grant = match admitted {
         Ok(grant) => grant,

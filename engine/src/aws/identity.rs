@@ -293,6 +293,7 @@ impl AttemptReport<'_> {
             attribution: self.attribution.clone(),
             cleanup_outcome: None,
             datapoints: None,
+            unfiltered_quota: None,
         }
     }
 

@@ -17,6 +17,8 @@
 //!   `decide` says what follows each attempt.
 //! - `metric_data`: a GetMetricData call's datapoint budgets, and each attempt's charge.
 //! - [`underlying`]: the underlying operations a Cloud Control call charges beside its own key.
+//! - `unfiltered`: an EC2 read's smaller `:unfiltered` budget, charged when the request
+//!   as sent carries neither a filter nor pagination.
 //! - `sdk_error`: what a failed SDK call says (code, message, status), classified.
 //! - [`backoff`]: `RetrySettings`, full-jitter backoff, `Retry-After` parsing.
 //! - [`taxonomy`]: throttled / transient / fatal / credentials, from code, then status,
@@ -47,6 +49,7 @@ mod sdk_error;
 pub mod taxonomy;
 pub mod telemetry;
 pub mod underlying;
+mod unfiltered;
 
 pub use assume_role::{AssumeRole, RoleError};
 pub use backoff::{Jitter, RetrySettings, DEFAULT_MAX_ATTEMPTS};

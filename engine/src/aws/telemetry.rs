@@ -166,6 +166,12 @@ pub struct AttemptEvent {
     /// an attempt that was never admitted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub datapoints: Option<DatapointCharge>,
+    /// EC2 reads sent with neither a filter nor pagination only: the `:unfiltered`
+    /// budget's key the attempt's admission charged beside `quota`
+    /// (`aws/123456789012/us-east-1/ec2:DescribeVolumes:unfiltered`); absent otherwise,
+    /// and on an attempt that was never admitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unfiltered_quota: Option<String>,
 }
 
 impl AttemptEvent {
@@ -279,6 +285,7 @@ mod tests {
             ),
             cleanup_outcome: None,
             datapoints: None,
+            unfiltered_quota: None,
         }
     }
 

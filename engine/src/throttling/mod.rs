@@ -268,6 +268,7 @@ mod tests {
             attribution: Attribution::new(scan.into(), "kms", &["kms-keys".into()]),
             cleanup_outcome: None,
             datapoints: None,
+            unfiltered_quota: None,
         }
     }
 

@@ -100,6 +100,7 @@ impl Events<'_> {
             attribution: self.attribution.clone(),
             cleanup_outcome: None,
             datapoints: record.datapoints,
+            unfiltered_quota: record.unfiltered.as_ref().map(|b| b.key.to_string()),
         }
     }
 

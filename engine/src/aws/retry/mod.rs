@@ -81,6 +81,7 @@ use crate::aws::telemetry::{
     AttemptEvent, AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome,
 };
 use crate::aws::underlying::{downstream_service, UnderlyingPlan};
+use crate::aws::unfiltered::UnfilteredPlan;
 use crate::clock;
 
 use decide::{admission_give_up, decide, AdmissionStop, Standing};
@@ -90,12 +91,14 @@ use reports::{reports, KeyReport, PrepEnd};
 use tally::{Next, Sent, Tally};
 
 /// What a call charges beside its own key at every attempt: a GetMetricData call's
-/// datapoint budgets, a Cloud Control call's underlying operations (both `None` for
-/// every other call).
+/// datapoint budgets, a Cloud Control call's underlying operations, an EC2 read's
+/// `:unfiltered` budget when the request is sent unfiltered and unpaginated (each `None`
+/// for every other call).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Beside {
     pub metric_data: Option<Arc<MetricDataPlan>>,
     pub underlying: Option<Arc<UnderlyingPlan>>,
+    pub unfiltered: Option<Arc<UnfilteredPlan>>,
 }
 
 /// Run one logical call. See the module docs. `beside`: what each attempt charges with
@@ -287,6 +290,7 @@ impl Call<'_> {
             breaker,
             metric_data: self.beside.metric_data.clone(),
             underlying: self.beside.underlying.clone(),
+            unfiltered: self.beside.unfiltered.clone(),
         }
     }
 
@@ -448,8 +452,9 @@ where
 }
 
 /// Send what a preparation that ended as `end` reports ([`reports`]): to the key through
-/// the preparation's grant (an ungranted preparation tells the key nothing), to the
-/// scope's breaker with the attempt's probe lease, and the key's pause.
+/// the preparation's grant (an ungranted preparation tells the key nothing), and the same
+/// outcome to the `:unfiltered` budget the grant charged with it, if any; to the
+/// scope's breaker with the attempt's probe lease; and the key's pause.
 fn send_reports(
     gate: &GateInner,
     guard: &ReservationGuard,
@@ -460,6 +465,10 @@ fn send_reports(
 ) {
     let said = reports(end, Sent::of(record), record.status, record.retry_after);
     if let Some(grant) = &record.grant {
+        if let (KeyReport::Feedback(outcome), Some(budget)) = (said.key, &record.unfiltered) {
+            gate.admission
+                .feedback_on(&budget.key, budget.policy, outcome, grant.admitted_at);
+        }
         match said.key {
             KeyReport::Feedback(outcome) => guard.feedback(outcome, grant),
             KeyReport::RefundRetry => guard.refund_retry(grant),
