@@ -39,6 +39,7 @@ pub struct Clients {
     s3: ClientCache<aws_sdk_s3::Client>,
     lambda: ClientCache<aws_sdk_lambda::Client>,
     dynamodb: ClientCache<aws_sdk_dynamodb::Client>,
+    ec2: ClientCache<aws_sdk_ec2::Client>,
     kms: ClientCache<aws_sdk_kms::Client>,
     cloudwatch: ClientCache<aws_sdk_cloudwatch::Client>,
     tagging: ClientCache<aws_sdk_resourcegroupstagging::Client>,
@@ -135,6 +136,25 @@ impl ServiceClient for aws_sdk_dynamodb::Client {
 
     fn gated(http: GatedHttpClient) -> Self::Override {
         aws_sdk_dynamodb::Config::builder().http_client(http)
+    }
+}
+
+impl ServiceClient for aws_sdk_ec2::Client {
+    type Override = aws_sdk_ec2::config::Builder;
+
+    fn build(settings: ClientSettings<'_>) -> Self {
+        let config = aws_sdk_ec2::config::Builder::from(settings.sdk)
+            .region(region(settings))
+            .build();
+        aws_sdk_ec2::Client::from_conf(config)
+    }
+
+    fn cache(clients: &Clients) -> &ClientCache<Self> {
+        &clients.ec2
+    }
+
+    fn gated(http: GatedHttpClient) -> Self::Override {
+        aws_sdk_ec2::Config::builder().http_client(http)
     }
 }
 

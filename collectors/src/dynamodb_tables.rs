@@ -20,6 +20,9 @@ pub const BATCH: usize = 10;
 const LIST_TABLES: Operation = operation!("dynamodb", "ListTables");
 const DESCRIBE_TABLE: Operation = operation!("dynamodb", "DescribeTable");
 
+/// Every operation the collector calls (`tollgate types`).
+pub const OPERATIONS: &[Operation] = &[LIST_TABLES, DESCRIBE_TABLE];
+
 /// The billing mode of tables that predate on-demand capacity.
 const DEFAULT_BILLING_MODE: &str = "PROVISIONED";
 

@@ -22,6 +22,9 @@ const LIST_KEYS: Operation = operation!("kms", "ListKeys");
 const DESCRIBE_KEY: Operation = operation!("kms", "DescribeKey");
 const GET_KEY_LAST_USAGE: Operation = operation!("kms", "GetKeyLastUsage");
 
+/// Every operation the collector calls (`tollgate types`).
+pub const OPERATIONS: &[Operation] = &[LIST_KEYS, DESCRIBE_KEY, GET_KEY_LAST_USAGE];
+
 /// Collect the dataset over every region of the scan.
 pub async fn collect(run: &CollectorRun) -> DatasetReport {
     run.per_region(TYPE, collect_region).await

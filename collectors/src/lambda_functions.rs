@@ -22,6 +22,9 @@ pub const TYPE: &str = crate::dataset::Dataset::LambdaFunctions.native_type();
 const LIST_FUNCTIONS: Operation = operation!("lambda", "ListFunctions");
 const LIST_VERSIONS: Operation = operation!("lambda", "ListVersionsByFunction");
 
+/// Every operation the collector calls (`tollgate types`).
+pub const OPERATIONS: &[Operation] = &[LIST_FUNCTIONS, LIST_VERSIONS];
+
 /// The unpublished working copy.
 const LATEST: &str = "$LATEST";
 

@@ -32,6 +32,7 @@
 //! - [`report_builder`]: `ReportBuilder`, the status and reasons rules.
 //! - [`s3_buckets`], [`lambda_functions`], [`dynamodb_tables`], [`kms_keys`]: one file per
 //!   dataset.
+//! - [`ec2`]: the fifteen EC2 types, one file each, and their shared listing and model.
 #![forbid(unsafe_code)]
 
 pub mod dataset;
@@ -43,6 +44,7 @@ pub mod clients;
 pub mod cloudcontrol;
 pub mod coverage;
 pub mod dynamodb_tables;
+pub mod ec2;
 pub mod kms_keys;
 pub mod lambda_functions;
 pub mod operation;
@@ -260,6 +262,19 @@ impl CollectorRun {
     }
 }
 
+/// The operations `dataset`'s native collector calls (`Operation`s, in call order);
+/// empty for a Cloud Control dataset, whose charges are its type's handler's.
+pub fn native_operations(dataset: Dataset) -> Vec<Operation> {
+    match dataset {
+        Dataset::S3Buckets => s3_buckets::OPERATIONS.to_vec(),
+        Dataset::LambdaFunctions => lambda_functions::OPERATIONS.to_vec(),
+        Dataset::DynamoDbTables => dynamodb_tables::OPERATIONS.to_vec(),
+        Dataset::KmsKeys => kms_keys::OPERATIONS.to_vec(),
+        Dataset::Ec2(ty) => ec2::calls(ty).iter().map(|c| c.operation).collect(),
+        Dataset::CloudControl(_) => Vec::new(),
+    }
+}
+
 /// Run `dataset`'s collector to the end.
 pub async fn collect(dataset: Dataset, run: &CollectorRun) -> DatasetReport {
     match dataset {
@@ -267,6 +282,7 @@ pub async fn collect(dataset: Dataset, run: &CollectorRun) -> DatasetReport {
         Dataset::LambdaFunctions => lambda_functions::collect(run).await,
         Dataset::DynamoDbTables => dynamodb_tables::collect(run).await,
         Dataset::KmsKeys => kms_keys::collect(run).await,
+        Dataset::Ec2(ty) => ec2::collect(run, ty).await,
         Dataset::CloudControl(id) => cloudcontrol::collect(run, id.info()).await,
     }
 }

@@ -31,6 +31,9 @@ const GET_LOCATION: Operation = operation!("s3", "GetBucketLocation");
 const GET_LIFECYCLE: Operation = operation!("s3", "GetBucketLifecycleConfiguration");
 const LIST_TIERING: Operation = operation!("s3", "ListBucketIntelligentTieringConfigurations");
 
+/// Every operation the collector calls (`tollgate types`).
+pub const OPERATIONS: &[Operation] = &[LIST_BUCKETS, GET_LOCATION, GET_LIFECYCLE, LIST_TIERING];
+
 /// The answer S3 gives a bucket without lifecycle rules.
 const NO_LIFECYCLE: &str = "NoSuchLifecycleConfiguration";
 

@@ -43,8 +43,10 @@ pub struct TypeInfo {
     pub default: bool,
     /// Whether `--types cloudcontrol` (the default Cloud Control sweep) lists it.
     pub default_sweep: bool,
-    /// Cloud Control rows: the operations one `ListResources` page is charged beside
-    /// `cloudcontrol:ListResources` (`iam:ListRoles`); empty for the others.
+    /// The quota keys (`service:group`) collecting it charges: a native row's every
+    /// call (`ec2:DescribeVolumes`, `lambda:control-plane`); a Cloud Control row's
+    /// operations one `ListResources` page is charged beside `cloudcontrol:ListResources`
+    /// (`iam:ListRoles`); empty for a tags-only row.
     pub charges: Vec<String>,
     /// Whether its items' region is `global`.
     pub global: bool,
@@ -71,11 +73,11 @@ pub fn catalog() -> Vec<TypeInfo> {
                         .map(|(s, o)| format!("{s}:{o}"))
                         .collect(),
                 ),
-                _ => (CollectedBy::Native, Vec::new()),
+                native => (CollectedBy::Native, native_charges(native)),
             };
             TypeInfo {
                 resource_type: d.resource_type(),
-                alias: (!d.is_cloudcontrol()).then(|| d.name()),
+                alias: d.alias(),
                 collected_by,
                 default: defaults.contains(&d),
                 default_sweep: DEFAULT_SWEEP.contains(&d.resource_type()),
@@ -104,6 +106,22 @@ pub fn catalog() -> Vec<TypeInfo> {
     rows
 }
 
+/// A native dataset's quota keys, each once, in call order.
+fn native_charges(dataset: Dataset) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for op in crate::native_operations(dataset) {
+        let key = format!(
+            "{}:{}",
+            op.service(),
+            tollgate_quota::operation_group(op.service(), op.name())
+        );
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,7 +137,42 @@ mod tests {
             assert_eq!(row.alias, Some(d.name()));
             assert_eq!(row.collected_by, CollectedBy::Native);
             assert!(row.cloudformation);
+            assert!(row.default);
         }
+        let row = |t: &str| rows.iter().find(|r| r.resource_type == t).unwrap();
+        assert_eq!(
+            row("AWS::Lambda::Function").charges,
+            vec!["lambda:control-plane"],
+            "both listings share Lambda's control-plane budget"
+        );
+    }
+
+    #[test]
+    fn the_ec2_types_are_native_rows_with_their_keys_and_not_in_the_default_scan() {
+        let rows = catalog();
+        let row = |t: &str| rows.iter().find(|r| r.resource_type == t).unwrap();
+        for t in crate::dataset::Ec2Type::ALL {
+            let r = row(t.resource_type());
+            assert_eq!(r.collected_by, CollectedBy::Native, "{t:?}");
+            assert_eq!(r.alias, None);
+            assert!(!r.default && !r.default_sweep && !r.global, "{t:?}");
+            assert!(r.charges.iter().all(|k| k.starts_with("ec2:Describe")), "{t:?}");
+        }
+        assert_eq!(row("AWS::EC2::Volume").charges, vec!["ec2:DescribeVolumes"]);
+        assert_eq!(
+            row("AWS::EC2::Image").charges,
+            vec!["ec2:DescribeImages", "ec2:DescribeImageAttribute"]
+        );
+        assert_eq!(
+            row("AWS::EC2::Snapshot").collected_by,
+            CollectedBy::Native,
+            "snapshots and AMIs are native, though not CloudFormation types"
+        );
+        assert_eq!(
+            row("AWS::EC2::TransitGateway").collected_by,
+            CollectedBy::Cloudcontrol,
+            "EC2's other types stay with Cloud Control"
+        );
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! - [`sweep`] (I/O): `GetResources` per region of the scan, [`RESOURCES_PER_PAGE`] a page,
 //!   following `PaginationToken` until it is empty, each call through the gate
 //!   ([`GET_RESOURCES`]).
-//! - [`apply`] (pure): tags into every item by ARN; every ARN no item has, whose type the
+//! - [`apply`] (pure): tags into every item by ARN ([`merge_key`]: an AMI's or a
+//!   snapshot's ARN matches with or without its account); every ARN no item has, whose type the
 //!   scan did not list there (not native, not swept by Cloud Control, or listed with an
 //!   `unsupported`/`denied`/`failed`/`skipped`/`cancelled` coverage), becomes an item with
 //!   `coverage: "tags-only"` in the report's [`TAGS_ONLY_DATASET`] entry, its type, id and
@@ -201,6 +202,24 @@ pub fn failure_coverage(error: &CallError) -> CoverageStatus {
     }
 }
 
+/// The form of an ARN the merge compares: the ARN itself, except that an EC2 AMI's or
+/// snapshot's (`…:ec2:REGION:ACCOUNT:image/ami-…`, `…:snapshot/snap-…`) drops its
+/// account. AWS writes those two both ways (the IAM reference without an account, the
+/// tagging API and moto with the owner's), and an image id or snapshot id names one
+/// resource in a region whoever writes it.
+pub fn merge_key(arn: &str) -> std::borrow::Cow<'_, str> {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    match parts.as_slice() {
+        ["arn", partition, "ec2", region, account, resource]
+            if !account.is_empty()
+                && (resource.starts_with("image/") || resource.starts_with("snapshot/")) =>
+        {
+            format!("arn:{partition}:ec2:{region}::{resource}").into()
+        }
+        _ => arn.into(),
+    }
+}
+
 /// Whether a coverage status means the type was listed there (so an ARN of it that no
 /// item has is not reported again as tags-only).
 fn listed(status: CoverageStatus) -> bool {
@@ -250,23 +269,26 @@ pub fn apply(
 ) -> DatasetReport {
     let selected: Option<BTreeSet<&str>> =
         only.map(|d| d.iter().map(|d| d.resource_type()).collect());
+    // By merge key (`merge_key`): the tags, and the swept ARNs as the sweep wrote them.
     let mut tags: HashMap<String, BTreeMap<String, String>> = HashMap::new();
     let mut swept: Vec<(String, String)> = Vec::new();
     let mut out = ReportBuilder::new();
     for region in &sweeps {
         for (arn, t) in &region.found {
-            if !tags.contains_key(arn) {
-                tags.insert(arn.clone(), t.clone());
+            let key = merge_key(arn).into_owned();
+            if !tags.contains_key(&key) {
+                tags.insert(key, t.clone());
                 swept.push((arn.clone(), region.region.clone()));
             }
         }
     }
-    let mut produced: BTreeSet<&str> = BTreeSet::new();
+    let mut produced: BTreeSet<String> = BTreeSet::new();
     let mut collected: BTreeSet<(String, String)> = BTreeSet::new();
     for report in reports.values_mut() {
         for item in &mut report.items {
             let resource = item.resource_mut();
-            if let Some(t) = resource.arn.as_ref().and_then(|a| tags.get(a)) {
+            let key = resource.arn.as_deref().map(merge_key);
+            if let Some(t) = key.and_then(|k| tags.get(k.as_ref())) {
                 resource.tags = t.clone();
             }
         }
@@ -279,13 +301,15 @@ pub fn apply(
             report
                 .items
                 .iter()
-                .filter_map(|i| i.resource().arn.as_deref()),
+                .filter_map(|i| i.resource().arn.as_deref())
+                .map(|a| merge_key(a).into_owned()),
         );
     }
     let mut counts: BTreeMap<(String, Option<String>, String), u64> = BTreeMap::new();
     let mut items: Vec<Resource> = Vec::new();
     for (arn, region) in &swept {
-        if produced.contains(arn.as_str()) {
+        let key = merge_key(arn);
+        if produced.contains(key.as_ref()) {
             continue;
         }
         let Some(t) = arn_type(arn, region) else {
@@ -309,7 +333,7 @@ pub fn apply(
             .arn(Some(arn.clone()))
             .account(owner)
             .region(Some(t.region))
-            .tags(tags[arn].clone());
+            .tags(tags[key.as_ref()].clone());
         resource.coverage = Some(TAGS_ONLY.to_string());
         items.push(resource);
     }

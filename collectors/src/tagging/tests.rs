@@ -303,3 +303,65 @@ fn a_type_selection_keeps_tags_only_items_of_the_selected_types_alone() {
     let only = apply(sweep(), &mut got, Some(ACCOUNT), None);
     assert_eq!(types(&only), ["AWS::KMS::Key", "AWS::SNS::Topic"]);
 }
+
+#[test]
+fn an_ami_or_snapshot_arn_merges_with_or_without_its_account_and_nothing_else_does() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "arn:aws:ec2:us-east-1:123456789012:image/ami-1",
+            "arn:aws:ec2:us-east-1::image/ami-1",
+        ),
+        (
+            "arn:aws:ec2:us-east-1::snapshot/snap-1",
+            "arn:aws:ec2:us-east-1::snapshot/snap-1",
+        ),
+        (
+            "arn:aws-cn:ec2:cn-north-1:123456789012:snapshot/snap-1",
+            "arn:aws-cn:ec2:cn-north-1::snapshot/snap-1",
+        ),
+        (
+            "arn:aws:ec2:us-east-1:123456789012:volume/vol-1",
+            "arn:aws:ec2:us-east-1:123456789012:volume/vol-1",
+        ),
+        (
+            "arn:aws:rds:us-east-1:123456789012:snapshot:s",
+            "arn:aws:rds:us-east-1:123456789012:snapshot:s",
+        ),
+        ("not-an-arn", "not-an-arn"),
+    ];
+    for (arn, key) in cases {
+        assert_eq!(merge_key(arn), *key, "{arn}");
+    }
+
+    // The collector writes the owner's account; a sweep that wrote none still tags it,
+    // and the image is not reported again as tags-only.
+    let image = Item::Resource(
+        Resource::new("AWS::EC2::Image", "ami-1".into())
+            .arn(Some(format!("arn:aws:ec2:us-east-1:{ACCOUNT}:image/ami-1")))
+            .region(Some("us-east-1".into())),
+    );
+    let mut reports = BTreeMap::from([(
+        Dataset::Ec2(crate::dataset::Ec2Type::Image),
+        DatasetReport {
+            status: DatasetStatus::Complete,
+            reasons: Vec::new(),
+            items: vec![image],
+            coverage: vec![covered(
+                "AWS::EC2::Image",
+                "us-east-1",
+                CoverageStatus::Complete,
+            )],
+        },
+    )]);
+    let sweeps = vec![region(
+        "us-east-1",
+        &[(
+            "arn:aws:ec2:us-east-1::image/ami-1",
+            tags(&[("team", "build")]),
+        )],
+    )];
+    let only = apply(sweeps, &mut reports, Some(ACCOUNT), None);
+    let merged = reports.values().next().unwrap().items[0].resource();
+    assert_eq!(merged.tags, tags(&[("team", "build")]));
+    assert!(only.items.is_empty(), "{:?}", only.items);
+}
