@@ -374,7 +374,11 @@ mod tests {
             assert_eq!(d.collector(), "ec2");
         }
         assert!(!DEFAULT_SWEEP.iter().any(|t| t.starts_with("AWS::EC2::")));
-        assert_eq!(Dataset::defaults(), Dataset::ALL, "EC2 is not in the defaults yet");
+        assert_eq!(
+            Dataset::defaults(),
+            Dataset::ALL,
+            "EC2 is not in the defaults yet"
+        );
         assert_eq!(
             select(&["AWS::EC2::VPC"]).unwrap(),
             vec![Dataset::Ec2(Ec2Type::Vpc)],

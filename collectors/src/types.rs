@@ -156,7 +156,10 @@ mod tests {
             assert_eq!(r.collected_by, CollectedBy::Native, "{t:?}");
             assert_eq!(r.alias, None);
             assert!(!r.default && !r.default_sweep && !r.global, "{t:?}");
-            assert!(r.charges.iter().all(|k| k.starts_with("ec2:Describe")), "{t:?}");
+            assert!(
+                r.charges.iter().all(|k| k.starts_with("ec2:Describe")),
+                "{t:?}"
+            );
         }
         assert_eq!(row("AWS::EC2::Volume").charges, vec!["ec2:DescribeVolumes"]);
         assert_eq!(

@@ -27,10 +27,19 @@ pub const EC2_SERVICE: &str = "ec2";
 /// budget's group (the row of [`crate::defaults::DEFAULT_ROWS`] and the key of
 /// `TOLLGATE_QUOTA_OVERRIDES`), sorted by action.
 pub const UNFILTERED_BUDGETS: [(&str, &str); 7] = [
-    ("DescribeInstanceStatus", "DescribeInstanceStatus:unfiltered"),
+    (
+        "DescribeInstanceStatus",
+        "DescribeInstanceStatus:unfiltered",
+    ),
     ("DescribeInstances", "DescribeInstances:unfiltered"),
-    ("DescribeNetworkInterfaces", "DescribeNetworkInterfaces:unfiltered"),
-    ("DescribeSecurityGroups", "DescribeSecurityGroups:unfiltered"),
+    (
+        "DescribeNetworkInterfaces",
+        "DescribeNetworkInterfaces:unfiltered",
+    ),
+    (
+        "DescribeSecurityGroups",
+        "DescribeSecurityGroups:unfiltered",
+    ),
     ("DescribeSnapshots", "DescribeSnapshots:unfiltered"),
     (
         "DescribeSpotInstanceRequests",
@@ -201,8 +210,7 @@ mod tests {
     }
 
     #[test]
-    fn each_budget_is_its_actions_group_with_the_suffix_and_has_a_default_row_of_half_the_reads()
-    {
+    fn each_budget_is_its_actions_group_with_the_suffix_and_has_a_default_row_of_half_the_reads() {
         for (action, group) in UNFILTERED_BUDGETS {
             assert_eq!(group, format!("{action}:unfiltered"));
             let unfiltered = crate::defaults::lookup(EC2_SERVICE, group).expect(group);

@@ -21,7 +21,9 @@
 //! answers it in every region.
 //!
 //! Coverage, per type and region: `complete`; `unsupported` for
-//! `UnsupportedActionException`, `TypeNotFoundException` or an endpoint without the API;
+//! `UnsupportedActionException`, `TypeNotFoundException` or an endpoint without the API
+//! (including one that answers 5xx with no mark of an AWS service, which the gate does
+//! not retry: moto answers every service it lacks so);
 //! `denied` for access denied; both with their reason and never a failed scan (the
 //! dataset stays `complete`). `GeneralServiceException` is read by its message: a
 //! throttle (`partial`, the listing's prefix kept), a missing service or resource
@@ -222,6 +224,11 @@ pub fn failure_status(error: &CallError) -> CoverageStatus {
         (CallErrorKind::Fatal, c) if crate::report_builder::is_access_denied(c) => {
             CoverageStatus::Denied
         }
+        // A fatal 5xx: the gate found no AWS service behind the answer (an emulator
+        // without Cloud Control, such as moto); AWS's own 5xx are transient.
+        (CallErrorKind::Fatal, "") if error.status().is_some_and(|s| s >= 500) => {
+            CoverageStatus::Unsupported
+        }
         (_, "GeneralServiceException") if is_throttle_message(&message) => CoverageStatus::Partial,
         (_, "GeneralServiceException")
             if [
@@ -283,8 +290,9 @@ mod tests {
     use serde_json::json;
 
     fn error(kind: CallErrorKind, code: &str, message: &str) -> CallError {
-        CallError::in_answer(kind, "ListResources", Some(code.to_string()), message)
-            .with_status(400)
+        let code = (!code.is_empty()).then(|| code.to_string());
+        let status = if code.is_none() { 500 } else { 400 };
+        CallError::in_answer(kind, "ListResources", code, message).with_status(status)
     }
 
     #[test]
@@ -309,6 +317,7 @@ mod tests {
             ),
             (Fatal, "GeneralServiceException", "something else", Failed),
             (Throttled, "ThrottlingException", "Rate exceeded", Failed),
+            (Fatal, "", "does not serve Cloud Control", Unsupported),
             (Cancelled, "", "cancelled", CoverageStatus::Cancelled),
         ];
         for (kind, code, message, want) in cases {

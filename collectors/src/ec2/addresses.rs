@@ -34,7 +34,15 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
-    listing(run, DESCRIBE_ADDRESSES, region, send, |p| p.addresses(), item).await
+    listing(
+        run,
+        DESCRIBE_ADDRESSES,
+        region,
+        send,
+        |p| p.addresses(),
+        item,
+    )
+    .await
 }
 
 fn item(run: &CollectorRun, region: &str, a: &Address) -> Option<Resource> {

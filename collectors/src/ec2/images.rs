@@ -1,6 +1,8 @@
 //! `AWS::EC2::Image`: the AMIs the account owns, from `DescribeImages` (`Owners=self`,
 //! `MaxResults=1000`, following `NextToken`), then one `DescribeImageAttribute`
 //! (`Attribute=launchPermission`) per image, [`BATCH`] at a time: who may launch it.
+//! An image another account owns in the answer anyway is left out, unread
+//! ([`super::model::owned`]).
 //!
 //! CloudFormation has no AMI type, so `AWS::EC2::Image` is a name in its style
 //! (`cloudformation: false` in `tollgate types`) and the properties are named as the
@@ -77,7 +79,7 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let images: Vec<&Image> = pages
         .iter()
         .flat_map(|p| p.images())
-        .filter(|i| i.image_id().is_some())
+        .filter(|i| i.image_id().is_some() && model::owned(run, i.owner_id()))
         .collect();
     run.progress.plan_more(images.len());
     for batch in images.chunks(BATCH) {

@@ -34,7 +34,10 @@ pub const CALLS: &[Call] = &[per_region(DESCRIBE_INSTANCES, "MaxResults=1000")];
 // Not `page!`: reservations nest the instances.
 impl super::page::Page for aws_sdk_ec2::operation::describe_instances::DescribeInstancesOutput {
     fn count(&self) -> usize {
-        self.reservations().iter().map(|r| r.instances().len()).sum()
+        self.reservations()
+            .iter()
+            .map(|r| r.instances().len())
+            .sum()
     }
     fn next(&self) -> Option<&str> {
         self.next_token()
@@ -72,7 +75,12 @@ fn item(run: &CollectorRun, region: &str, owner: Option<&str>, i: &Instance) -> 
     let placement = i.placement();
     let state = i.state().map(|s| {
         object([
-            ("Code", s.code().map(|c| Value::from(c.to_string())).unwrap_or(Value::Null)),
+            (
+                "Code",
+                s.code()
+                    .map(|c| Value::from(c.to_string()))
+                    .unwrap_or(Value::Null),
+            ),
             ("Name", text(s.name())),
         ])
     });
@@ -103,7 +111,10 @@ fn item(run: &CollectorRun, region: &str, owner: Option<&str>, i: &Instance) -> 
         .property("ImageId", i.image_id())
         .property("InstanceType", text(i.instance_type()))
         .property("KeyName", i.key_name())
-        .property("AvailabilityZone", placement.and_then(|p| p.availability_zone()))
+        .property(
+            "AvailabilityZone",
+            placement.and_then(|p| p.availability_zone()),
+        )
         .property("Tenancy", text(placement.and_then(|p| p.tenancy())))
         .property(
             "PlacementGroupName",
@@ -117,8 +128,14 @@ fn item(run: &CollectorRun, region: &str, owner: Option<&str>, i: &Instance) -> 
         .property("PrivateIpAddress", i.private_ip_address())
         .property("PrivateIp", i.private_ip_address())
         .property("PublicIp", i.public_ip_address())
-        .property("PrivateDnsName", i.private_dns_name().filter(|n| !n.is_empty()))
-        .property("PublicDnsName", i.public_dns_name().filter(|n| !n.is_empty()))
+        .property(
+            "PrivateDnsName",
+            i.private_dns_name().filter(|n| !n.is_empty()),
+        )
+        .property(
+            "PublicDnsName",
+            i.public_dns_name().filter(|n| !n.is_empty()),
+        )
         .property("State", state)
         .property(
             "SecurityGroupIds",
@@ -157,6 +174,9 @@ fn interface(n: &InstanceNetworkInterface) -> Value {
             "DeleteOnTermination",
             attachment.and_then(|a| a.delete_on_termination()).into(),
         ),
-        ("Description", n.description().filter(|d| !d.is_empty()).into()),
+        (
+            "Description",
+            n.description().filter(|d| !d.is_empty()).into(),
+        ),
     ])
 }

@@ -22,11 +22,7 @@ const PAGE: i32 = 1_000;
 /// What the collector calls.
 pub const CALLS: &[Call] = &[per_region(DESCRIBE_INTERNET_GATEWAYS, "MaxResults=1000")];
 
-page!(
-    DescribeInternetGatewaysOutput,
-    internet_gateways,
-    paginated
-);
+page!(DescribeInternetGatewaysOutput, internet_gateways, paginated);
 
 /// Every internet gateway of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
@@ -40,7 +36,15 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
-    listing(run, DESCRIBE_INTERNET_GATEWAYS, region, send, DescribeInternetGatewaysOutput::internet_gateways, item).await
+    listing(
+        run,
+        DESCRIBE_INTERNET_GATEWAYS,
+        region,
+        send,
+        DescribeInternetGatewaysOutput::internet_gateways,
+        item,
+    )
+    .await
 }
 
 fn item(run: &CollectorRun, region: &str, g: &InternetGateway) -> Option<Resource> {

@@ -33,7 +33,15 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
-    listing(run, DESCRIBE_KEY_PAIRS, region, send, |p| p.key_pairs(), item).await
+    listing(
+        run,
+        DESCRIBE_KEY_PAIRS,
+        region,
+        send,
+        |p| p.key_pairs(),
+        item,
+    )
+    .await
 }
 
 fn item(run: &CollectorRun, region: &str, k: &KeyPairInfo) -> Option<Resource> {

@@ -24,11 +24,7 @@ const PAGE: i32 = 200;
 /// What the collector calls.
 pub const CALLS: &[Call] = &[per_region(DESCRIBE_LAUNCH_TEMPLATES, "MaxResults=200")];
 
-page!(
-    DescribeLaunchTemplatesOutput,
-    launch_templates,
-    paginated
-);
+page!(DescribeLaunchTemplatesOutput, launch_templates, paginated);
 
 /// Every launch template of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
@@ -42,7 +38,15 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
-    listing(run, DESCRIBE_LAUNCH_TEMPLATES, region, send, DescribeLaunchTemplatesOutput::launch_templates, item).await
+    listing(
+        run,
+        DESCRIBE_LAUNCH_TEMPLATES,
+        region,
+        send,
+        DescribeLaunchTemplatesOutput::launch_templates,
+        item,
+    )
+    .await
 }
 
 fn item(run: &CollectorRun, region: &str, t: &LaunchTemplate) -> Option<Resource> {

@@ -53,8 +53,10 @@ pub const COLLECTOR: &str = "ec2";
 
 /// Collect `ty` over every region of the scan.
 pub async fn collect(run: &CollectorRun, ty: Ec2Type) -> DatasetReport {
-    run.per_region(ty.resource_type(), |run, region| collect_region(run, ty, region))
-        .await
+    run.per_region(ty.resource_type(), |run, region| {
+        collect_region(run, ty, region)
+    })
+    .await
 }
 
 async fn collect_region(run: &CollectorRun, ty: Ec2Type, region: &str) -> ReportBuilder {
@@ -164,6 +166,10 @@ mod tests {
                 );
             }
         }
-        assert_eq!(operations().len(), 16, "15 listings and DescribeImageAttribute");
+        assert_eq!(
+            operations().len(),
+            16,
+            "15 listings and DescribeImageAttribute"
+        );
     }
 }

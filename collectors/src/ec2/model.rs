@@ -43,6 +43,17 @@ pub fn resource(
         .region(Some(region.to_string()))
 }
 
+/// Whether a snapshot or image owned by `owner` is the scan's account's own: what
+/// `OwnerIds=self` / `Owners=self` ask for, checked again on the answer (moto 5.2.1
+/// ignores `OwnerIds` and answers its public catalogue too). When either account is
+/// unknown, the answer is taken as asked.
+pub fn owned(run: &CollectorRun, owner: Option<&str>) -> bool {
+    match (owner, run.account()) {
+        (Some(owner), Some(account)) => owner == account,
+        _ => true,
+    }
+}
+
 /// An answer's `Tags` as the item's tags.
 pub fn tags(tags: &[Tag]) -> BTreeMap<String, String> {
     tags.iter()
@@ -80,7 +91,9 @@ pub fn list_or_null(list: Vec<Value>) -> Value {
 
 /// An SDK enum's wire value (`gp3`, `running`), `null` when absent.
 pub fn text<T: AsRef<str>>(value: Option<&T>) -> Value {
-    value.map(|v| Value::from(v.as_ref())).unwrap_or(Value::Null)
+    value
+        .map(|v| Value::from(v.as_ref()))
+        .unwrap_or(Value::Null)
 }
 
 /// A timestamp as RFC 3339 UTC, `null` when absent.

@@ -40,7 +40,15 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
-    listing(run, DESCRIBE_NAT_GATEWAYS, region, send, |p| p.nat_gateways(), item).await
+    listing(
+        run,
+        DESCRIBE_NAT_GATEWAYS,
+        region,
+        send,
+        |p| p.nat_gateways(),
+        item,
+    )
+    .await
 }
 
 fn item(run: &CollectorRun, region: &str, g: &NatGateway) -> Option<Resource> {

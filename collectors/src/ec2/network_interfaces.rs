@@ -46,12 +46,25 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
-    listing(run, DESCRIBE_NETWORK_INTERFACES, region, send, DescribeNetworkInterfacesOutput::network_interfaces, item).await
+    listing(
+        run,
+        DESCRIBE_NETWORK_INTERFACES,
+        region,
+        send,
+        DescribeNetworkInterfacesOutput::network_interfaces,
+        item,
+    )
+    .await
 }
 
 fn item(run: &CollectorRun, region: &str, n: &NetworkInterface) -> Option<Resource> {
     let id = n.network_interface_id()?;
-    let arn = model::arn(run, region, n.owner_id(), &format!("network-interface/{id}"));
+    let arn = model::arn(
+        run,
+        region,
+        n.owner_id(),
+        &format!("network-interface/{id}"),
+    );
     let addresses = n.private_ip_addresses();
     let private: Vec<Value> = addresses
         .iter()

@@ -80,10 +80,7 @@ where
             }
         };
         run.progress.listed_more(page.count());
-        let next = page
-            .next()
-            .filter(|t| !t.is_empty())
-            .map(str::to_string);
+        let next = page.next().filter(|t| !t.is_empty()).map(str::to_string);
         pages.push(page);
         // A token the service repeats would page forever: the listing ends there.
         if next.is_none() || next == token {

@@ -39,7 +39,15 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
-    listing(run, DESCRIBE_ROUTE_TABLES, region, send, |p| p.route_tables(), item).await
+    listing(
+        run,
+        DESCRIBE_ROUTE_TABLES,
+        region,
+        send,
+        |p| p.route_tables(),
+        item,
+    )
+    .await
 }
 
 fn item(run: &CollectorRun, region: &str, t: &RouteTable) -> Option<Resource> {

@@ -29,11 +29,7 @@ const PAGE: i32 = 1_000;
 /// What the collector calls.
 pub const CALLS: &[Call] = &[per_region(DESCRIBE_SECURITY_GROUPS, "MaxResults=1000")];
 
-page!(
-    DescribeSecurityGroupsOutput,
-    security_groups,
-    paginated
-);
+page!(DescribeSecurityGroupsOutput, security_groups, paginated);
 
 /// Every security group of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
@@ -47,14 +43,23 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
-    listing(run, DESCRIBE_SECURITY_GROUPS, region, send, DescribeSecurityGroupsOutput::security_groups, item).await
+    listing(
+        run,
+        DESCRIBE_SECURITY_GROUPS,
+        region,
+        send,
+        DescribeSecurityGroupsOutput::security_groups,
+        item,
+    )
+    .await
 }
 
 fn item(run: &CollectorRun, region: &str, g: &SecurityGroup) -> Option<Resource> {
     let id = g.group_id()?;
-    let arn = g.security_group_arn().map(str::to_string).unwrap_or_else(|| {
-        model::arn(run, region, g.owner_id(), &format!("security-group/{id}"))
-    });
+    let arn = g
+        .security_group_arn()
+        .map(str::to_string)
+        .unwrap_or_else(|| model::arn(run, region, g.owner_id(), &format!("security-group/{id}")));
     let resource = model::resource(run, Ec2Type::SecurityGroup, region, id, g.owner_id())
         .arn(Some(arn))
         .tags(model::tags(g.tags()))
@@ -64,7 +69,10 @@ fn item(run: &CollectorRun, region: &str, g: &SecurityGroup) -> Option<Resource>
         .property("GroupDescription", g.description())
         .property("VpcId", g.vpc_id())
         .property("SecurityGroupIngress", rules(g.ip_permissions(), Way::In))
-        .property("SecurityGroupEgress", rules(g.ip_permissions_egress(), Way::Out));
+        .property(
+            "SecurityGroupEgress",
+            rules(g.ip_permissions_egress(), Way::Out),
+        );
     Some(resource)
 }
 
@@ -148,7 +156,12 @@ mod tests {
             .ip_protocol("tcp")
             .from_port(443)
             .to_port(443)
-            .ip_ranges(IpRange::builder().cidr_ip("10.0.0.0/8").description("inside").build())
+            .ip_ranges(
+                IpRange::builder()
+                    .cidr_ip("10.0.0.0/8")
+                    .description("inside")
+                    .build(),
+            )
             .ip_ranges(IpRange::builder().cidr_ip("192.168.0.0/16").build())
             .user_id_group_pairs(
                 UserIdGroupPair::builder()

@@ -43,7 +43,15 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
-    listing(run, DESCRIBE_VPC_ENDPOINTS, region, send, |p| p.vpc_endpoints(), item).await
+    listing(
+        run,
+        DESCRIBE_VPC_ENDPOINTS,
+        region,
+        send,
+        |p| p.vpc_endpoints(),
+        item,
+    )
+    .await
 }
 
 fn item(run: &CollectorRun, region: &str, e: &VpcEndpoint) -> Option<Resource> {
@@ -63,8 +71,14 @@ fn item(run: &CollectorRun, region: &str, e: &VpcEndpoint) -> Option<Resource> {
         .property("VpcEndpointType", text(e.vpc_endpoint_type()))
         .property("PolicyDocument", e.policy_document())
         .property("PrivateDnsEnabled", e.private_dns_enabled())
-        .property("RouteTableIds", strings(e.route_table_ids().iter().map(String::as_str)))
-        .property("SubnetIds", strings(e.subnet_ids().iter().map(String::as_str)))
+        .property(
+            "RouteTableIds",
+            strings(e.route_table_ids().iter().map(String::as_str)),
+        )
+        .property(
+            "SubnetIds",
+            strings(e.subnet_ids().iter().map(String::as_str)),
+        )
         .property(
             "SecurityGroupIds",
             strings(e.groups().iter().filter_map(|g| g.group_id())),

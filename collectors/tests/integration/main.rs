@@ -8,3 +8,4 @@
 mod sts_gate;
 
 mod credentials_mid_scan;
+mod unfiltered_budget;

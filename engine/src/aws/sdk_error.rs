@@ -28,6 +28,10 @@ pub(crate) struct FailureFacts {
     pub code: Option<String>,
     pub message: String,
     pub status: Option<u16>,
+    /// An answer arrived that bears no mark of an AWS service: no error code and no
+    /// request id header (`x-amzn-RequestId`, `x-amz-request-id`, `x-amz-id-2`), such as
+    /// the HTML 500 an emulator answers for a service it lacks.
+    pub unmarked: bool,
 }
 
 impl FailureFacts {
@@ -56,6 +60,11 @@ where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
     let status = err.raw_response().map(|r| r.status().as_u16());
+    let request_id = err.raw_response().is_some_and(|r| {
+        REQUEST_ID_HEADERS
+            .iter()
+            .any(|h| r.headers().get(*h).is_some())
+    });
     let (kind, code, message) = match credentials_error(err) {
         Some(c) => (
             match provider::is_retryable(&provider::facts_of(c)) {
@@ -73,13 +82,18 @@ where
         status,
         kind,
     });
+    let unmarked = status.is_some() && code.is_none() && !request_id;
     FailureFacts {
         class,
         code,
         message,
         status,
+        unmarked,
     }
 }
+
+/// The headers in which AWS services return a request's id, on errors too.
+const REQUEST_ID_HEADERS: [&str; 3] = ["x-amzn-requestid", "x-amz-request-id", "x-amz-id-2"];
 
 /// Kind, code and message of an error that is not about credentials.
 fn facts_of<E>(

@@ -27,6 +27,8 @@
 use tollgate_quota::{PolicyTable, QuotaKey};
 
 use crate::aws::metric_data::BudgetKey;
+use crate::aws::sdk_error::FailureFacts;
+use crate::aws::taxonomy::ErrorClass;
 
 /// The underlying keys one call charges beside its own.
 #[derive(Debug, Clone)]
@@ -84,6 +86,25 @@ impl UnderlyingPlan {
     }
 }
 
+/// A Cloud Control answer from an endpoint that does not serve Cloud Control: a 5xx
+/// that bears no mark of an AWS service (no error code, no request id: moto answers
+/// every service it lacks with such an HTML 500). AWS's own 5xx always carry a request
+/// id, so they stay transient; this one is fatal (no retry, no penalty, no breaker
+/// trip: it says nothing about capacity), with a message saying why, so the sweep
+/// reports the type `unsupported` there rather than retrying every type into a failed
+/// scan.
+pub(crate) fn endpoint_without_cloud_control(mut facts: FailureFacts) -> FailureFacts {
+    if facts.unmarked && facts.status.is_some_and(|s| s >= 500) {
+        facts.class = ErrorClass::Fatal;
+        facts.message = format!(
+            "the endpoint answered HTTP {} without an AWS error code or request id: it does \
+             not serve Cloud Control",
+            facts.status.unwrap_or_default()
+        );
+    }
+    facts
+}
+
 /// The downstream service a throttling error's message names (`Rate exceeded (Service:
 /// Iam, Status Code: 400, Request ID: ...)` → `Iam`), or `None` when the message names
 /// none or names Cloud Control itself: then the throttle is Cloud Control's own.
@@ -111,6 +132,35 @@ fn normalise(service: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_unmarked_5xx_is_an_endpoint_without_cloud_control() {
+        let facts = |status: u16, unmarked: bool| FailureFacts {
+            class: ErrorClass::Transient,
+            code: None,
+            message: String::new(),
+            status: Some(status),
+            unmarked,
+        };
+        let moto = endpoint_without_cloud_control(facts(500, true));
+        assert_eq!(moto.class, ErrorClass::Fatal);
+        assert!(
+            moto.message.contains("does not serve Cloud Control"),
+            "{}",
+            moto.message
+        );
+        // AWS's own 500 carries a request id: still transient, retried.
+        assert_eq!(
+            endpoint_without_cloud_control(facts(500, false)).class,
+            ErrorClass::Transient
+        );
+        // An unmarked 4xx is already fatal and keeps its own message.
+        let bad = endpoint_without_cloud_control(FailureFacts {
+            class: ErrorClass::Fatal,
+            ..facts(404, true)
+        });
+        assert_eq!((bad.class, bad.message.as_str()), (ErrorClass::Fatal, ""));
+    }
 
     #[test]
     fn a_downstream_throttle_names_its_service_and_cloud_controls_own_names_none() {

@@ -86,8 +86,8 @@ mod tests {
     }
 
     #[test]
-    fn an_attempt_charges_the_smaller_budget_only_when_what_it_sends_is_unfiltered_and_unpaginated(
-    ) {
+    fn an_attempt_charges_the_smaller_budget_only_when_what_it_sends_is_unfiltered_and_unpaginated()
+    {
         let volumes = plan("DescribeVolumes").expect("DescribeVolumes has one");
         assert!(plan("DescribeVpcs").is_none(), "DescribeVpcs has none");
         let url = "https://ec2.eu-west-1.amazonaws.com/";

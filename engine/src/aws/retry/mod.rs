@@ -80,7 +80,7 @@ use crate::aws::taxonomy::ErrorClass;
 use crate::aws::telemetry::{
     AttemptEvent, AttemptOutcome, Attribution, CleanupOutcome, RetryOutcome,
 };
-use crate::aws::underlying::{downstream_service, UnderlyingPlan};
+use crate::aws::underlying::{downstream_service, endpoint_without_cloud_control, UnderlyingPlan};
 use crate::aws::unfiltered::UnfilteredPlan;
 use crate::clock;
 
@@ -230,7 +230,16 @@ impl Call<'_> {
     {
         self.tally.prepare();
         self.stamp = Stamp::read(self.gate);
-        let (answer, record) = send_once(self.gate, self.ctx, self.plan(), send).await;
+        let (mut answer, record) = send_once(self.gate, self.ctx, self.plan(), send).await;
+        if self.beside.underlying.is_some() {
+            // A Cloud Control call: an endpoint without the API is fatal, not transient.
+            answer = answer.map_err(|end| match end {
+                AttemptEnd::Failed(facts) => {
+                    AttemptEnd::Failed(endpoint_without_cloud_control(facts))
+                }
+                other => other,
+            });
+        }
         // Asked again after a long wait, the breaker may have made it the probe.
         self.probe = self.probe.or(record.probe);
         let (sent, prep, now) = (
