@@ -15,6 +15,7 @@ mod fleet_settings_scope;
 mod inventory_cli;
 mod inventory_kill;
 mod moto_cli;
+mod moto_ec2;
 mod moto_org;
 mod org_demo_cli;
 mod replay_cli;
