@@ -119,7 +119,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The default datasets and every Cloud Control type the scenario's accounts declare (the
-/// demo shows the sweep on the types its simulated estate has, rather than 51 types the
+/// demo shows the sweep on the types its simulated estate has, rather than 38 types the
 /// simulator does not know).
 fn demo_datasets(scenario: &tollgate_sim::Scenario) -> Vec<tollgate_collectors::Dataset> {
     let members = scenario

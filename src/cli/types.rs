@@ -45,8 +45,9 @@ pub fn run(json: bool) -> anyhow::Result<ExitCode> {
     writeln!(
         out,
         "\nnative and cloudcontrol types are selectable with --types (names, `*` globs or \
-         aliases; `--types cloudcontrol` is the sweep column's types). A cloudcontrol \
-         listing is charged to cloudcontrol:ListResources and to each of its charges. \
+         aliases; `--types cloudcontrol` is the sweep column's types). A native type's \
+         charges are the keys its collector's calls spend; a cloudcontrol listing is \
+         charged to cloudcontrol:ListResources and to each of its charges. \
          tags-only types appear only as the tagging sweep's tagged resources; other ARNs \
          get a best-effort name in the same style, which may not be a CloudFormation type."
     )?;
