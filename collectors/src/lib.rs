@@ -89,6 +89,12 @@ pub struct CollectorRun {
     /// What a Cloud Control call is charged (its own key and the underlying operations,
     /// unless a diagnostic run asks otherwise).
     pub cloudcontrol: cloudcontrol::Charges,
+    /// Whether the Cloud Control sweep reads identifiers-only items in full
+    /// (`--details`: one `GetResource` each).
+    pub details: cloudcontrol::Details,
+    /// A child type's parent items (Cloud Control types that need a parent); `None`
+    /// for every other dataset.
+    pub parents: Option<cloudcontrol::ParentListing>,
     clients: Clients,
 }
 
@@ -156,6 +162,8 @@ impl CollectorRun {
             force_path_style,
             progress,
             cloudcontrol: cloudcontrol::Charges::default(),
+            details: cloudcontrol::Details::default(),
+            parents: None,
             clients: Clients::default(),
         }
     }
@@ -163,6 +171,18 @@ impl CollectorRun {
     /// With Cloud Control calls charged as `charges` says.
     pub fn with_cloudcontrol_charges(mut self, charges: cloudcontrol::Charges) -> Self {
         self.cloudcontrol = charges;
+        self
+    }
+
+    /// With Cloud Control's identifiers-only items read in full, or not.
+    pub fn with_cloudcontrol_details(mut self, details: cloudcontrol::Details) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// With the parent items a child type's listing needs.
+    pub fn with_parents(mut self, parents: cloudcontrol::ParentListing) -> Self {
+        self.parents = Some(parents);
         self
     }
 
