@@ -221,7 +221,9 @@ pub(super) fn settle(own: Coverage, decided: Option<Decided>, floor: Option<Deci
             d.status,
             CoverageStatus::Unsupported | CoverageStatus::Denied
         );
-        if refusal || (own_listing && d.status > entry.status) {
+        let worse = d.status > entry.status;
+        let says_why = d.status == entry.status && entry.reason.is_none();
+        if refusal || (own_listing && (worse || says_why)) {
             entry.status = d.status;
             entry.reason = Some(d.reason);
             if refusal {
@@ -429,6 +431,7 @@ mod tests {
             (Complete,  None,                              decided(Partial, "p"),     Partial,  Some("p")),
             (Partial,   None,                              decided(Failed, "f"),      Failed,   Some("f")),
             (Failed,    None,                              decided(Partial, "p"),     Failed,   None),
+            (Failed,    None,                              decided(Failed, "f"),      Failed,   Some("f")),
             (Complete,  decided(Unsupported, "u"),         decided(Failed, "f"),      Unsupported, Some("u")),
             (Complete,  decided(Denied, "d"),              None,                      Denied,   Some("d")),
             (Cancelled, None,                              decided(Partial, "p"),     Cancelled, None),
