@@ -18,9 +18,11 @@
 //!   datasets: one planner per region batching every dataset's GetMetricData queries.
 //! - [`tagging`]: the tagging sweep (`GetResources` per region, on by default), beside the
 //!   datasets: tags merged into the items by ARN, the rest reported as `tags-only` items.
-//! - [`cloudcontrol`]: the Cloud Control sweep (`ListResources` per type and region), each
-//!   call charged to Cloud Control's key and to the underlying operations of the type's
-//!   handler; its type table (`cloudcontrol::schemas`) is checked-in data.
+//! - [`cloudcontrol`]: the Cloud Control sweep (`ListResources` per type and region, a
+//!   child type's once per parent item; `GetResource` per identifiers-only item with
+//!   `--details`), each call charged to Cloud Control's key and to the underlying
+//!   operations of the type's handler; its type table (`cloudcontrol::schemas`) is
+//!   checked-in data.
 //! - [`types`]: every type tollgate knows (`tollgate types`): native, Cloud Control or
 //!   tags-only.
 //! - [`actor`]: `CollectorActor` and the message it sends the supervisor.
