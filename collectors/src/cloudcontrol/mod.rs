@@ -17,8 +17,9 @@
 //!
 //! # Layout
 //! - [`listing`]: one `ListResources` listing to its last page.
-//! - [`parents`]: types that need a parent (EKS node groups, Lambda aliases), listed once
-//!   per parent item of the same scan; [`ParentListing`].
+//! - [`parents`]: types that need a parent (EKS node groups, Lambda aliases): what they
+//!   list under ([`ParentListing`]) and the decisions about it; [`children`] lists them,
+//!   once per parent item of the same scan.
 //! - [`details`]: `--details`, one `GetResource` per identifiers-only item, charged to
 //!   `cloudcontrol:GetResource` and the type's `handlers.read.permissions`.
 //! - [`failure`]: how a failed call leaves the type's coverage (unsupported, denied,
@@ -26,6 +27,7 @@
 //! - [`model`]: a resource description as an item.
 //! - [`schemas`]: the checked-in type table.
 
+mod children;
 mod details;
 mod failure;
 mod listing;
@@ -100,12 +102,12 @@ async fn collect_region(run: &CollectorRun, ty: &'static CcType, region: &str) -
             Ok(()) => None,
             Err(e) => failure::note_listing_failure(&mut out, &e),
         };
-        parents::ChildOutcome {
+        children::ChildOutcome {
             decided,
             floor: None,
         }
     } else {
-        parents::list_under_parents(run, ty, region, item_region, &mut out).await
+        children::list_under_parents(run, ty, region, item_region, &mut out).await
     };
     details::read_identifiers_only(run, ty, region, item_region, &mut out).await;
     if run.is_cancelled() {

@@ -1,7 +1,8 @@
 //! Types whose listing needs a parent (`AWS::EKS::Nodegroup` needs its cluster's name):
-//! one `ListResources` (all pages) per parent item, its `ResourceModel` the parent's
+//! what a child lists under and the decisions about it. The listing itself, one
+//! `ListResources` (all pages) per parent item, its `ResourceModel` the parent's
 //! properties as the table maps them ([`CcType::resource_model`]), each page charged like
-//! any other listing.
+//! any other listing, is `children`'s.
 //!
 //! The parent's items come from the parent type's dataset of the same scan (native, as
 //! `AWS::Lambda::Function`, or swept), once it finished: the scan supervisor starts a
@@ -19,21 +20,12 @@
 //! after it was listed) has no children: noted, not a gap.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures_util::StreamExt;
 use serde_json::Value;
 
-use super::failure::{is_gone, note_listing_failure, Decided};
-use super::listing::list;
+use super::failure::Decided;
 use super::schemas::{find, CcType};
-use super::LIST_RESOURCES;
 use crate::output::{Coverage, CoverageStatus, DatasetReport, DatasetStatus, GLOBAL};
-use crate::{CollectorRun, ReportBuilder};
-
-/// Parent items listed under at once, per type and region (each page admitted by the
-/// gate, which paces them).
-const PARENTS_IN_FLIGHT: usize = 4;
 
 /// What a child type's listing starts from.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,8 +60,8 @@ pub struct ParentRegion {
 /// with, or the parent property it lacks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParentModel {
-    parent_id: String,
-    model: Result<String, String>,
+    pub(super) parent_id: String,
+    pub(super) model: Result<String, String>,
 }
 
 impl ParentListing {
@@ -125,7 +117,7 @@ impl ParentListing {
     }
 
     /// The verdict and parent items for the child's listing in `region`.
-    fn for_region(&self, region: &str) -> (Verdict, &[ParentModel]) {
+    pub(super) fn for_region(&self, region: &str) -> (Verdict, &[ParentModel]) {
         match self {
             ParentListing::Absent { parent_type } => (absent(parent_type), &[]),
             ParentListing::Listed {
@@ -158,7 +150,7 @@ pub(super) enum Verdict {
     Nothing(Decided),
 }
 
-fn absent(parent_type: &str) -> Verdict {
+pub(super) fn absent(parent_type: &str) -> Verdict {
     Verdict::Nothing(Decided {
         status: CoverageStatus::Skipped,
         reason: format!(
@@ -232,127 +224,6 @@ pub(super) fn settle(own: Coverage, decided: Option<Decided>, floor: Option<Deci
         }
     }
     entry
-}
-
-/// Why a region's child listing is incomplete, beside what the builder's status rules
-/// derive.
-#[derive(Debug, Default)]
-pub(super) struct ChildOutcome {
-    /// A refusal or a throttled handler (first of each).
-    pub decided: Option<Decided>,
-    /// The parent's partial or failed listing, or a parent item lacking a property.
-    pub floor: Option<Decided>,
-}
-
-/// List `ty` under every parent item of `region` into `out`.
-pub(super) async fn list_under_parents(
-    run: &CollectorRun,
-    ty: &CcType,
-    region: &str,
-    item_region: &str,
-    out: &mut ReportBuilder,
-) -> ChildOutcome {
-    let absent;
-    let listing = match &run.parents {
-        Some(listing) => listing,
-        None => {
-            absent = ParentListing::absent(
-                ty.parent_type
-                    .as_ref()
-                    .map_or("(unknown)", |p| &p.type_name),
-            );
-            &absent
-        }
-    };
-    let (verdict, models) = listing.for_region(region);
-    let mut outcome = ChildOutcome::default();
-    match verdict {
-        Verdict::Nothing(decided) => {
-            if decided.status == CoverageStatus::Cancelled {
-                out.cancelled();
-            }
-            outcome.decided = Some(decided);
-            return outcome;
-        }
-        Verdict::List { floor } => {
-            if let Some(f) = &floor {
-                out.inherited(dataset_status(f.status), LIST_RESOURCES, &f.reason);
-            }
-            outcome.floor = floor;
-        }
-    }
-    run.progress.plan_more(models.len());
-    let refused = AtomicBool::new(false);
-    let listed: Vec<(&ParentModel, ReportBuilder, Option<Result<(), _>>)> =
-        futures_util::stream::iter(models)
-            .map(|parent| {
-                let refused = &refused;
-                async move {
-                    let mut sub = ReportBuilder::new();
-                    let Ok(model) = &parent.model else {
-                        return (parent, sub, None);
-                    };
-                    if refused.load(Ordering::Relaxed) || run.is_cancelled() {
-                        return (parent, sub, Some(Ok(())));
-                    }
-                    let result = list(run, ty, region, item_region, Some(model), &mut sub).await;
-                    if let Err(e) = &result {
-                        let status = super::failure_status(e);
-                        if !is_gone(e)
-                            && matches!(
-                                status,
-                                CoverageStatus::Unsupported | CoverageStatus::Denied
-                            )
-                        {
-                            refused.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    (parent, sub, Some(result))
-                }
-            })
-            .buffered(PARENTS_IN_FLIGHT)
-            .collect()
-            .await;
-    for (parent, sub, result) in listed {
-        sub.merge_into(out);
-        match result {
-            None => {
-                let missing = parent.model.as_ref().err().map_or("", String::as_str);
-                let reason = format!(
-                    "parent item {} has no {missing}: its children were not listed (its \
-                     listing returns identifiers only; --details reads the rest)",
-                    parent.parent_id
-                );
-                out.inherited(DatasetStatus::Partial, LIST_RESOURCES, &reason);
-                outcome.floor.get_or_insert(Decided {
-                    status: CoverageStatus::Partial,
-                    reason,
-                });
-            }
-            Some(Ok(())) => {}
-            Some(Err(e)) if is_gone(&e) => out.value_missing(LIST_RESOURCES, "items", &e),
-            Some(Err(e)) => {
-                if let Some(d) = note_listing_failure(out, &e) {
-                    let refusal = matches!(
-                        d.status,
-                        CoverageStatus::Unsupported | CoverageStatus::Denied
-                    );
-                    if refusal || outcome.decided.is_none() {
-                        outcome.decided = Some(d);
-                    }
-                }
-            }
-        }
-    }
-    outcome
-}
-
-fn dataset_status(status: CoverageStatus) -> DatasetStatus {
-    match status {
-        CoverageStatus::Partial => DatasetStatus::Partial,
-        CoverageStatus::Cancelled => DatasetStatus::Cancelled,
-        _ => DatasetStatus::Failed,
-    }
 }
 
 #[cfg(test)]
