@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tollgate_collectors::cloudcontrol::Details;
 use tollgate_collectors::output::CoverageSummary;
 use tollgate_collectors::output::{Reason, ReasonKind};
 use tollgate_collectors::DatasetProgress;
@@ -93,8 +94,23 @@ pub struct DiscoverArgs {
     /// reported `tags-only`.
     #[arg(long)]
     pub no_tags: bool,
+    /// Cloud Control types: read every item whose listing returned only its primary
+    /// identifier in full (GetResource per item, charged to cloudcontrol:GetResource and
+    /// one token of each of the type's read operations: `tollgate types --json`
+    /// read_charges; needs cloudformation:GetResource and those permissions). Off by
+    /// default.
+    #[arg(long)]
+    pub details: bool,
     #[command(flatten)]
     pub scan: ScanFlags,
+}
+
+/// The Cloud Control sweep's `--details` setting.
+pub(super) fn details(flag: bool) -> Details {
+    match flag {
+        true => Details::Read,
+        false => Details::Listed,
+    }
 }
 
 /// The organization flags of `tollgate discover`.
@@ -295,6 +311,7 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         metrics: args.metrics,
         tags: tag_sweep(args.no_tags, &args.types),
         cloudcontrol: tollgate_collectors::cloudcontrol::Charges::from_env(),
+        details: details(args.details),
     }
     .validate()
     .map_err(|e| match e {

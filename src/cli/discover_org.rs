@@ -34,6 +34,7 @@ fn request(args: DiscoverArgs) -> anyhow::Result<OrganizationRequest> {
         timeout: args.scan.timeout,
         tags: super::discover::tag_sweep(args.no_tags, &args.types),
         cloudcontrol: tollgate_collectors::cloudcontrol::Charges::from_env(),
+        details: super::discover::details(args.details),
         ..Default::default()
     };
     let flags = args.organization;
