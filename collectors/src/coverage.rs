@@ -110,17 +110,29 @@ impl CoverageSummary {
                 gaps.push(entry);
             }
         }
-        gaps.sort_by(|a, b| {
-            (b.status, &a.resource_type, &a.account, &a.region).cmp(&(
-                a.status,
-                &b.resource_type,
-                &b.account,
-                &b.region,
-            ))
-        });
+        gaps.sort_by(|a, b| worst_first(a, b));
         summary.gaps_left_out = gaps.len().saturating_sub(Self::MAX_GAPS) as u64;
         summary.gaps = gaps.into_iter().take(Self::MAX_GAPS).cloned().collect();
         summary
+    }
+
+    /// Add `other`'s entries (another account's): the counts summed, the worst
+    /// [`CoverageSummary::MAX_GAPS`] gaps of both kept, the rest counted. Equal to the
+    /// summary of both sets of entries at once, since each side kept its own worst.
+    pub fn merge(&mut self, other: &CoverageSummary) {
+        for (status, n) in &other.counts {
+            *self.counts.entry(*status).or_default() += n;
+        }
+        let mut gaps: Vec<Coverage> = self
+            .gaps
+            .drain(..)
+            .chain(other.gaps.iter().cloned())
+            .collect();
+        gaps.sort_by(worst_first);
+        let cut = gaps.len().saturating_sub(Self::MAX_GAPS) as u64;
+        gaps.truncate(Self::MAX_GAPS);
+        self.gaps = gaps;
+        self.gaps_left_out += other.gaps_left_out + cut;
     }
 
     /// `182 complete, 3 unsupported, 1 denied` (`none` without entries).
@@ -134,6 +146,16 @@ impl CoverageSummary {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// The order of gaps: worst status first, then by type, account and region.
+fn worst_first(a: &Coverage, b: &Coverage) -> std::cmp::Ordering {
+    (b.status, &a.resource_type, &a.account, &a.region).cmp(&(
+        a.status,
+        &b.resource_type,
+        &b.account,
+        &b.region,
+    ))
 }
 
 #[cfg(test)]
@@ -196,5 +218,28 @@ mod tests {
         assert_eq!(s.gaps.len(), CoverageSummary::MAX_GAPS);
         assert_eq!(s.gaps_left_out, 10);
         assert_eq!(s.counts[&CoverageStatus::Failed], 60);
+    }
+
+    #[test]
+    fn merged_summaries_equal_the_summary_of_all_their_entries() {
+        use CoverageStatus::*;
+        let statuses = [Complete, Partial, Failed, Unsupported, Denied];
+        let entries: Vec<_> = (0..170)
+            .map(|i| {
+                let mut e = entry(
+                    &format!("AWS::X::T{}", i % 37),
+                    "us-east-1",
+                    statuses[i % 5],
+                );
+                e.account = Some(format!("{:012}", i % 7));
+                e
+            })
+            .collect();
+        for split in [0, 1, 49, 50, 51, 100, 170] {
+            let (a, b) = entries.split_at(split);
+            let mut merged = CoverageSummary::of(a);
+            merged.merge(&CoverageSummary::of(b));
+            assert_eq!(merged, CoverageSummary::of(&entries), "split at {split}");
+        }
     }
 }

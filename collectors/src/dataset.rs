@@ -4,8 +4,9 @@
 //!
 //! [`Dataset::catalog`] is every dataset tollgate can collect: the native ones (the
 //! four first datasets and fifteen EC2 types, [`Dataset::native`]) and every type the
-//! Cloud Control sweep can list without a parent that no native collector lists
-//! ([`Dataset::CloudControl`], about 1,300); [`Dataset::defaults`] the ones a scan
+//! Cloud Control sweep can list that no native collector lists ([`Dataset::CloudControl`],
+//! about 1,600: the top-level ones, and the children whose parent type the table names,
+//! listed per parent item; [`Dataset::parent`]); [`Dataset::defaults`] the ones a scan
 //! without `--types` collects (the four first ones); [`select`] turns `--types`
 //! patterns (type names with `*` globs, or aliases) into datasets. The alias
 //! [`CLOUDCONTROL_ALIAS`] selects the default Cloud Control sweep ([`DEFAULT_SWEEP`]).
@@ -140,7 +141,8 @@ impl Dataset {
     }
 
     /// Every dataset tollgate can collect, in report order: the native ones, then every
-    /// Cloud Control type listable without a parent that no native one collects.
+    /// Cloud Control type the sweep can list (top-level, or with a known parent type)
+    /// that no native one collects.
     pub fn catalog() -> Vec<Dataset> {
         let mut all = Dataset::native();
         let native: Vec<&str> = all.iter().map(|d| d.resource_type()).collect();
@@ -149,7 +151,7 @@ impl Dataset {
                 .types
                 .iter()
                 .enumerate()
-                .filter(|(_, t)| t.parent.is_empty() && !native.contains(&t.type_name.as_str()))
+                .filter(|(_, t)| is_listable(t) && !native.contains(&t.type_name.as_str()))
                 .filter_map(|(i, _)| u16::try_from(i).ok())
                 .map(|i| Dataset::CloudControl(CcTypeId(i))),
         );
@@ -167,9 +169,16 @@ impl Dataset {
         }
         let (i, t) = find(type_name)?;
         let id = u16::try_from(i).ok()?;
-        t.parent
-            .is_empty()
-            .then_some(Dataset::CloudControl(CcTypeId(id)))
+        is_listable(t).then_some(Dataset::CloudControl(CcTypeId(id)))
+    }
+
+    /// The dataset whose items a child type's listing needs (its parent type's, native
+    /// or swept); `None` for a top-level type.
+    pub fn parent(self) -> Option<Dataset> {
+        match self {
+            Dataset::CloudControl(id) => id.info().parent_type.as_ref()?.type_name.parse().ok(),
+            _ => None,
+        }
     }
 
     /// The default Cloud Control sweep ([`DEFAULT_SWEEP`]) as datasets.
@@ -238,6 +247,12 @@ impl fmt::Display for Dataset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// Whether the sweep can list `t`: a top-level type, or a child whose parent type the
+/// table names (listed once per parent item, when that type is in the scan).
+fn is_listable(t: &CcType) -> bool {
+    t.parent.is_empty() || t.parent_type.is_some()
 }
 
 /// A `--types` entry that names no dataset.
@@ -343,10 +358,19 @@ mod tests {
         let role: Dataset = "AWS::IAM::Role".parse().unwrap();
         assert!(role.is_global());
         assert_eq!(role.name(), "AWS::IAM::Role");
-        assert!(
-            "AWS::Lambda::Alias".parse::<Dataset>().is_err(),
-            "a type that needs a parent is not selectable yet"
+        let alias: Dataset = "AWS::Lambda::Alias".parse().unwrap();
+        assert_eq!(
+            alias.parent(),
+            Some(Dataset::LambdaFunctions),
+            "a child of a native type"
         );
+        let nodegroup: Dataset = "AWS::EKS::Nodegroup".parse().unwrap();
+        assert_eq!(nodegroup.parent(), "AWS::EKS::Cluster".parse().ok());
+        assert!(
+            "AWS::WAFv2::WebACL".parse::<Dataset>().is_err(),
+            "a listing that needs a value no type holds is not selectable"
+        );
+        assert_eq!(role.parent(), None);
         assert_eq!(
             "AWS::S3::Bucket".parse::<Dataset>(),
             Ok(Dataset::S3Buckets),

@@ -18,9 +18,11 @@
 //!   datasets: one planner per region batching every dataset's GetMetricData queries.
 //! - [`tagging`]: the tagging sweep (`GetResources` per region, on by default), beside the
 //!   datasets: tags merged into the items by ARN, the rest reported as `tags-only` items.
-//! - [`cloudcontrol`]: the Cloud Control sweep (`ListResources` per type and region), each
-//!   call charged to Cloud Control's key and to the underlying operations of the type's
-//!   handler; its type table (`cloudcontrol::schemas`) is checked-in data.
+//! - [`cloudcontrol`]: the Cloud Control sweep (`ListResources` per type and region, a
+//!   child type's once per parent item; `GetResource` per identifiers-only item with
+//!   `--details`), each call charged to Cloud Control's key and to the underlying
+//!   operations of the type's handler; its type table (`cloudcontrol::schemas`) is
+//!   checked-in data.
 //! - [`types`]: every type tollgate knows (`tollgate types`): native, Cloud Control or
 //!   tags-only.
 //! - [`actor`]: `CollectorActor` and the message it sends the supervisor.
@@ -91,6 +93,12 @@ pub struct CollectorRun {
     /// What a Cloud Control call is charged (its own key and the underlying operations,
     /// unless a diagnostic run asks otherwise).
     pub cloudcontrol: cloudcontrol::Charges,
+    /// Whether the Cloud Control sweep reads identifiers-only items in full
+    /// (`--details`: one `GetResource` each).
+    pub details: cloudcontrol::Details,
+    /// A child type's parent items (Cloud Control types that need a parent); `None`
+    /// for every other dataset.
+    pub parents: Option<cloudcontrol::ParentListing>,
     clients: Clients,
 }
 
@@ -158,6 +166,8 @@ impl CollectorRun {
             force_path_style,
             progress,
             cloudcontrol: cloudcontrol::Charges::default(),
+            details: cloudcontrol::Details::default(),
+            parents: None,
             clients: Clients::default(),
         }
     }
@@ -165,6 +175,18 @@ impl CollectorRun {
     /// With Cloud Control calls charged as `charges` says.
     pub fn with_cloudcontrol_charges(mut self, charges: cloudcontrol::Charges) -> Self {
         self.cloudcontrol = charges;
+        self
+    }
+
+    /// With Cloud Control's identifiers-only items read in full, or not.
+    pub fn with_cloudcontrol_details(mut self, details: cloudcontrol::Details) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// With the parent items a child type's listing needs.
+    pub fn with_parents(mut self, parents: cloudcontrol::ParentListing) -> Self {
+        self.parents = Some(parents);
         self
     }
 

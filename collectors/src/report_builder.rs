@@ -52,6 +52,11 @@ impl ReportBuilder {
         &self.items
     }
 
+    /// The items collected so far, to complete or drop (a later read of the same items).
+    pub fn items_mut(&mut self) -> &mut Vec<Item> {
+        &mut self.items
+    }
+
     /// Items collected so far.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -124,6 +129,28 @@ impl ReportBuilder {
             CallErrorKind::Cancelled => self.worsen(DatasetStatus::Cancelled),
             _ => self.worsen(DatasetStatus::Failed),
         }
+    }
+
+    /// What this dataset lists under was itself incomplete (a child type under its
+    /// parent type's `partial` or `failed` listing): the dataset is at best `status`,
+    /// `message` says why (one reason, counted, per distinct cause).
+    pub fn inherited(&mut self, status: DatasetStatus, operation: impl AsRef<str>, message: &str) {
+        let kind = ReasonKind::of_unfinished(status);
+        let operation = operation.as_ref();
+        match self.reasons.iter_mut().find(|r| {
+            r.operation == operation && r.field.is_none() && r.kind == kind && r.code.is_none()
+        }) {
+            Some(existing) => existing.count += 1,
+            None => self.reasons.push(Reason {
+                operation: operation.to_string(),
+                field: None,
+                kind,
+                code: None,
+                message: message.to_string(),
+                count: 1,
+            }),
+        }
+        self.worsen(status);
     }
 
     /// The scan was cancelled before this dataset finished.
@@ -371,6 +398,35 @@ mod tests {
             Some("AccessDeniedException")
         );
         assert_eq!(report.reasons[1].kind, ReasonKind::Throttled);
+    }
+
+    #[test]
+    fn an_inherited_gap_worsens_the_status_with_one_counted_reason() {
+        let mut b = ReportBuilder::new();
+        b.inherited(
+            DatasetStatus::Partial,
+            "cloudcontrol:ListResources",
+            "parent partial",
+        );
+        b.inherited(
+            DatasetStatus::Partial,
+            "cloudcontrol:ListResources",
+            "again",
+        );
+        let report = b.finish();
+        assert_eq!(report.status, DatasetStatus::Partial);
+        assert_eq!(report.reasons.len(), 1);
+        assert_eq!(
+            (report.reasons[0].count, report.reasons[0].message.as_str()),
+            (2, "parent partial")
+        );
+        let mut failed = ReportBuilder::new();
+        failed.inherited(
+            DatasetStatus::Failed,
+            "cloudcontrol:ListResources",
+            "parent failed",
+        );
+        assert_eq!(failed.finish().status, DatasetStatus::Failed);
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub enum CollectedBy {
 }
 
 /// One row of `tollgate types`. `--types` selects the [`CollectedBy::Native`] and
-/// [`CollectedBy::Cloudcontrol`] rows.
+/// [`CollectedBy::Cloudcontrol`] rows (a child type's with its [`TypeInfo::parent`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TypeInfo {
     /// CloudFormation type name, or one in the same style (`AWS::EC2::Snapshot`).
@@ -48,6 +48,12 @@ pub struct TypeInfo {
     /// operations one `ListResources` page is charged beside `cloudcontrol:ListResources`
     /// (`iam:ListRoles`); empty for a tags-only row.
     pub charges: Vec<String>,
+    /// Cloud Control rows: the operations one `GetResource` (`--details`) is charged
+    /// beside `cloudcontrol:GetResource` (`iam:GetRole`, ...); empty for the others.
+    pub read_charges: Vec<String>,
+    /// A child type's parent: the type whose items its listing needs (listed once per
+    /// parent item, when the parent type is in the scan); `null` for a top-level type.
+    pub parent: Option<&'static str>,
     /// Whether its items' region is `global`.
     pub global: bool,
     /// Whether CloudFormation has the type (`false`: a name in its style, for types
@@ -64,16 +70,17 @@ pub fn catalog() -> Vec<TypeInfo> {
     let mut rows: Vec<TypeInfo> = Dataset::catalog()
         .into_iter()
         .map(|d| {
-            let (collected_by, charges) = match d {
+            let keys = |ops: &[(String, String)]| -> Vec<String> {
+                ops.iter().map(|(s, o)| format!("{s}:{o}")).collect()
+            };
+            let (collected_by, charges, read_charges, parent) = match d {
                 Dataset::CloudControl(id) => (
                     CollectedBy::Cloudcontrol,
-                    id.info()
-                        .list
-                        .iter()
-                        .map(|(s, o)| format!("{s}:{o}"))
-                        .collect(),
+                    keys(&id.info().list),
+                    keys(&id.info().read),
+                    id.info().parent_type.as_ref().map(|p| p.type_name.as_str()),
                 ),
-                native => (CollectedBy::Native, native_charges(native)),
+                native => (CollectedBy::Native, native_charges(native), Vec::new(), None),
             };
             TypeInfo {
                 resource_type: d.resource_type(),
@@ -82,6 +89,8 @@ pub fn catalog() -> Vec<TypeInfo> {
                 default: defaults.contains(&d),
                 default_sweep: DEFAULT_SWEEP.contains(&d.resource_type()),
                 charges,
+                read_charges,
+                parent,
                 global: d.is_global(),
                 cloudformation: !NOT_CLOUDFORMATION.contains(&d.resource_type()),
             }
@@ -98,6 +107,8 @@ pub fn catalog() -> Vec<TypeInfo> {
             default: false,
             default_sweep: false,
             charges: Vec::new(),
+            read_charges: Vec::new(),
+            parent: None,
             global: GLOBAL_SERVICES.contains(service),
             cloudformation: !NOT_CLOUDFORMATION.contains(resource_type),
         });
@@ -217,5 +228,20 @@ mod tests {
         );
         assert!(row("AWS::SQS::Queue").default_sweep);
         assert_eq!(row("AWS::SQS::Queue").charges, vec!["sqs:ListQueues"]);
+        assert_eq!(row("AWS::SQS::Queue").parent, None);
+        assert_eq!(
+            row("AWS::IAM::Role").read_charges,
+            vec![
+                "iam:GetRole",
+                "iam:GetRolePolicy",
+                "iam:ListAttachedRolePolicies",
+                "iam:ListRolePolicies"
+            ]
+        );
+        assert_eq!(row("AWS::EKS::Nodegroup").parent, Some("AWS::EKS::Cluster"));
+        assert_eq!(
+            row("AWS::Lambda::Alias").parent,
+            Some("AWS::Lambda::Function")
+        );
     }
 }

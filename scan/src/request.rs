@@ -8,7 +8,7 @@ pub use tollgate_engine::aws::assume_role::{AssumeRole, RoleError};
 
 use crate::regions::KnownRegions;
 pub use crate::regions::RegionSource;
-use tollgate_collectors::cloudcontrol::Charges;
+use tollgate_collectors::cloudcontrol::{Charges, Details};
 use tollgate_collectors::dataset::Dataset;
 pub use tollgate_collectors::tagging::TagSweep;
 
@@ -56,6 +56,10 @@ pub struct DiscoveryRequest {
     /// underlying operation of its type's handler (the default), or, for a diagnostic
     /// run (`TOLLGATE_CLOUDCONTROL_CHARGES=own-key`), its own key alone.
     pub cloudcontrol: Charges,
+    /// `--details`: the Cloud Control sweep reads every item its listing returned with
+    /// its primary identifier only in full (`GetResource` each, charged to
+    /// `cloudcontrol:GetResource` and the type's read operations). Off by default.
+    pub details: Details,
 }
 
 impl Default for DiscoveryRequest {
@@ -72,6 +76,7 @@ impl Default for DiscoveryRequest {
             metrics: false,
             tags: TagSweep::Sweep,
             cloudcontrol: Charges::Underlying,
+            details: Details::Listed,
         }
     }
 }

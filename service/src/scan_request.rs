@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
+use tollgate_collectors::cloudcontrol::Details;
 use tollgate_collectors::Dataset;
 use tollgate_scan::organization::{
     AccountFilter, OrganizationRequest, OrganizationRequestError, DEFAULT_ROLE_NAME,
@@ -76,6 +77,9 @@ pub struct ScanFields {
     pub session_name: Option<String>,
     /// Read the items' CloudWatch activity (`metrics = true`; GetMetricData is paid).
     pub metrics: bool,
+    /// Read Cloud Control items listed with their identifier only in full
+    /// (`details = true`; one `GetResource` each).
+    pub details: bool,
     /// With `regions = ["all"]`: the regions scanned where `ListRegions` gives no answer.
     pub regions_fallback: Vec<String>,
     /// Scan every member account of the caller's organization.
@@ -276,6 +280,10 @@ impl ScanFields {
             // tags-only items to the selected types.
             tags: selected_tags,
             cloudcontrol: Default::default(),
+            details: match self.details {
+                true => Details::Read,
+                false => Details::Listed,
+            },
         };
         request.validate().map_err(|e| match e {
             RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {
@@ -307,6 +315,7 @@ pub struct JoinKey {
     enabled_fallback: Option<Vec<String>>,
     datasets: Vec<Dataset>,
     metrics: bool,
+    details: Details,
     /// An organization scan's role and filters (never equal to a one-account scan's).
     organization: Option<OrganizationKey>,
 }
@@ -335,6 +344,7 @@ impl JoinKey {
             },
             datasets: request.datasets.clone(),
             metrics: request.metrics,
+            details: request.details,
             organization: request.organization().map(|org| OrganizationKey {
                 role_name: org.role_name.clone(),
                 external_id: org.external_id.clone(),
@@ -406,6 +416,22 @@ mod tests {
         .into_request()
         .unwrap_err();
         assert_eq!(err.field, "external_id");
+    }
+
+    #[test]
+    fn details_reach_the_request_and_make_another_scan() {
+        let base = fields(&["us-east-1"], &["kms-keys"]);
+        let with_details = ScanFields {
+            details: true,
+            ..base.clone()
+        };
+        let (a, b) = (
+            base.into_request().unwrap(),
+            with_details.into_request().unwrap(),
+        );
+        assert_eq!(a.details, Details::Listed);
+        assert_eq!(b.details, Details::Read);
+        assert_ne!(JoinKey::of(&a), JoinKey::of(&b));
     }
 
     #[test]

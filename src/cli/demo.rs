@@ -34,6 +34,10 @@ pub struct DemoArgs {
     /// Write the JSON report here (by default the demo shows only the summary).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Read the Cloud Control items listed with their identifier only in full
+    /// (GetResource per item), as `discover --details` does.
+    #[arg(long)]
+    pub details: bool,
     #[command(flatten)]
     pub scan: super::discover::ScanFlags,
 }
@@ -79,6 +83,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             endpoint_url: Some(server.endpoint_url()),
             timeout: args.scan.timeout,
             credentials: Some(demo_credentials()),
+            details: super::discover::details(args.details),
             ..Default::default()
         };
         let report_to = match &args.output {

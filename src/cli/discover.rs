@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tollgate_collectors::cloudcontrol::Details;
 use tollgate_collectors::output::CoverageSummary;
 use tollgate_collectors::output::{Reason, ReasonKind};
 use tollgate_collectors::DatasetProgress;
@@ -93,8 +94,23 @@ pub struct DiscoverArgs {
     /// reported `tags-only`.
     #[arg(long)]
     pub no_tags: bool,
+    /// Cloud Control types: read every item whose listing returned only its primary
+    /// identifier in full (GetResource per item, charged to cloudcontrol:GetResource and
+    /// one token of each of the type's read operations: `tollgate types --json`
+    /// read_charges; needs cloudformation:GetResource and those permissions). Off by
+    /// default.
+    #[arg(long)]
+    pub details: bool,
     #[command(flatten)]
     pub scan: ScanFlags,
+}
+
+/// The Cloud Control sweep's `--details` setting.
+pub(super) fn details(flag: bool) -> Details {
+    match flag {
+        true => Details::Read,
+        false => Details::Listed,
+    }
 }
 
 /// The organization flags of `tollgate discover`.
@@ -218,7 +234,15 @@ pub(super) fn coverage_lines<'a>(
     err: &mut impl Write,
     entries: impl IntoIterator<Item = &'a tollgate_collectors::output::Coverage>,
 ) -> std::io::Result<()> {
-    let summary = CoverageSummary::of(entries);
+    coverage_summary_lines(err, &CoverageSummary::of(entries))
+}
+
+/// The coverage line and its gaps, of a summary made already (an organization's, merged
+/// from its accounts' digests).
+pub(super) fn coverage_summary_lines(
+    err: &mut impl Write,
+    summary: &CoverageSummary,
+) -> std::io::Result<()> {
     writeln!(
         err,
         "coverage (type × account × region): {}",
@@ -287,6 +311,7 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         metrics: args.metrics,
         tags: tag_sweep(args.no_tags, &args.types),
         cloudcontrol: tollgate_collectors::cloudcontrol::Charges::from_env(),
+        details: details(args.details),
     }
     .validate()
     .map_err(|e| match e {
@@ -420,8 +445,22 @@ pub(super) enum StoreTarget<'a> {
     Nowhere,
     /// The whole report at the end (one account's scan: one transaction).
     Whole(&'a str),
-    /// An organization's accounts, most of them already written as they finished.
-    Accounts(super::store::AccountWriter),
+    /// An organization's accounts, most of them already written as they finished (the
+    /// report's header and any account not written yet are read from this report).
+    Accounts(
+        super::store::AccountWriter,
+        &'a tollgate_scan::OrganizationReport,
+    ),
+}
+
+/// The report with its `store` field, when it was stored or tried to be; serialised as
+/// it goes (an organization's accounts are read back from the spool one at a time).
+#[derive(serde::Serialize)]
+struct WithStore<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    report: &'a T,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store: Option<&'a serde_json::Value>,
 }
 
 /// Store the report (with `--store`), then write it where it goes, with its `store`
@@ -431,43 +470,46 @@ pub(super) async fn finish_report<T: serde::Serialize>(
     report_to: ReportTo<'_>,
     store: StoreTarget<'_>,
 ) -> anyhow::Result<Option<super::store::Stored>> {
-    if let StoreTarget::Nowhere = store {
-        match report_to {
-            ReportTo::Stdout => write_json(report, None)?,
-            ReportTo::File(path) => write_json(report, Some(path))?,
-            ReportTo::Nowhere => {}
-        }
-        return Ok(None);
-    };
-    let mut value = serde_json::to_value(report).context("encoding the report")?;
     let stored = match store {
-        StoreTarget::Whole(url) => super::store::store_report(url, value.clone()).await,
-        StoreTarget::Accounts(writer) => writer.finish(&value).await,
-        StoreTarget::Nowhere => unreachable!("returned above"),
+        StoreTarget::Nowhere => None,
+        StoreTarget::Whole(url) => {
+            let value = serde_json::to_value(report).context("encoding the report")?;
+            Some(super::store::store_report(url, value).await)
+        }
+        StoreTarget::Accounts(writer, organization) => Some(writer.finish(organization).await),
     };
-    value["store"] = stored.field.clone();
+    let doc = WithStore {
+        report,
+        store: stored.as_ref().map(|s| &s.field),
+    };
     match report_to {
-        ReportTo::Stdout => write_json(&value, None)?,
-        ReportTo::File(path) => write_json(&value, Some(path))?,
+        ReportTo::Stdout => write_json(&doc, None)?,
+        ReportTo::File(path) => write_json(&doc, Some(path))?,
         ReportTo::Nowhere => {}
     }
-    Ok(Some(stored))
+    Ok(stored)
 }
 
+/// Write `report` as pretty JSON to `output` (stdout when `None`), streamed through a
+/// buffer: an organization's report is never held whole as text.
 pub(super) fn write_json<T: serde::Serialize>(
     report: &T,
     output: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(report).context("encoding the report")?;
+    fn write<W: Write>(mut out: W, report: &impl serde::Serialize) -> anyhow::Result<()> {
+        serde_json::to_writer_pretty(&mut out, report).context("encoding the report")?;
+        writeln!(out)?;
+        out.flush()?;
+        Ok(())
+    }
     match output {
-        Some(path) => std::fs::write(path, format!("{text}\n"))
-            .with_context(|| format!("writing the report to {}", path.display())),
-        None => {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{text}")?;
-            out.flush()?;
-            Ok(())
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("writing the report to {}", path.display()))?;
+            write(std::io::BufWriter::new(file), report)
+                .with_context(|| format!("writing the report to {}", path.display()))
         }
+        None => write(std::io::BufWriter::new(std::io::stdout().lock()), report),
     }
 }
 

@@ -34,6 +34,7 @@ fn request(args: DiscoverArgs) -> anyhow::Result<OrganizationRequest> {
         timeout: args.scan.timeout,
         tags: super::discover::tag_sweep(args.no_tags, &args.types),
         cloudcontrol: tollgate_collectors::cloudcontrol::Charges::from_env(),
+        details: super::discover::details(args.details),
         ..Default::default()
     };
     let flags = args.organization;
@@ -141,7 +142,7 @@ pub(crate) async fn run_organization(
     display.finish();
     discovery.shutdown();
     let target = match writer {
-        Some(writer) => super::discover::StoreTarget::Accounts(writer),
+        Some(writer) => super::discover::StoreTarget::Accounts(writer, &report),
         None => super::discover::StoreTarget::Nowhere,
     };
     let stored = super::discover::finish_report(&report, report_to, target).await?;
@@ -180,21 +181,21 @@ fn print_summary(report: &OrganizationReport) -> anyhow::Result<()> {
         "account", "status", "items", "reasons"
     )?;
     let (mut items, mut calls, mut throttled) = (0usize, 0u64, 0u64);
-    for account in &report.accounts {
-        let n: usize = account.datasets.values().map(|d| d.items.len()).sum();
-        let reasons: usize = account.datasets.values().map(|d| d.reasons.len()).sum();
-        items += n;
+    let mut coverage = tollgate_collectors::coverage::CoverageSummary::default();
+    for account in report.accounts.digests() {
+        items += account.items;
         if let Some(t) = &account.throttling {
-            calls += t.totals.calls;
-            throttled += t.totals.throttled;
+            calls += t.calls;
+            throttled += t.throttled;
         }
+        coverage.merge(&account.coverage);
         writeln!(
             err,
             "{:<14} {:<10} {:>7} {:>8}  {}",
             account.account.as_deref().unwrap_or("?"),
-            account.overall_status().as_str(),
-            n,
-            reasons,
+            account.status.as_str(),
+            account.items,
+            account.reasons,
             account.regions.join(", ")
         )?;
         if let Some(reason) = &account.regions_reason {
@@ -220,14 +221,7 @@ fn print_summary(report: &OrganizationReport) -> anyhow::Result<()> {
             String::new()
         }
     )?;
-    super::discover::coverage_lines(
-        &mut err,
-        report
-            .accounts
-            .iter()
-            .flat_map(|a| a.datasets.values())
-            .flat_map(|d| &d.coverage),
-    )?;
+    super::discover::coverage_summary_lines(&mut err, &coverage)?;
     if let Some(hub) = &org.hub_throttling {
         for message in &hub.messages {
             writeln!(err, "  hub: {message}")?;

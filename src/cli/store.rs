@@ -176,9 +176,10 @@ impl AccountWriter {
         }
     }
 
-    /// Write the accounts of the final `report` not written yet, record how the scan
-    /// ended, and say what was stored (the report's `store` field).
-    pub(crate) async fn finish(mut self, report: &Value) -> Stored {
+    /// Write the accounts of the final `report` not written yet (read back from its
+    /// spool), record how the scan ended, and say what was stored (the report's `store`
+    /// field).
+    pub(crate) async fn finish(mut self, report: &tollgate_scan::OrganizationReport) -> Stored {
         let shown = redacted(&self.url);
         let thread = self.thread.take();
         drop(self.tx.take());
@@ -188,15 +189,33 @@ impl AccountWriter {
                 .map(|t| t.join())
                 .ok_or_else(|| anyhow::anyhow!("the writer was already finished"))?;
             let mut w = joined.map_err(|_| anyhow::anyhow!("the store's writer panicked"))??;
-            let decoded = tollgate_inventory::Report::from_value(&report)?;
-            for doc in report["accounts"].as_array().into_iter().flatten() {
-                let account = doc["account"].as_str().unwrap_or_default();
-                if !w.accounts.iter().any(|a| a == account) {
-                    let counts = w.store.write_account(w.scan, doc)?;
-                    add_counts(&mut w.counts, counts);
-                    w.accounts.push(account.to_owned());
-                }
+            let missing: Vec<String> = report
+                .accounts
+                .digests()
+                .filter_map(|d| d.account.clone())
+                .filter(|a| !w.accounts.contains(a))
+                .collect();
+            for account in missing {
+                let Some(doc) = report.account(&account)? else {
+                    continue;
+                };
+                let counts = w
+                    .store
+                    .write_account(w.scan, &serde_json::to_value(&doc)?)?;
+                add_counts(&mut w.counts, counts);
+                w.accounts.push(account);
             }
+            // The scan's status and end from the report's header and its accounts' worst
+            // status, as the store would decode them from the whole report.
+            let header = serde_json::to_value(tollgate_scan::OrganizationReport {
+                accounts: Default::default(),
+                ..report.clone()
+            })?;
+            let decoded = tollgate_inventory::Report::from_value(&header)?;
+            let status = report
+                .accounts
+                .digests()
+                .fold(decoded.status, |s, d| s.worst(scan_status(d.status)));
             let finished_at = decoded
                 .finished_at
                 .clone()
@@ -204,7 +223,7 @@ impl AccountWriter {
             w.store.finish_scan(
                 w.scan,
                 &tollgate_inventory::ScanOutcome {
-                    status: decoded.status,
+                    status,
                     finished_at,
                 },
             )?;
@@ -217,6 +236,18 @@ impl AccountWriter {
         })
         .await;
         summarize(done, shown)
+    }
+}
+
+/// The store's status of a dataset status (as it decodes an account document's).
+fn scan_status(status: tollgate_collectors::DatasetStatus) -> tollgate_inventory::ScanStatus {
+    use tollgate_collectors::DatasetStatus as D;
+    use tollgate_inventory::ScanStatus as S;
+    match status {
+        D::Complete => S::Complete,
+        D::Partial => S::Partial,
+        D::Failed => S::Failed,
+        D::Cancelled => S::Cancelled,
     }
 }
 

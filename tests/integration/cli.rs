@@ -85,6 +85,15 @@ fn types_json_lists_every_dataset_and_cloudcontrol_type_and_discover_refuses_a_t
         serde_json::json!(["iam:ListRoles"])
     );
     assert_eq!(row("AWS::IAM::Role")["global"], true);
+    assert_eq!(row("AWS::IAM::Role")["parent"], serde_json::Value::Null);
+    // A child type: selectable, with its parent type.
+    assert_eq!(row("AWS::EKS::Nodegroup")["collected_by"], "cloudcontrol");
+    assert_eq!(row("AWS::EKS::Nodegroup")["parent"], "AWS::EKS::Cluster");
+    assert_eq!(
+        row("AWS::EKS::Nodegroup")["read_charges"],
+        serde_json::json!(["eks:DescribeNodegroup"])
+    );
+    assert_eq!(row("AWS::Lambda::Alias")["parent"], "AWS::Lambda::Function");
     assert_eq!(row("AWS::EC2::Snapshot")["collected_by"], "tags-only");
     assert_eq!(row("AWS::EC2::Snapshot")["cloudformation"], false);
     let swept = rows
@@ -93,7 +102,7 @@ fn types_json_lists_every_dataset_and_cloudcontrol_type_and_discover_refuses_a_t
         .count();
     assert!(
         swept > 1_000,
-        "every listable type without a parent: {swept}"
+        "every listable type (top-level, or with a known parent type): {swept}"
     );
     // The four datasets are the native rows; a tags-only type is refused by `--types`
     // before any credential is read.
@@ -130,6 +139,7 @@ fn types_prints_one_line_per_type_under_its_header() {
             "no",
             "no",
             "yes",
+            "-",
             "-"
         ]
     );

@@ -124,6 +124,7 @@ fn demo_discovers_the_bundled_account_completely() {
         datasets.keys().collect::<Vec<_>>(),
         [
             "AWS::IAM::Role",
+            "AWS::Lambda::Alias",
             "AWS::Logs::LogGroup",
             "AWS::SNS::Topic",
             "AWS::SQS::Queue",
@@ -148,9 +149,10 @@ fn demo_discovers_the_bundled_account_completely() {
     .sum();
     assert_eq!(items, 44 + 12 + 8 + 10);
     // The demo sweeps its scenario's Cloud Control types: 2 roles (global, listed once),
-    // 2 log groups, 1 topic, 2 queues.
+    // 2 aliases (listed per function), 2 log groups, 1 topic, 2 queues.
     let swept: Vec<(&str, usize)> = [
         "AWS::IAM::Role",
+        "AWS::Lambda::Alias",
         "AWS::Logs::LogGroup",
         "AWS::SNS::Topic",
         "AWS::SQS::Queue",
@@ -162,6 +164,7 @@ fn demo_discovers_the_bundled_account_completely() {
         swept,
         [
             ("AWS::IAM::Role", 2),
+            ("AWS::Lambda::Alias", 2),
             ("AWS::Logs::LogGroup", 2),
             ("AWS::SNS::Topic", 1),
             ("AWS::SQS::Queue", 2)
@@ -183,4 +186,58 @@ fn demo_discovers_the_bundled_account_completely() {
         .collect();
     tags_only.sort_unstable();
     assert_eq!(tags_only, Vec::<(&str, &str)>::new());
+    // Without --details an alias holds what its listing returned: its ARN alone.
+    for alias in datasets["AWS::Lambda::Alias"]["items"].as_array().unwrap() {
+        let keys: Vec<&String> = alias["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["AliasArn"], "{alias}");
+    }
+    assert!(!stderr.contains("cloudcontrol:GetResource"), "{stderr}");
+}
+
+#[test]
+fn demo_details_reads_each_alias_listed_with_its_arn_alone_in_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let out = Command::new(exe())
+        .args([
+            "demo",
+            "--details",
+            "--dir",
+            dir.path().join("admission").to_str().unwrap(),
+            "--output",
+            report.to_str().unwrap(),
+        ])
+        .env("AWS_PROFILE", "tollgate-demo-test-no-such-profile")
+        .env("AWS_CONFIG_FILE", dir.path().join("none"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", dir.path().join("none"))
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    tollgate_testkit::report_schema::assert_valid(&report);
+    let aliases = report["datasets"]["AWS::Lambda::Alias"]["items"]
+        .as_array()
+        .unwrap();
+    let mut names: Vec<(&str, &str)> = aliases
+        .iter()
+        .map(|a| {
+            (
+                a["properties"]["Name"].as_str().unwrap(),
+                a["properties"]["FunctionVersion"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, [("canary", "11"), ("live", "12")]);
+    // One GetResource per alias, none for the types listed in full.
+    let line = stderr
+        .lines()
+        .find(|l| l.trim_start().starts_with("cloudcontrol:GetResource"))
+        .unwrap_or_else(|| panic!("no GetResource row: {stderr}"));
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cells[1], "2", "{line}");
 }

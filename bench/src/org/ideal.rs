@@ -179,6 +179,7 @@ mod tests {
             accounts: 51,
             regions: 2,
             items_per_region: 1,
+            ec2_per_region: 0,
         })
         .unwrap();
         let b = binding(&s);
@@ -202,6 +203,7 @@ mod tests {
             accounts: 3,
             regions: 2,
             items_per_region: 1,
+            ec2_per_region: 0,
         })
         .unwrap();
         let b = binding(&s);
@@ -214,6 +216,7 @@ mod tests {
             accounts: 1,
             regions: 1,
             items_per_region: 1,
+            ec2_per_region: 0,
         })
         .unwrap();
         let b = binding(&s);
@@ -227,6 +230,7 @@ mod tests {
             accounts: 2,
             regions: 1,
             items_per_region: 60,
+            ec2_per_region: 0,
         })
         .unwrap();
         // one region's DynamoDB: 1 listing + 60 descriptions; KMS: 1 + 60 + 60 = 121

@@ -71,6 +71,12 @@ pub struct OrgArgs {
     /// S3 bucket per account).
     #[arg(long, default_value_t = 1)]
     pub items_per_region: usize,
+    /// EC2 instances, snapshots and images per account-region, each (in a VPC with a
+    /// subnet and a security group; each instance with its root volume and interface).
+    /// 0, the default, generates no EC2: the default figures stay comparable with earlier
+    /// runs. (tollgate collects EC2 once its native collectors land.)
+    #[arg(long, default_value_t = 0)]
+    pub ec2_per_region: usize,
     /// Runs (each on a fresh simulator and admission directory); min / median / max.
     #[arg(long, default_value_t = 1)]
     pub runs: usize,
@@ -120,6 +126,7 @@ struct Report {
     accounts: usize,
     regions: u16,
     items_per_region: usize,
+    ec2_per_region: usize,
     runs: Vec<RunResult>,
 }
 
@@ -129,6 +136,7 @@ pub fn run(args: &OrgArgs) -> anyhow::Result<ExitCode> {
         accounts: args.accounts.max(1),
         regions: usize::from(args.regions),
         items_per_region: args.items_per_region,
+        ec2_per_region: args.ec2_per_region,
     };
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
     let root = match &args.keep {
@@ -157,6 +165,7 @@ pub fn run(args: &OrgArgs) -> anyhow::Result<ExitCode> {
         accounts: shape.accounts,
         regions: args.regions,
         items_per_region: args.items_per_region,
+        ec2_per_region: args.ec2_per_region,
         runs,
     };
     if args.json {
@@ -589,6 +598,12 @@ fn print_table(report: &Report) {
          coordinator a process of its own",
         report.accounts, report.regions, report.items_per_region
     );
+    if report.ec2_per_region > 0 {
+        println!(
+            "EC2: {} instances, snapshots and images per account-region, in a VPC",
+            report.ec2_per_region
+        );
+    }
     if let Some(r) = report.runs.first() {
         println!("ideal bound by: {}", r.binding);
     }
@@ -617,6 +632,7 @@ mod tests {
             accounts: 3,
             regions: 1,
             items_per_region: 1,
+            ec2_per_region: 0,
         })
         .unwrap();
         let table = PolicyTable::with_overrides(&overrides(&s), "bench org").unwrap();

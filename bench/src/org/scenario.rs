@@ -40,6 +40,9 @@ pub struct Shape {
     pub regions: usize,
     /// Lambda functions, DynamoDB tables and KMS keys per account-region (each).
     pub items_per_region: usize,
+    /// EC2 instances, snapshots and images per account-region (each), in a VPC with a
+    /// subnet and a security group; 0: no `[ec2]` at all (the scenario of earlier runs).
+    pub ec2_per_region: usize,
 }
 
 /// The management account's id.
@@ -68,6 +71,7 @@ pub fn toml(shape: Shape) -> String {
     t.push_str("\"sts:AssumeRole\" = { rate_per_second = 10.0, burst = 5 }\n");
     t.push_str("\"organizations:ListAccounts\" = { rate_per_second = 2.0, burst = 1 }\n\n");
     inventory(&mut t, "inventory", shape);
+    ec2(&mut t, "ec2", shape);
     t.push_str("[organization]\nlist_accounts_page = 20\n\n");
     for i in 1..shape.accounts.max(1) {
         let _ = writeln!(
@@ -79,8 +83,40 @@ pub fn toml(shape: Shape) -> String {
             "[organization.members.quotas]\ndefault = { rate_per_second = 50.0, burst = 50 }\n\n",
         );
         inventory(&mut t, "organization.members.inventory", shape);
+        ec2(&mut t, "organization.members.ec2", shape);
     }
     t
+}
+
+/// One account's EC2 when `ec2_per_region` is above 0: in every region a VPC with a
+/// subnet and a security group (fixed ids: ids are per account), and `ec2_per_region`
+/// instances in the subnet (each with its root volume and primary interface), snapshots
+/// and images of the account's own.
+fn ec2(t: &mut String, table: &str, shape: Shape) {
+    let n = shape.ec2_per_region;
+    if n == 0 {
+        return;
+    }
+    for (k, region) in REGIONS[..shape.regions.clamp(1, REGIONS.len())]
+        .iter()
+        .enumerate()
+    {
+        let (vpc, subnet) = (
+            format!("vpc-{:08x}", k + 1),
+            format!("subnet-{:08x}", k + 1),
+        );
+        let group = format!("sg-{:08x}", k + 1);
+        let _ = writeln!(
+            t,
+            "[[{table}.vpcs]]\nid = {vpc:?}\nregion = {region:?}\n\n\
+             [[{table}.subnets]]\nid = {subnet:?}\nregion = {region:?}\nvpc_id = {vpc:?}\n\n\
+             [[{table}.security_groups]]\nid = {group:?}\nregion = {region:?}\nvpc_id = {vpc:?}\n\n\
+             [[{table}.instance_sets]]\ncount = {n}\nregion = {region:?}\nsubnet_id = {subnet:?}\n\
+             security_group_ids = [{group:?}]\n\n\
+             [[{table}.snapshot_sets]]\ncount = {n}\nregion = {region:?}\n\n\
+             [[{table}.image_sets]]\ncount = {n}\nregion = {region:?}\nname = \"bench\"\n"
+        );
+    }
 }
 
 /// One account's inventory: one bucket in the first region, and `items_per_region`
@@ -127,6 +163,7 @@ mod tests {
             accounts: 3,
             regions: 2,
             items_per_region: 1,
+            ec2_per_region: 0,
         })
         .unwrap();
         let org = s.organization.as_ref().unwrap();
@@ -135,7 +172,53 @@ mod tests {
             assert_eq!(m.scenario.regions, ["us-east-1", "us-east-2"]);
             let c = m.scenario.inventory_counts();
             assert_eq!((c.buckets, c.functions, c.tables, c.keys), (1, 2, 2, 2));
+            assert!(m.scenario.ec2_counts().is_empty(), "no EC2 unless asked");
         }
         assert_eq!(s.server_quota("sts:AssumeRole"), (10.0, 5));
+    }
+
+    #[test]
+    fn members_get_ec2_in_every_region_when_asked_and_the_rest_is_unchanged() {
+        let shape = Shape {
+            accounts: 3,
+            regions: 2,
+            items_per_region: 1,
+            ec2_per_region: 4,
+        };
+        let s = scenario(shape).unwrap();
+        for account in std::iter::once(&s).chain(
+            s.organization
+                .iter()
+                .flat_map(|o| o.members.iter().map(|m| &m.scenario)),
+        ) {
+            let c = account.ec2_counts();
+            let each = |ty: &str| c[ty];
+            // 2 regions × (4 instances, their 4 root volumes and 4 interfaces, ...).
+            assert_eq!(each("AWS::EC2::Instance"), 8);
+            assert_eq!(
+                (each("AWS::EC2::Volume"), each("AWS::EC2::NetworkInterface")),
+                (8, 8)
+            );
+            assert_eq!(
+                (each("AWS::EC2::Snapshot"), each("AWS::EC2::Image")),
+                (8, 8)
+            );
+            assert_eq!((each("AWS::EC2::VPC"), each("AWS::EC2::Subnet")), (2, 2));
+        }
+        // Without EC2 the text is exactly the earlier scenario's.
+        let without = toml(Shape {
+            ec2_per_region: 0,
+            ..shape
+        });
+        assert!(!without.contains("ec2"));
+        assert_eq!(
+            scenario(Shape {
+                ec2_per_region: 0,
+                ..shape
+            })
+            .unwrap()
+            .inventory_counts(),
+            s.inventory_counts()
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The Cloud Control sweep's type table: every CloudFormation type Cloud Control can
 //! list, with its primary identifier, the operations its `list` and `read` handlers
-//! perform, the parent properties a listing needs, its tag property and whether it is
+//! perform, the parent properties a listing needs (and, where the script could tell,
+//! which type's items hold them: [`ParentType`]), its tag property and whether it is
 //! global.
 //!
 //! The table is data, checked in at `collectors/data/cloudcontrol-types.json` and made
@@ -33,10 +34,61 @@ pub struct CcType {
     pub read: Vec<(String, String)>,
     /// Properties `ListResources` needs in its `ResourceModel` (`[]`: top-level).
     pub parent: Vec<String>,
+    /// The type whose items hold those properties, when the schemas or the names tell
+    /// (`None` for a top-level type, and for a child no type of the table provides).
+    pub parent_type: Option<ParentType>,
     /// The property holding its tags, when it is taggable.
     pub tags: Option<String>,
     /// Account-wide: listed once per account, items in region `global`.
     pub global: bool,
+}
+
+/// Where a child type's listing gets its `ResourceModel`: the parent type, and for each
+/// of the child's [`CcType::parent`] properties, the parent's property holding its value
+/// (`ClusterName` ← `AWS::EKS::Cluster`'s `Name`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentType {
+    /// The parent's CloudFormation type name.
+    pub type_name: String,
+    /// The parent's property per listing property, in [`CcType::parent`]'s order.
+    pub from: Vec<String>,
+}
+
+impl CcType {
+    /// The `ResourceModel` one listing of this child type needs, read from one parent
+    /// item's properties (a part of the parent's identifier `parent_id` standing in for
+    /// a property of its primary identifier `parent_identifier`, as Cloud Control joins
+    /// a composite one with `|`), or the first property the item lacks.
+    pub fn resource_model(
+        &self,
+        parent_id: &str,
+        parent_identifier: &[String],
+        properties: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+        let Some(link) = &self.parent_type else {
+            return Err(self.parent.join(", "));
+        };
+        let parts: Vec<&str> = match parent_identifier.len() {
+            1 => vec![parent_id],
+            _ => parent_id.split('|').collect(),
+        };
+        let from_id = |from: &String| {
+            let at = parent_identifier.iter().position(|p| p == from)?;
+            (parts.len() == parent_identifier.len()).then(|| parts[at])
+        };
+        self.parent
+            .iter()
+            .zip(&link.from)
+            .map(|(want, from)| {
+                let value = match (properties.get(from), from_id(from)) {
+                    (Some(v), _) if !v.is_null() => v.clone(),
+                    (_, Some(part)) => serde_json::Value::from(part),
+                    _ => return Err(from.clone()),
+                };
+                Ok((want.clone(), value))
+            })
+            .collect()
+    }
 }
 
 /// The table and where it came from.
@@ -62,6 +114,10 @@ struct RawType {
     list: Vec<String>,
     read: Vec<String>,
     parent: Vec<String>,
+    #[serde(default)]
+    parent_type: Option<String>,
+    #[serde(default)]
+    parent_from: Vec<String>,
     tags: Option<String>,
     global: bool,
 }
@@ -102,6 +158,13 @@ fn parse(text: &str) -> Result<Table, serde_json::Error> {
             identifier: t.identifier,
             list: operations(&t.list),
             read: operations(&t.read),
+            parent_type: t
+                .parent_type
+                .filter(|_| t.parent_from.len() == t.parent.len())
+                .map(|type_name| ParentType {
+                    type_name,
+                    from: t.parent_from,
+                }),
             parent: t.parent,
             tags: t.tags,
             global: t.global,
@@ -191,8 +254,71 @@ mod tests {
     }
 
     #[test]
-    fn a_parent_type_says_what_its_listing_needs() {
+    fn a_parent_type_says_what_its_listing_needs_and_which_type_holds_it() {
         let (_, alias) = find("AWS::Lambda::Alias").unwrap();
         assert_eq!(alias.parent, vec!["FunctionName"]);
+        let link = alias.parent_type.as_ref().unwrap();
+        assert_eq!(link.type_name, "AWS::Lambda::Function");
+        assert_eq!(link.from, vec!["FunctionName"]);
+        let (_, nodegroup) = find("AWS::EKS::Nodegroup").unwrap();
+        let link = nodegroup.parent_type.as_ref().unwrap();
+        assert_eq!(
+            (link.type_name.as_str(), &link.from[..]),
+            ("AWS::EKS::Cluster", &["Name".to_string()][..])
+        );
+        let (_, listener) = find("AWS::ElasticLoadBalancingV2::Listener").unwrap();
+        assert_eq!(
+            listener.parent_type.as_ref().unwrap().type_name,
+            "AWS::ElasticLoadBalancingV2::LoadBalancer"
+        );
+        let (_, acl) = find("AWS::WAFv2::WebACL").unwrap();
+        assert_eq!(acl.parent, vec!["Scope"]);
+        assert!(acl.parent_type.is_none(), "an enum names no parent type");
+        let (_, role) = find("AWS::IAM::Role").unwrap();
+        assert!(role.parent_type.is_none());
+        let resolved = table()
+            .types
+            .iter()
+            .filter(|t| t.parent_type.is_some())
+            .count();
+        assert!(resolved > 300, "{resolved}");
+    }
+
+    #[test]
+    fn a_resource_model_reads_the_parents_properties_or_its_identifier() {
+        let (_, nodegroup) = find("AWS::EKS::Nodegroup").unwrap();
+        let props = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let name = vec!["Name".to_string()];
+        assert_eq!(
+            nodegroup.resource_model(
+                "prod",
+                &name,
+                &props(serde_json::json!({"Name": "prod", "Arn": "a"}))
+            ),
+            Ok(props(serde_json::json!({"ClusterName": "prod"})))
+        );
+        assert_eq!(
+            nodegroup.resource_model("prod", &name, &serde_json::Map::new()),
+            Ok(props(serde_json::json!({"ClusterName": "prod"}))),
+            "the parent's identifier stands in for its identifier property"
+        );
+        let arn = vec!["Arn".to_string()];
+        assert_eq!(
+            nodegroup.resource_model("arn:x", &arn, &serde_json::Map::new()),
+            Err("Name".to_string())
+        );
+        let (_, deployment) = find("AWS::AppConfig::Deployment").unwrap();
+        let (_, environment) = find("AWS::AppConfig::Environment").unwrap();
+        assert_eq!(
+            deployment.resource_model(
+                "app1|env1",
+                &environment.identifier,
+                &serde_json::Map::new()
+            ),
+            Ok(props(
+                serde_json::json!({"ApplicationId": "app1", "EnvironmentId": "env1"})
+            )),
+            "a composite identifier's parts stand in for its properties"
+        );
     }
 }

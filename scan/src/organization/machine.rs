@@ -6,13 +6,14 @@
 //! row in a table test below, like [`next_step`]'s, which the machine applies.
 //!
 //! The machine also keeps the report's account parts (skips, listed count, the listing's
-//! error, the scanned accounts' reports) and the progress board, which is in-memory
-//! state the embedder reads (no I/O).
+//! error, the scanned accounts' spooled reports: the driver spooled them before telling
+//! the machine) and the progress board, which is in-memory state the embedder reads (no
+//! I/O).
 
 use std::collections::VecDeque;
 use std::num::NonZeroUsize;
 
-use tollgate_collectors::output::{DiscoveryReport, Reason};
+use tollgate_collectors::output::Reason;
 use tollgate_engine::aws::{CallError, CallErrorKind};
 
 use crate::organization::progress::{AccountPhase, ProgressBoard};
@@ -20,6 +21,7 @@ use crate::organization::report::{SkipReason, SkippedAccount};
 use crate::organization::request::AccountFilter;
 use crate::organization::schedule::{next_step, Slots, Step};
 use crate::organization::select::{ListedAccount, Plan, Planner};
+use crate::organization::spool::SpooledAccount;
 
 /// Why an account not started by the deadline is skipped (queued, or its turn came late).
 pub(crate) const DEADLINE_SKIP: &str = "not reached before the organization's deadline (--timeout)";
@@ -29,8 +31,8 @@ pub(crate) const CANCEL_SKIP: &str = "the scan was cancelled before this account
 /// How one account ended.
 #[derive(Debug)]
 pub enum Outcome {
-    /// Its scan's report.
-    Scanned(Box<DiscoveryReport>),
+    /// Its scan's report, spooled.
+    Scanned(Box<SpooledAccount>),
     /// Why it was not scanned.
     Skipped(SkippedAccount),
 }
@@ -89,8 +91,8 @@ pub struct Now {
 /// The report's account parts the machine accumulates.
 #[derive(Debug, Default)]
 pub struct Accounts {
-    /// Scanned accounts' reports, in the order they ended.
-    pub scanned: Vec<DiscoveryReport>,
+    /// Scanned accounts' spooled reports, in the order they ended.
+    pub scanned: Vec<SpooledAccount>,
     /// Accounts not scanned, with their reasons.
     pub skipped: Vec<SkippedAccount>,
     /// Accounts the listing named (each once), once it ended.

@@ -26,6 +26,8 @@
 //! - [`credentials`]: `RoleCredentials`, one member's cached, gated `AssumeRole`.
 //! - [`progress`]: per-account progress, readable at any time without a message.
 //! - [`report`]: `OrganizationReport`, the one JSON document.
+//! - [`spool`]: `AccountReports`, the scanned accounts' reports written to a spool file
+//!   as each finishes (memory follows the accounts in flight, not the items found).
 //! - [`machine`]: the loop as a state machine (pure): events in, actions out.
 //! - [`run`]: the scan itself, on the discovery runtime's actor thread: the scan
 //!   context, the listing, the driver of the machine, one task per account.
@@ -41,6 +43,7 @@ pub mod request;
 pub(crate) mod run;
 pub mod schedule;
 pub mod select;
+pub mod spool;
 
 pub use handle::OrganizationHandle;
 pub use progress::{AccountPhase, AccountProgress, OrganizationProgress};
@@ -49,3 +52,4 @@ pub use request::{
     AccountFilter, OrganizationRequest, OrganizationRequestError, DEFAULT_MAX_ACCOUNTS_IN_FLIGHT,
     DEFAULT_ROLE_NAME,
 };
+pub use spool::{AccountDigest, AccountReports, SpoolError};

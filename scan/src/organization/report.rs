@@ -6,11 +6,14 @@
 //! not be assumed — naming the role ARN —, suspended, excluded, not reached before the
 //! deadline, cancelled), plus the hub's own throttling block; `accounts` holds, for every
 //! scanned account, exactly the single-account report ([`DiscoveryReport`]: `account`,
-//! `datasets`, reasons, throttled gaps, fleet degradation).
+//! `datasets`, reasons, throttled gaps, fleet degradation), spooled to disk as each
+//! account finished ([`AccountReports`]) and streamed when the report is written.
 
 use serde::{Deserialize, Serialize};
 
 use tollgate_collectors::output::{DatasetStatus, DiscoveryReport, Reason, ThrottlingSummary};
+
+use crate::organization::spool::{AccountReports, SpoolError};
 
 /// One organization scan's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,8 +28,8 @@ pub struct OrganizationReport {
     pub finished_at: String,
     /// What was listed and what became of each account.
     pub organization: OrganizationSummary,
-    /// Every scanned account's report, by account id.
-    pub accounts: Vec<DiscoveryReport>,
+    /// Every scanned account's report, by account id (spooled: read back on demand).
+    pub accounts: AccountReports,
 }
 
 /// The report's `organization` block.
@@ -129,7 +132,7 @@ impl OrganizationReport {
                 _ => DatasetStatus::Failed,
             };
         }
-        let accounts = self.accounts.iter().map(DiscoveryReport::overall_status);
+        let accounts = self.accounts.digests().map(|d| d.status);
         let skips = self.organization.skipped.iter().map(|s| s.reason.status());
         accounts
             .chain(skips)
@@ -137,11 +140,9 @@ impl OrganizationReport {
             .unwrap_or(DatasetStatus::Complete)
     }
 
-    /// One account's report.
-    pub fn account(&self, id: &str) -> Option<&DiscoveryReport> {
-        self.accounts
-            .iter()
-            .find(|r| r.account.as_deref() == Some(id))
+    /// One account's report, read back from the spool (`Ok(None)`: not scanned).
+    pub fn account(&self, id: &str) -> Result<Option<DiscoveryReport>, SpoolError> {
+        self.accounts.get(id)
     }
 
     /// One skipped account.
@@ -190,7 +191,7 @@ mod tests {
                 error: None,
                 hub_throttling: None,
             },
-            accounts: Vec::new(),
+            accounts: AccountReports::default(),
         }
     }
 

@@ -17,6 +17,9 @@
 //!    refreshes) and then an ordinary supervisor scan with the remaining deadline.
 //! 4. Cancellation skips the queued accounts and cancels the running accounts' scans,
 //!    whose reports still arrive; the report holds what was collected.
+//! 5. Each finished account's report is written to the scan's spool
+//!    ([`spool`](super::spool)) on a blocking thread and dropped, so memory follows the
+//!    accounts in flight; the report reads them back when it is written.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -43,6 +46,7 @@ use crate::organization::report::{
 };
 use crate::organization::request::OrganizationRequest;
 use crate::organization::select::ListedAccount;
+use crate::organization::spool::{AccountReports, Spool};
 use crate::scan_setup::{establish, MemberScan, ScanContext, SetupError, SupervisorDeps};
 use crate::supervisor::messages::{AwaitReport, CancelScan, ForgetScan, StartMemberScan};
 use tollgate_collectors::output::{rfc3339, Reason, ReasonKind};
@@ -75,6 +79,8 @@ struct Env {
     progress: ProgressBoard,
     cancel: CancellationToken,
     deadline: Instant,
+    /// Where finished accounts' reports go.
+    spool: Arc<Spool>,
 }
 
 /// The report's header as it is learnt; the accounts come from the loop.
@@ -117,8 +123,7 @@ impl Assembly {
     }
 
     fn finish(mut self, accounts: Accounts, deps: &SupervisorDeps) -> OrganizationReport {
-        let mut scanned = accounts.scanned;
-        scanned.sort_by(|a, b| a.account.cmp(&b.account));
+        let scanned = AccountReports::from_spooled(accounts.scanned);
         self.summary.skipped = accounts.skipped;
         self.summary
             .skipped
@@ -220,6 +225,7 @@ pub(crate) async fn run(
         progress,
         cancel,
         deadline,
+        spool: Spool::new(),
     });
     let accounts = drive(machine, env, first_page, &deps, scan_id).await;
     report.finish(accounts, &deps)
@@ -422,7 +428,14 @@ async fn run_member(env: &Env, account: &str, member: MemberScan) -> Outcome {
             env.progress
                 .set(account, AccountPhase::Finished(report.overall_status()));
             env.progress.finished(&report);
-            Outcome::Scanned(Box::new(report))
+            let spool = env.spool.clone();
+            match tokio::task::spawn_blocking(move || spool.write(report)).await {
+                Ok(spooled) => Outcome::Scanned(Box::new(spooled)),
+                Err(e) => {
+                    let why = format!("writing the account's report to the spool stopped: {e}");
+                    skip(env, account, SkipReason::Cancelled, &why)
+                }
+            }
         }
         _ => {
             let why = "the discovery runtime stopped before the account's report";

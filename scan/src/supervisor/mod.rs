@@ -8,7 +8,8 @@
 //! 2. Setup (SDK configuration, caller identity, the scan's gate) runs as a task of this
 //!    actor; then a [`CollectorActor`] starts per dataset with a [`CallContext`] carrying
 //!    the scan id, collector, dataset, deadline and cancellation token — so every attempt
-//!    is attributed and bounded.
+//!    is attributed and bounded. A Cloud Control type that needs a parent starts once its
+//!    parent type's dataset finished, with that dataset's items ([`parents`]).
 //!    Beside them (unless the request says `TagSweep::Skip`) the tagging sweep
 //!    ([`tollgate_collectors::tagging`]) lists every region's tagged resources.
 //! 3. Each collector sends `DatasetFinished`; when all have (and the sweep has), the
@@ -42,8 +43,9 @@
 //! items, `cancelled` or `failed`, with a reason.
 
 pub mod messages;
+pub mod parents;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -102,6 +104,9 @@ struct Scan {
     started_at: Timestamp,
     progress: BTreeMap<Dataset, Progress>,
     reports: BTreeMap<Dataset, DatasetReport>,
+    /// Datasets whose collector has not started: child types waiting for their parent
+    /// type's dataset ([`parents::ready`]).
+    waiting: BTreeSet<Dataset>,
     setup: Option<Arc<ScanSetup>>,
     cancelled: bool,
     waiters: Vec<oneshot::Sender<Result<DiscoveryReport, UnknownScan>>>,
@@ -210,25 +215,11 @@ impl Supervisor {
             self.finish_if_done(scan_id, ctx);
             return;
         }
-        for (dataset, progress) in &scan.progress {
-            let call_ctx = CallContext {
-                scan_id,
-                collector: dataset.collector(),
-                datasets: vec![dataset.name().to_string()],
-                deadline: scan.deadline,
-                cancel: scan.cancel.clone(),
-            };
-            let run = CollectorRun::new(
-                setup.gate.clone(),
-                call_ctx,
-                setup.regions.clone(),
-                setup.sdk.clone(),
-                setup.force_path_style,
-                progress.clone(),
-            )
-            .with_cloudcontrol_charges(scan.request.cloudcontrol);
-            CollectorActor::new(scan_id, *dataset, run, ctx.address().recipient()).start();
-        }
+        scan.waiting = scan.progress.keys().copied().collect();
+        self.start_ready(scan_id, ctx);
+        let Some(scan) = self.scans.get_mut(&scan_id) else {
+            return;
+        };
         if scan.request.tags != TagSweep::Skip {
             scan.tagging = TaggingPhase::Running;
             let run = TaggingRun {
@@ -248,6 +239,41 @@ impl Supervisor {
                 }
                 act.finish_if_done(scan_id, ctx);
             }));
+        }
+    }
+
+    /// Start the collector of every waiting dataset that can start now: all but the
+    /// child types whose parent type has not finished ([`parents::ready`]).
+    fn start_ready(&mut self, scan_id: ScanId, ctx: &mut Context<Self>) {
+        let Some(scan) = self.scans.get_mut(&scan_id) else {
+            return;
+        };
+        let Some(setup) = scan.setup.clone() else {
+            return;
+        };
+        let in_scan: BTreeSet<Dataset> = scan.progress.keys().copied().collect();
+        for (dataset, parent_items) in parents::ready(&mut scan.waiting, &in_scan, &scan.reports) {
+            let call_ctx = CallContext {
+                scan_id,
+                collector: dataset.collector(),
+                datasets: vec![dataset.name().to_string()],
+                deadline: scan.deadline,
+                cancel: scan.cancel.clone(),
+            };
+            let mut run = CollectorRun::new(
+                setup.gate.clone(),
+                call_ctx,
+                setup.regions.clone(),
+                setup.sdk.clone(),
+                setup.force_path_style,
+                scan.progress[&dataset].clone(),
+            )
+            .with_cloudcontrol_charges(scan.request.cloudcontrol)
+            .with_cloudcontrol_details(scan.request.details);
+            if let Some(items) = parent_items {
+                run = run.with_parents(items);
+            }
+            CollectorActor::new(scan_id, dataset, run, ctx.address().recipient()).start();
         }
     }
 
@@ -507,6 +533,7 @@ impl Supervisor {
                 started_at: self.deps.admission.now(),
                 progress: progress.clone(),
                 reports: BTreeMap::new(),
+                waiting: BTreeSet::new(),
                 setup: None,
                 cancelled: false,
                 waiters: Vec::new(),
@@ -703,6 +730,7 @@ impl Handler<DatasetFinished> for Supervisor {
             report.status = DatasetStatus::Cancelled;
         }
         scan.reports.insert(msg.dataset, report);
+        self.start_ready(msg.scan_id, ctx);
         self.finish_if_done(msg.scan_id, ctx);
     }
 }

@@ -8,6 +8,8 @@
 //! with `cargo test --workspace --locked --test integration FILE::`.
 
 mod activity;
+mod cloudcontrol_details_sim;
+mod cloudcontrol_parents_sim;
 mod cloudcontrol_sim;
 mod moto_discovery;
 mod moto_tagging;

@@ -123,6 +123,7 @@ fn items(report: &OrganizationReport) -> BTreeMap<String, BTreeMap<String, usize
     report
         .accounts
         .iter()
+        .map(Result::unwrap)
         .map(|a| {
             (
                 a.account.clone().unwrap(),
@@ -167,7 +168,7 @@ fn a_refused_role_is_skipped_with_its_arn_and_the_other_accounts_complete() {
         SkipReason::Suspended
     );
     // The others complete, each from its own inventory.
-    for account in &report.accounts {
+    for account in report.accounts.iter().map(Result::unwrap) {
         for (name, dataset) in &account.datasets {
             assert_eq!(
                 dataset.status,
@@ -201,6 +202,7 @@ fn regions_all_follows_list_regions_per_account_and_a_refusal_falls_back_with_a_
     let regions: BTreeMap<String, Vec<String>> = report
         .accounts
         .iter()
+        .map(Result::unwrap)
         .map(|a| (a.account.clone().unwrap(), a.regions.clone()))
         .collect();
     assert_eq!(
@@ -214,7 +216,7 @@ fn regions_all_follows_list_regions_per_account_and_a_refusal_falls_back_with_a_
             ("333333333333".into(), vec!["us-west-2".into()]),
         ])
     );
-    let fallback = report.account("333333333333").unwrap();
+    let fallback = report.account("333333333333").unwrap().unwrap();
     let reason = fallback
         .regions_reason
         .as_ref()
@@ -225,7 +227,10 @@ fn regions_all_follows_list_regions_per_account_and_a_refusal_falls_back_with_a_
     // Scanned in the fallback region: its table is there.
     assert_eq!(items(&report)["333333333333"]["dynamodb-tables"], 1);
     for account in ["111111111111", "222222222222"] {
-        assert_eq!(report.account(account).unwrap().regions_reason, None);
+        assert_eq!(
+            report.account(account).unwrap().unwrap().regions_reason,
+            None
+        );
     }
     // One ListRegions per scanned account.
     assert_eq!(sim.stats().per_operation["account:ListRegions"].received, 3);
@@ -568,6 +573,7 @@ fn a_page_that_fails_after_the_first_leaves_the_listed_accounts_scanned_and_the_
     assert!(report
         .accounts
         .iter()
+        .map(Result::unwrap)
         .all(|a| a.overall_status() == DatasetStatus::Complete));
     assert_eq!(report.overall_status(), DatasetStatus::Failed);
 }

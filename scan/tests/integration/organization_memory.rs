@@ -1,7 +1,8 @@
 //! An organization scan holds per account only what the accounts in flight need (issue
 //! 21, item 6): a member's SDK configuration and its cached role credentials go when the
 //! member's scan reports, and the supervisor forgets every member scan, so nothing of an
-//! organization stays in a long-lived runtime once its report is in. Against an
+//! organization stays in a long-lived runtime once its report is in; and every finished
+//! account's report is spooled to disk, not held (issue 33, item 7). Against an
 //! organization in a moto of this test's own (CreateOrganization, four CreateAccount).
 
 use std::num::NonZeroUsize;
@@ -89,6 +90,13 @@ async fn an_organization_scan_leaves_no_member_scan_and_no_credentials_behind() 
     let report = scan.report().await.unwrap();
     crate::assert_valid_report(&report);
     assert_eq!(report.accounts.len(), MEMBERS + 1, "{report:?}");
+    // Issue 33, item 7: every finished account's report went to the spool file; only
+    // its digest is in memory.
+    assert_eq!(report.accounts.held_in_memory(), 0);
+    assert_eq!(
+        report.accounts.iter().filter(|r| r.is_ok()).count(),
+        MEMBERS + 1
+    );
     assert!(
         most_held <= IN_FLIGHT,
         "at most {IN_FLIGHT} accounts' setups at once, saw {most_held}"

@@ -24,6 +24,7 @@
 //! external_id = "..."               # optional, with role_arn
 //! session_name = "tollgate"         # optional, with role_arn (default tollgate)
 //! metrics = true                    # optional: CloudWatch activity (GetMetricData, paid)
+//! details = true                    # optional: Cloud Control GetResource per identifiers-only item
 //!
 //! [[schedule]]
 //! target = "prod"

@@ -60,6 +60,10 @@ pub struct RawTarget {
     /// Read the items' CloudWatch activity (GetMetricData, paid); default false.
     #[serde(default)]
     pub metrics: bool,
+    /// Read Cloud Control items listed with their identifier only in full (GetResource
+    /// per item); default false.
+    #[serde(default)]
+    pub details: bool,
     pub regions_fallback: Option<Spanned<Vec<String>>>,
     pub organization: Option<Spanned<bool>>,
     pub role_name: Option<Spanned<String>>,

@@ -82,6 +82,7 @@ fn fields(
         external_id: target.external_id.as_ref().map(|r| r.get_ref().clone()),
         session_name: target.session_name.as_ref().map(|r| r.get_ref().clone()),
         metrics: target.metrics,
+        details: target.details,
         regions_fallback: list(&target.regions_fallback),
         organization: target.organization.as_ref().is_some_and(|o| *o.get_ref()),
         role_name: target.role_name.as_ref().map(|r| r.get_ref().clone()),

@@ -56,6 +56,17 @@ fn a_target_reads_cloudwatch_activity_only_when_it_says_metrics_true() {
 }
 
 #[test]
+fn a_target_reads_cloud_control_details_only_when_it_says_details_true() {
+    use tollgate_collectors::cloudcontrol::Details;
+    let config =
+        parse("[[target]]\nname = \"full\"\ndetails = true\n[[target]]\nname = \"plain\"\n")
+            .unwrap();
+    assert_eq!(config.targets["full"].details, Details::Read);
+    assert_eq!(config.targets["plain"].details, Details::Listed);
+    assert!(parse("[[target]]\nname = \"x\"\ndetails = 1\n").is_err());
+}
+
+#[test]
 fn an_empty_file_gives_the_defaults() {
     assert_eq!(parse("").unwrap(), ServiceConfig::default());
 }

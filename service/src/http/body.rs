@@ -53,6 +53,8 @@ struct RawSubmission {
     external_id: Option<String>,
     #[serde(default, deserialize_with = "present")]
     session_name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    details: Option<bool>,
 }
 
 /// A member that is present must hold a value of its type (`null` is not one), as the
@@ -161,6 +163,7 @@ fn parse_scan(
         accounts: raw.accounts.unwrap_or_default(),
         exclude_accounts: raw.exclude_accounts.unwrap_or_default(),
         max_accounts_in_flight: raw.max_accounts_in_flight,
+        details: raw.details.unwrap_or(false),
         ..ScanFields::default()
     };
     let request = fields
@@ -197,6 +200,17 @@ mod tests {
         assert_eq!(target, None);
         assert_eq!(request.regions, ["us-east-1"]);
         assert_eq!(request.timeout, std::time::Duration::from_secs(30));
+        assert_eq!(
+            request.details,
+            tollgate_collectors::cloudcontrol::Details::Listed
+        );
+        let (_, request) = parse(r#"{"types":["AWS::IAM::Role"],"details":true}"#).unwrap();
+        assert_eq!(
+            request.details,
+            tollgate_collectors::cloudcontrol::Details::Read
+        );
+        let refused = parse(r#"{"details":"yes"}"#).unwrap_err();
+        assert!(format!("{refused:?}").contains("details"), "{refused:?}");
     }
 
     #[test]

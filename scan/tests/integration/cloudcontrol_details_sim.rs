@@ -1,0 +1,178 @@
+//! `--details` through the fixture simulator in paused time (issue 33): one `GetResource`
+//! per item the listing returned with its primary identifier only, none for items listed
+//! in full, each charged to `cloudcontrol:GetResource` and one token of each operation of
+//! the type's `handlers.read.permissions`; the item then holds the full resource model,
+//! its tags in `tags`.
+//!
+//! The simulator's log groups are listed with `LogGroupName` alone (`list_properties`),
+//! as AWS's list handler does; a read spends `logs:DescribeLogGroups` and
+//! `logs:GetDataProtectionPolicy` on the server, whose quota for the latter is 2/s
+//! against Cloud Control's 100/s. Charged by the gate, the 40 reads are never throttled;
+//! charged to Cloud Control's key alone (`Charges::OwnKeyOnly`, what other tools do),
+//! they are (the test the first can lose to).
+
+use tollgate_actors::paused_system;
+use tollgate_collectors::cloudcontrol::{Charges, Details};
+use tollgate_collectors::output::CoverageStatus;
+use tollgate_collectors::{Dataset, DatasetStatus};
+use tollgate_quota::PolicyTable;
+use tollgate_sim::{Scenario, Simulator};
+
+use crate::simulation::{discover_with, Run};
+
+const SCENARIO: &str = r#"
+account = "123456789012"
+regions = ["us-east-1"]
+[latency]
+default = { kind = "fixed", ms = 20 }
+[quotas.operations]
+"cloudcontrol:ListResources" = { rate_per_second = 100, burst = 100 }
+"cloudcontrol:GetResource" = { rate_per_second = 100, burst = 100 }
+"logs:GetDataProtectionPolicy" = { rate_per_second = 2, burst = 2 }
+
+[[cloudcontrol.types]]
+type = "AWS::Logs::LogGroup"
+list_operations = ["logs:DescribeLogGroups"]
+read_operations = ["logs:DescribeLogGroups", "logs:GetDataProtectionPolicy"]
+list_properties = ["LogGroupName"]
+
+[[cloudcontrol.types]]
+type = "AWS::SQS::Queue"
+list_operations = ["sqs:ListQueues"]
+read_operations = ["sqs:GetQueueAttributes"]
+
+[[cloudcontrol.resource_sets]]
+type = "AWS::Logs::LogGroup"
+region = "us-east-1"
+count = 40
+prefix = "/app"
+properties = { RetentionInDays = 30, Tags = [{ Key = "team", Value = "core" }] }
+
+[[cloudcontrol.resource_sets]]
+type = "AWS::SQS::Queue"
+region = "us-east-1"
+count = 5
+prefix = "queue"
+"#;
+
+/// The gate's policies: the server's own figures for the keys it sets.
+const POLICIES: &str = r#"{
+    "cloudcontrol:ListResources": {"ratePerSecond": 100, "burst": 100},
+    "cloudcontrol:GetResource": {"ratePerSecond": 100, "burst": 100},
+    "logs:GetDataProtectionPolicy": {"ratePerSecond": 2, "burst": 2}
+}"#;
+
+fn dataset(name: &str) -> Dataset {
+    name.parse().unwrap()
+}
+
+fn sweep(details: Details, charges: Charges) -> (Run, tollgate_sim::Stats) {
+    let sim = Simulator::new(Scenario::parse(SCENARIO, "details").unwrap());
+    let policies = PolicyTable::with_overrides(POLICIES, "test policies").unwrap();
+    let run = paused_system().block_on(discover_with(&sim, policies, |r| {
+        r.datasets = vec![dataset("AWS::Logs::LogGroup"), dataset("AWS::SQS::Queue")];
+        r.tags = tollgate_collectors::tagging::TagSweep::Skip;
+        r.cloudcontrol = charges;
+        r.details = details;
+    }));
+    (run, sim.stats())
+}
+
+#[test]
+fn details_read_each_identifiers_only_item_once_charged_to_the_read_operations() {
+    let (run, stats) = sweep(Details::Read, Charges::Underlying);
+    assert_eq!(run.report.overall_status(), DatasetStatus::Complete);
+    let groups = run.report.dataset(dataset("AWS::Logs::LogGroup")).unwrap();
+    assert_eq!(groups.items.len(), 40);
+    for item in &groups.items {
+        let r = item.resource();
+        assert_eq!(r.properties["RetentionInDays"], 30, "{r:?}");
+        assert_eq!(r.properties["LogGroupName"], r.id.as_str());
+        assert!(r
+            .arn
+            .as_deref()
+            .is_some_and(|a| a.starts_with("arn:aws:logs:")));
+        assert_eq!(r.tags["team"], "core", "tags moved to `tags`");
+        assert!(!r.properties.contains_key("Tags"));
+    }
+    assert_eq!(groups.coverage[0].status, CoverageStatus::Complete);
+    // One read per log group; the queues were listed in full and are not read.
+    let get = &stats.per_operation["cloudcontrol:GetResource"];
+    assert_eq!((get.served, get.throttled), (40, 0), "{get:?}");
+    let policy = &stats.per_operation["logs:GetDataProtectionPolicy"];
+    assert_eq!(
+        (policy.served, policy.throttled),
+        (40, 0),
+        "each read charged to logs:GetDataProtectionPolicy by the gate: {policy:?}"
+    );
+    assert!(!stats.per_operation.contains_key("sqs:GetQueueAttributes"));
+    // 40 reads at the read operation's 2/s after its burst of 2: about 19 s.
+    assert!(run.elapsed.as_secs_f64() >= 18.0, "{:?}", run.elapsed);
+}
+
+#[test]
+fn with_the_underlying_charge_off_the_reads_are_throttled_by_the_read_operation() {
+    let (_, stats) = sweep(Details::Read, Charges::OwnKeyOnly);
+    let policy = &stats.per_operation["logs:GetDataProtectionPolicy"];
+    assert!(
+        policy.throttled > 0,
+        "Cloud Control's own key alone lets the reads overrun the logs quota: {policy:?}"
+    );
+}
+
+#[test]
+fn without_details_no_item_is_read_and_identifiers_only_items_stay_as_listed() {
+    let (run, stats) = sweep(Details::Listed, Charges::Underlying);
+    assert!(!stats.per_operation.contains_key("cloudcontrol:GetResource"));
+    let groups = run.report.dataset(dataset("AWS::Logs::LogGroup")).unwrap();
+    assert_eq!(groups.items.len(), 40);
+    let first = groups.items[0].resource();
+    assert_eq!(
+        first.properties.keys().collect::<Vec<_>>(),
+        ["LogGroupName"],
+        "{first:?}"
+    );
+    assert!(first.tags.is_empty());
+}
+
+#[test]
+fn a_failed_read_keeps_the_listed_item_and_makes_the_dataset_partial_with_its_reason() {
+    let scenario = format!(
+        "{SCENARIO}\n[[faults]]\nkind = \"server_error\"\noperations = \
+         [\"cloudcontrol:GetResource\"]\n"
+    );
+    let sim = Simulator::new(Scenario::parse(&scenario, "details-failing").unwrap());
+    let policies = PolicyTable::with_overrides(POLICIES, "test policies").unwrap();
+    let run = paused_system().block_on(discover_with(&sim, policies, |r| {
+        r.datasets = vec![dataset("AWS::Logs::LogGroup")];
+        r.tags = tollgate_collectors::tagging::TagSweep::Skip;
+        r.details = Details::Read;
+    }));
+    let groups = run.report.dataset(dataset("AWS::Logs::LogGroup")).unwrap();
+    assert_eq!(
+        groups.status,
+        DatasetStatus::Partial,
+        "{:?}",
+        groups.reasons
+    );
+    assert_eq!(groups.items.len(), 40, "every listed item stays");
+    assert!(groups
+        .items
+        .iter()
+        .all(|i| i.resource().properties.keys().collect::<Vec<_>>() == ["LogGroupName"]));
+    let reason = &groups.reasons[0];
+    assert_eq!(
+        (reason.operation.as_str(), reason.field.as_deref()),
+        ("cloudcontrol:GetResource", Some("properties"))
+    );
+    let entry = &groups.coverage[0];
+    assert_eq!(entry.status, CoverageStatus::Partial);
+    assert!(
+        entry
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("cloudcontrol:GetResource"),
+        "{entry:?}"
+    );
+}
