@@ -80,7 +80,12 @@ pub fn catalog() -> Vec<TypeInfo> {
                     keys(&id.info().read),
                     id.info().parent_type.as_ref().map(|p| p.type_name.as_str()),
                 ),
-                native => (CollectedBy::Native, native_charges(native), Vec::new(), None),
+                native => (
+                    CollectedBy::Native,
+                    native_charges(native),
+                    Vec::new(),
+                    None,
+                ),
             };
             TypeInfo {
                 resource_type: d.resource_type(),

@@ -63,7 +63,7 @@ fn policies_say_which_defaults_are_not_verified_aws_quotas() {
 }
 
 #[test]
-fn types_json_lists_every_dataset_and_cloudcontrol_type_and_discover_refuses_a_tags_only_type() {
+fn types_json_lists_every_native_and_cloudcontrol_type_and_discover_refuses_an_unknown_one() {
     let out = tollgate(&["types", "--json"], &[]);
     assert!(
         out.status.success(),
@@ -94,8 +94,14 @@ fn types_json_lists_every_dataset_and_cloudcontrol_type_and_discover_refuses_a_t
         serde_json::json!(["eks:DescribeNodegroup"])
     );
     assert_eq!(row("AWS::Lambda::Alias")["parent"], "AWS::Lambda::Function");
-    assert_eq!(row("AWS::EC2::Snapshot")["collected_by"], "tags-only");
+    // A type CloudFormation lacks, collected natively under a name in its style.
+    assert_eq!(row("AWS::EC2::Snapshot")["collected_by"], "native");
     assert_eq!(row("AWS::EC2::Snapshot")["cloudformation"], false);
+    assert_eq!(
+        row("AWS::EC2::Image")["charges"],
+        serde_json::json!(["ec2:DescribeImages", "ec2:DescribeImageAttribute"])
+    );
+    assert_eq!(row("AWS::EC2::Instance")["cloudformation"], true);
     let swept = rows
         .iter()
         .filter(|r| r["collected_by"] == "cloudcontrol")
@@ -104,18 +110,19 @@ fn types_json_lists_every_dataset_and_cloudcontrol_type_and_discover_refuses_a_t
         swept > 1_000,
         "every listable type (top-level, or with a known parent type): {swept}"
     );
-    // The four datasets are the native rows; a tags-only type is refused by `--types`
-    // before any credential is read.
+    // The native rows: the four first datasets and fifteen EC2 types; a type tollgate
+    // does not know is refused by `--types` before any credential is read.
     let native: Vec<&str> = rows
         .iter()
         .filter(|r| r["collected_by"] == "native")
         .map(|r| r["resource_type"].as_str().unwrap())
         .collect();
-    assert_eq!(native.len(), 4, "{native:?}");
-    let out = tollgate(&["discover", "--types", "AWS::EC2::Snapshot"], &[]);
+    assert_eq!(native.len(), 19, "{native:?}");
+    assert!(native.contains(&"AWS::EC2::KeyPair"), "{native:?}");
+    let out = tollgate(&["discover", "--types", "AWS::Nope::Thing"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("tollgate types"), "{stderr}");
+    assert!(stderr.contains("unknown type"), "{stderr}");
 }
 
 #[test]
@@ -140,7 +147,7 @@ fn types_prints_one_line_per_type_under_its_header() {
             "no",
             "yes",
             "-",
-            "-"
+            "kms:ListKeys,kms:DescribeKey,kms:GetKeyLastUsage"
         ]
     );
 }

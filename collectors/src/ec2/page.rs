@@ -110,7 +110,7 @@ where
 {
     let mut out = ReportBuilder::new();
     let pages = pages(run, operation, region, &mut out, send).await;
-    for resource in pages.iter().flat_map(|p| resources(p)) {
+    for resource in pages.iter().flat_map(resources) {
         if let Some(resource) = item(run, region, resource) {
             out.push(Item::Resource(resource));
         }

@@ -276,8 +276,8 @@ pub fn apply(
     for region in &sweeps {
         for (arn, t) in &region.found {
             let key = merge_key(arn).into_owned();
-            if !tags.contains_key(&key) {
-                tags.insert(key, t.clone());
+            if let std::collections::hash_map::Entry::Vacant(e) = tags.entry(key) {
+                e.insert(t.clone());
                 swept.push((arn.clone(), region.region.clone()));
             }
         }
