@@ -7,14 +7,15 @@
 //! Cloud Control sweep can list that no native collector lists ([`Dataset::CloudControl`],
 //! about 1,600: the top-level ones, and the children whose parent type the table names,
 //! listed per parent item; [`Dataset::parent`]); [`Dataset::defaults`] the ones a scan
-//! without `--types` collects (the four first ones); [`select`] turns `--types`
+//! without `--types` collects (every native one); [`select`] turns `--types`
 //! patterns (type names with `*` globs, or aliases) into datasets. The alias
-//! [`CLOUDCONTROL_ALIAS`] selects the default Cloud Control sweep ([`DEFAULT_SWEEP`]).
+//! [`CLOUDCONTROL_ALIAS`] selects the default Cloud Control sweep ([`DEFAULT_SWEEP`]),
+//! [`NATIVE_ALIAS`] every native type.
 //!
-//! Why EC2 is not in the defaults (yet): the simulator that `tollgate demo`, the
-//! benchmarks and the service's tests scan by default does not answer EC2 until its own
-//! change lands, and a default scan whose EC2 listings fail there would fail every one
-//! of them; `--types 'AWS::EC2::*'` (or `AWS::*`) selects them meanwhile.
+//! Why every native type is in the defaults and the Cloud Control sweep is not: a
+//! native listing costs one paginated call per page on the type's own EC2 action key
+//! (15 calls per region for an empty account), while the sweep's 38 types spend the
+//! underlying services' quotas too (`--types cloudcontrol` asks for that).
 
 mod ec2;
 
@@ -59,6 +60,10 @@ impl CcTypeId {
 
 /// The `--types` alias of the default Cloud Control sweep.
 pub const CLOUDCONTROL_ALIAS: &str = "cloudcontrol";
+
+/// The `--types` alias of every native type (the scan without `--types`), so that
+/// `--types native,cloudcontrol` adds the sweep to the default scan.
+pub const NATIVE_ALIAS: &str = "native";
 
 /// The default Cloud Control sweep (`--types cloudcontrol`): the types users ask for
 /// first that no native collector lists, each listable without a parent (EC2's are
@@ -191,7 +196,7 @@ impl Dataset {
 
     /// What a scan without `--types` collects, in report order.
     pub fn defaults() -> Vec<Dataset> {
-        Dataset::ALL.to_vec()
+        Dataset::native()
     }
 
     /// The CloudFormation type name of its items (`AWS::S3::Bucket`).
@@ -260,7 +265,7 @@ fn is_listable(t: &CcType) -> bool {
 #[error(
     "unknown type {0:?}: give a CloudFormation type name (`AWS::EC2::Instance`), a glob \
      (`AWS::EC2::*`, `AWS::*`) or an alias (s3-buckets, lambda-functions, \
-     dynamodb-tables, kms-keys, cloudcontrol); `tollgate types` lists them all"
+     dynamodb-tables, kms-keys, native, cloudcontrol); `tollgate types` lists them all"
 )]
 pub struct UnknownDataset(pub String);
 
@@ -290,6 +295,9 @@ pub fn select<S: AsRef<str>>(patterns: &[S]) -> Result<Vec<Dataset>, UnknownData
         let before = selected.len();
         if pattern == CLOUDCONTROL_ALIAS {
             selected.extend(Dataset::default_sweep());
+        }
+        if pattern == NATIVE_ALIAS {
+            selected.extend(Dataset::native());
         }
         selected.extend(
             catalog
@@ -355,6 +363,9 @@ mod tests {
             select(&[CLOUDCONTROL_ALIAS]).unwrap().len(),
             DEFAULT_SWEEP.len()
         );
+        let both = select(&[NATIVE_ALIAS, CLOUDCONTROL_ALIAS]).unwrap();
+        assert_eq!(both.len(), Dataset::native().len() + DEFAULT_SWEEP.len());
+        assert_eq!(both[..Dataset::native().len()], Dataset::defaults()[..]);
         let role: Dataset = "AWS::IAM::Role".parse().unwrap();
         assert!(role.is_global());
         assert_eq!(role.name(), "AWS::IAM::Role");
@@ -400,8 +411,8 @@ mod tests {
         assert!(!DEFAULT_SWEEP.iter().any(|t| t.starts_with("AWS::EC2::")));
         assert_eq!(
             Dataset::defaults(),
-            Dataset::ALL,
-            "EC2 is not in the defaults yet"
+            Dataset::native(),
+            "a scan without --types collects every native type, EC2's included"
         );
         assert_eq!(
             select(&["AWS::EC2::VPC"]).unwrap(),

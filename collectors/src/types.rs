@@ -164,14 +164,14 @@ mod tests {
     }
 
     #[test]
-    fn the_ec2_types_are_native_rows_with_their_keys_and_not_in_the_default_scan() {
+    fn the_ec2_types_are_native_rows_with_their_keys_in_the_default_scan() {
         let rows = catalog();
         let row = |t: &str| rows.iter().find(|r| r.resource_type == t).unwrap();
         for t in crate::dataset::Ec2Type::ALL {
             let r = row(t.resource_type());
             assert_eq!(r.collected_by, CollectedBy::Native, "{t:?}");
             assert_eq!(r.alias, None);
-            assert!(!r.default && !r.default_sweep && !r.global, "{t:?}");
+            assert!(r.default && !r.default_sweep && !r.global, "{t:?}");
             assert!(
                 r.charges.iter().all(|k| k.starts_with("ec2:Describe")),
                 "{t:?}"

@@ -63,8 +63,19 @@ pub(crate) fn summary(scenario: &Scenario) -> String {
         ),
         None => String::new(),
     };
+    let ec2 = scenario.ec2_counts();
+    let n = |ty: &str| ec2.get(ty).copied().unwrap_or_default();
+    let ec2 = match ec2.values().sum::<u64>() {
+        0 => String::new(),
+        total => format!(
+            ", {total} EC2 resources ({} instances, {} volumes, {} VPCs)",
+            n("AWS::EC2::Instance"),
+            n("AWS::EC2::Volume"),
+            n("AWS::EC2::VPC")
+        ),
+    };
     format!(
-        "account {} in {}: {} buckets, {} functions ({} versions), {} tables, {} keys{members}",
+        "account {} in {}: {} buckets, {} functions ({} versions), {} tables, {} keys{ec2}{members}",
         scenario.account,
         scenario.regions.join(", "),
         c.buckets,

@@ -46,7 +46,7 @@ pub fn run(json: bool) -> anyhow::Result<ExitCode> {
     writeln!(
         out,
         "\nnative and cloudcontrol types are selectable with --types (names, `*` globs or \
-         aliases; `--types cloudcontrol` is the sweep column's types). A native type's \
+         aliases; `--types native` is every native type, `--types cloudcontrol` the sweep column's types). A native type's \
          charges are the keys its collector's calls spend; a cloudcontrol listing is \
          charged to cloudcontrol:ListResources and to each of its charges; a type with a \
          parent is listed once per item of its parent type, when that type is in the scan \

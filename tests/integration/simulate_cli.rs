@@ -123,6 +123,21 @@ fn demo_discovers_the_bundled_account_completely() {
     assert_eq!(
         datasets.keys().collect::<Vec<_>>(),
         [
+            "AWS::EC2::EIP",
+            "AWS::EC2::Image",
+            "AWS::EC2::Instance",
+            "AWS::EC2::InternetGateway",
+            "AWS::EC2::KeyPair",
+            "AWS::EC2::LaunchTemplate",
+            "AWS::EC2::NatGateway",
+            "AWS::EC2::NetworkInterface",
+            "AWS::EC2::RouteTable",
+            "AWS::EC2::SecurityGroup",
+            "AWS::EC2::Snapshot",
+            "AWS::EC2::Subnet",
+            "AWS::EC2::VPC",
+            "AWS::EC2::VPCEndpoint",
+            "AWS::EC2::Volume",
             "AWS::IAM::Role",
             "AWS::Lambda::Alias",
             "AWS::Logs::LogGroup",
@@ -148,6 +163,54 @@ fn demo_discovers_the_bundled_account_completely() {
     .map(|d| datasets[*d]["items"].as_array().unwrap().len())
     .sum();
     assert_eq!(items, 44 + 12 + 8 + 10);
+    // Every scan collects EC2 natively: the bundled scenario's resources in both regions
+    // (each instance's root volume and interface included; its own AMIs and snapshots).
+    let scenario = tollgate_sim::Scenario::parse(tollgate_sim::bundled::DEMO, "demo.toml").unwrap();
+    for (ty, want) in scenario.ec2_counts() {
+        let got = datasets[ty]["items"].as_array().unwrap().len() as u64;
+        assert_eq!(got, want, "{ty}");
+    }
+    assert_eq!(
+        datasets["AWS::EC2::Instance"]["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    // Tagged in the scenario, the VPC's and the main instance's tags merged by ARN.
+    let tagged = |ty: &str, id: &str| {
+        datasets[ty]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == id)
+            .unwrap_or_else(|| panic!("{ty} {id}"))["tags"]
+            .clone()
+    };
+    assert_eq!(
+        tagged("AWS::EC2::Instance", "i-0f74a01c2e5b8c34b"),
+        serde_json::json!({"Name": "orders-api-1", "team": "orders"})
+    );
+    assert_eq!(
+        tagged("AWS::EC2::VPC", "vpc-0d3a1c9e5b7f20461"),
+        serde_json::json!({"Name": "orders", "team": "orders"})
+    );
+    // One launch-permission read per AMI: the shared one and the public one.
+    let images = datasets["AWS::EC2::Image"]["items"].as_array().unwrap();
+    let mut permissions: Vec<String> = images
+        .iter()
+        .map(|i| i["properties"]["LaunchPermissions"].to_string())
+        .collect();
+    permissions.sort_unstable();
+    assert_eq!(
+        permissions,
+        [r#"[{"Group":"all"}]"#, r#"[{"UserId":"210987654321"}]"#]
+    );
+    let reads = stderr
+        .lines()
+        .find(|l| l.starts_with("ec2:DescribeImageAttribute "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(reads.split_whitespace().nth(2), Some("2"), "{reads}");
     // The demo sweeps its scenario's Cloud Control types: 2 roles (global, listed once),
     // 2 aliases (listed per function), 2 log groups, 1 topic, 2 queues.
     let swept: Vec<(&str, usize)> = [

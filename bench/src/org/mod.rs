@@ -379,14 +379,17 @@ fn discover_command(
     dir: &Path,
 ) -> anyhow::Result<Command> {
     let mut cmd = Command::new(crate::harness::exe::tollgate()?);
-    // Without the tagging sweep: the bench keeps the four datasets' inventory so its
-    // figures stay comparable with those before the sweep (and with the plain-SDK floor).
+    // The four first datasets, without the tagging sweep: the bench keeps their
+    // inventory so its figures stay comparable with those before EC2 and the sweep (and
+    // with the plain-SDK floor).
     cmd.args([
         "discover",
         "--organization",
         "--regions",
         "all",
         "--no-tags",
+        "--types",
+        "s3-buckets,lambda-functions,dynamodb-tables,kms-keys",
     ])
     .args(["--endpoint-url", url, "--timeout", TIMEOUT, "--output"])
     .arg(report_path)
