@@ -25,7 +25,8 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 pub struct DiscoveryRequest {
     /// Regions to scan; empty means the AWS configuration's region (else `us-east-1`).
     pub regions: Vec<String>,
-    /// Datasets to collect; empty means all.
+    /// Datasets to collect; empty means the defaults (`Dataset::defaults`: every native
+    /// type, EC2's included).
     pub datasets: Vec<Dataset>,
     /// Send every request to this endpoint (an emulator such as moto); S3 then uses
     /// path-style addressing.
@@ -125,7 +126,7 @@ impl DiscoveryRequest {
     /// The datasets to collect, deduplicated, in report order.
     pub fn effective_datasets(&self) -> Vec<Dataset> {
         if self.datasets.is_empty() {
-            return Dataset::ALL.to_vec();
+            return Dataset::defaults();
         }
         let mut datasets = self.datasets.clone();
         datasets.sort_unstable();
@@ -199,7 +200,7 @@ mod tests {
         .validate()
         .unwrap();
         assert_eq!(ok.regions, ["us-east-1", "us-west-2"]);
-        assert_eq!(ok.datasets, Dataset::ALL);
+        assert_eq!(ok.datasets, Dataset::defaults());
         for bad in ["", "US-EAST-1", "useast1", "us_east_1"] {
             let req = DiscoveryRequest {
                 regions: vec![bad.into()],

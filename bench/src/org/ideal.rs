@@ -18,6 +18,13 @@
 //!   to the account itself: the drain plus the path (without `AssumeRole` for the
 //!   management account, which scans with its own credentials).
 //!
+//! What an account's scan calls is its plan ([`plan`]): without `--breadth` the four
+//! first datasets' calls alone (`Scenario::expected_calls_by_region` without EC2 and the
+//! tagging sweep, which that scan leaves out); with it, every native type's, the tagging
+//! sweep's and the Cloud Control sweep's, each `ListResources` page also counted on its
+//! type's underlying operations' server buckets (`Scenario::expected_sweep_calls_by_region`:
+//! IAM's in the region `global`, one bucket per account).
+//!
 //! With no bucket drained (a small organization) the ideal is the path alone, so the
 //! ratio is defined at every size. Like `bench fleet`'s, the figure ignores process
 //! start-up, CPU time, the accounts-in-flight limit and the order between accounts, so a
@@ -58,10 +65,51 @@ struct Path {
     region_pair: f64,
 }
 
+/// Region (of the server bucket) → operation → calls of one scan of `account`.
+pub type Plan = BTreeMap<String, BTreeMap<String, u64>>;
+
+/// What one scan of `account` calls (see the module's docs).
+pub fn plan(account: &Scenario, breadth: bool) -> Plan {
+    let mut plan = account.expected_calls_by_region();
+    if !breadth {
+        for ops in plan.values_mut() {
+            ops.retain(|op, _| !op.starts_with("ec2:") && !op.starts_with("tag:"));
+        }
+        plan.retain(|_, ops| !ops.is_empty());
+        return plan;
+    }
+    for (region, ops) in account.expected_sweep_calls_by_region() {
+        let into = plan.entry(region).or_default();
+        for (op, n) in ops {
+            *into.entry(op).or_default() += n;
+        }
+    }
+    plan
+}
+
+/// `(region, operation, seconds)`: how long the server bucket of each planned operation
+/// needs to serve one scan's calls against it (operations sharing a bucket add up).
+fn per_operation(account: &Scenario, plan: &Plan) -> Vec<(String, String, f64)> {
+    let share_left = 1.0 - account.quotas.background_share;
+    let mut out = Vec::new();
+    for (region, calls) in plan {
+        let mut per_bucket: BTreeMap<&str, u64> = BTreeMap::new();
+        for (op, n) in calls {
+            *per_bucket.entry(account.quota_bucket(op)).or_default() += n;
+        }
+        for op in calls.keys() {
+            let (rate, burst) = account.server_quota(op);
+            let total = per_bucket[account.quota_bucket(op)] as f64;
+            let seconds = (total - f64::from(burst)).max(0.0) / (rate * share_left);
+            out.push((region.clone(), op.clone(), seconds));
+        }
+    }
+    out
+}
+
 impl Path {
-    fn of(hub: &Scenario, member: &Scenario, pages: u64) -> Path {
-        let fastest = member
-            .expected_calls_by_region()
+    fn of(hub: &Scenario, member: &Scenario, pages: u64, breadth: bool) -> Path {
+        let fastest = plan(member, breadth)
             .into_values()
             .flat_map(BTreeMap::into_keys)
             .map(|op| latency(member, &op))
@@ -98,7 +146,7 @@ impl Path {
 }
 
 /// Every constraint of one scan of `scenario`'s organization (every member scanned).
-pub fn constraints(scenario: &Scenario) -> Vec<Constraint> {
+pub fn constraints(scenario: &Scenario, breadth: bool) -> Vec<Constraint> {
     let mut out = Vec::new();
     let members = scenario
         .organization
@@ -113,7 +161,7 @@ pub fn constraints(scenario: &Scenario) -> Vec<Constraint> {
     // The hub's constraints hold for every member; the slowest member path bounds them.
     let hub_path = members
         .iter()
-        .map(|m| Path::of(scenario, &m.scenario, pages))
+        .map(|m| Path::of(scenario, &m.scenario, pages, breadth))
         .max_by(|a, b| a.member().total_cmp(&b.member()));
     if let Some(path) = &hub_path {
         out.push(Constraint {
@@ -125,18 +173,17 @@ pub fn constraints(scenario: &Scenario) -> Vec<Constraint> {
             seconds: drain(scenario, "sts:AssumeRole", members.len() as u64) + path.member(),
         });
     }
-    let own = Path::of(scenario, scenario, pages);
-    let accounts = std::iter::once((scenario, own.management())).chain(
-        members
-            .iter()
-            .map(|m| (&m.scenario, Path::of(scenario, &m.scenario, pages).member())),
-    );
+    let own = Path::of(scenario, scenario, pages, breadth);
+    let accounts = std::iter::once((scenario, own.management())).chain(members.iter().map(|m| {
+        let path = Path::of(scenario, &m.scenario, pages, breadth);
+        (&m.scenario, path.member())
+    }));
     for (account, path) in accounts {
         out.push(Constraint {
             what: format!("{} account:ListRegions", account.account),
             seconds: drain(account, "account:ListRegions", 1) + path,
         });
-        for (region, op, seconds) in crate::fleet::ideal::per_operation(account, 1) {
+        for (region, op, seconds) in per_operation(account, &plan(account, breadth)) {
             out.push(Constraint {
                 what: format!("{} {region} {op}", account.account),
                 seconds: seconds + path,
@@ -148,8 +195,8 @@ pub fn constraints(scenario: &Scenario) -> Vec<Constraint> {
 
 /// The binding constraint (the slowest; there is always one, the management account's
 /// `ListRegions`).
-pub fn binding(scenario: &Scenario) -> Constraint {
-    constraints(scenario)
+pub fn binding(scenario: &Scenario, breadth: bool) -> Constraint {
+    constraints(scenario, breadth)
         .into_iter()
         .fold(None::<Constraint>, |best, c| match best {
             Some(b) if b.seconds >= c.seconds => Some(b),
@@ -180,15 +227,16 @@ mod tests {
             regions: 2,
             items_per_region: 1,
             ec2_per_region: 0,
+            cloudcontrol_per_region: 0,
         })
         .unwrap();
-        let b = binding(&s);
+        let b = binding(&s, false);
         // 50 AssumeRoles at 10/s after a burst of 5: 4.5 s, plus the path (3 pages);
         // 51 accounts in 3 pages of 20 at 2/s after 1: 1 s plus the path without two
         // pages; each account-region's few calls fit its burst of 50.
         assert!((b.seconds - (4.5 + path(3))).abs() < 1e-9, "{b:?}");
         assert!(b.what.contains("sts:AssumeRole"), "{b:?}");
-        let pages = constraints(&s)
+        let pages = constraints(&s, false)
             .into_iter()
             .find(|c| c.what.contains("ListAccounts"))
             .unwrap();
@@ -204,9 +252,10 @@ mod tests {
             regions: 2,
             items_per_region: 1,
             ec2_per_region: 0,
+            cloudcontrol_per_region: 0,
         })
         .unwrap();
-        let b = binding(&s);
+        let b = binding(&s, false);
         assert!((b.seconds - path(1)).abs() < 1e-9, "{b:?}");
     }
 
@@ -217,9 +266,10 @@ mod tests {
             regions: 1,
             items_per_region: 1,
             ec2_per_region: 0,
+            cloudcontrol_per_region: 0,
         })
         .unwrap();
-        let b = binding(&s);
+        let b = binding(&s, false);
         assert!((b.seconds - (path(1) - 0.005)).abs() < 1e-9, "{b:?}");
         assert!(!b.what.contains("AssumeRole"), "{b:?}");
     }
@@ -231,12 +281,45 @@ mod tests {
             regions: 1,
             items_per_region: 60,
             ec2_per_region: 0,
+            cloudcontrol_per_region: 0,
         })
         .unwrap();
         // one region's DynamoDB: 1 listing + 60 descriptions; KMS: 1 + 60 + 60 = 121
         // calls on the default bucket (50/s, burst 50) if grouped so; whatever binds is
         // an account-region's, above the hub's path alone.
-        let b = binding(&s);
+        let b = binding(&s, false);
         assert!(b.seconds > path(1) && !b.what.starts_with("hub"), "{b:?}");
+    }
+
+    #[test]
+    fn with_breadth_an_underlying_quota_of_the_sweep_binds_and_without_it_nothing_does() {
+        let s = scenario(Shape {
+            accounts: 2,
+            regions: 1,
+            items_per_region: 1,
+            ec2_per_region: 2,
+            cloudcontrol_per_region: 100,
+        })
+        .unwrap();
+        // 100 roles: 4 pages of 25, each one iam:ListRoles token of the account's
+        // global bucket (1/s, burst 1): 3 s, plus the member's path.
+        let b = binding(&s, true);
+        assert!(b.what.ends_with("global iam:ListRoles"), "{b:?}");
+        assert!((b.seconds - (3.0 + path(1))).abs() < 1e-9, "{b:?}");
+        // A member's queues: 4 pages at 2/s after 1, 1.5 s, a constraint of their own.
+        let queues = constraints(&s, true)
+            .into_iter()
+            .find(|c| c.what == "100000000001 us-east-1 sqs:ListQueues")
+            .unwrap();
+        assert!(
+            (queues.seconds - (1.5 + path(1))).abs() < 1e-9,
+            "{queues:?}"
+        );
+        // Without --breadth the scan sweeps nothing, and neither EC2 nor tags count.
+        let narrow = binding(&s, false);
+        assert!((narrow.seconds - path(1)).abs() < 1e-9, "{narrow:?}");
+        assert!(constraints(&s, false)
+            .iter()
+            .all(|c| !c.what.contains("ec2:") && !c.what.contains("cloudcontrol")));
     }
 }

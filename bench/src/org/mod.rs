@@ -74,9 +74,24 @@ pub struct OrgArgs {
     /// EC2 instances, snapshots and images per account-region, each (in a VPC with a
     /// subnet and a security group; each instance with its root volume and interface).
     /// 0, the default, generates no EC2: the default figures stay comparable with earlier
-    /// runs. (tollgate collects EC2 once its native collectors land.)
+    /// runs (the scan collects the four first datasets alone, without `--breadth`).
     #[arg(long, default_value_t = 0)]
     pub ec2_per_region: usize,
+    /// The whole estate: the scan collects every native type (EC2's included) and sweeps
+    /// five Cloud Control types (`scenario::SWEPT`: IAM roles, SQS queues, log groups,
+    /// SNS topics, ECS clusters) with the tagging sweep, in every account; the members'
+    /// underlying list operations (`iam:ListRoles`, ...) have server quotas far below
+    /// Cloud Control's own, and the ideal counts them. Sets `--ec2-per-region` and
+    /// `--cloudcontrol-per-region` to 5 and 60 unless given.
+    #[arg(long)]
+    pub breadth: bool,
+    /// Resources of each swept Cloud Control type per account-region (IAM roles: per
+    /// account); 0 declares no Cloud Control types.
+    #[arg(long)]
+    pub cloudcontrol_per_region: Option<usize>,
+    /// `tollgate discover --max-accounts-in-flight` (tollgate's default, 8, when unset).
+    #[arg(long)]
+    pub max_accounts_in_flight: Option<usize>,
     /// Runs (each on a fresh simulator and admission directory); min / median / max.
     #[arg(long, default_value_t = 1)]
     pub runs: usize,
@@ -127,16 +142,49 @@ struct Report {
     regions: u16,
     items_per_region: usize,
     ec2_per_region: usize,
+    breadth: bool,
+    cloudcontrol_per_region: usize,
+    max_accounts_in_flight: Option<usize>,
     runs: Vec<RunResult>,
+}
+
+/// What one run scans and how.
+#[derive(Debug, Clone, Copy)]
+struct Setup {
+    shape: Shape,
+    breadth: bool,
+    max_accounts_in_flight: Option<usize>,
+    floor_repeat: u32,
 }
 
 /// Run the organization benchmark.
 pub fn run(args: &OrgArgs) -> anyhow::Result<ExitCode> {
+    let (ec2, swept) = match args.breadth {
+        true => (
+            if args.ec2_per_region == 0 {
+                5
+            } else {
+                args.ec2_per_region
+            },
+            args.cloudcontrol_per_region.unwrap_or(60),
+        ),
+        false => (
+            args.ec2_per_region,
+            args.cloudcontrol_per_region.unwrap_or(0),
+        ),
+    };
     let shape = Shape {
         accounts: args.accounts.max(1),
         regions: usize::from(args.regions),
         items_per_region: args.items_per_region,
-        ec2_per_region: args.ec2_per_region,
+        ec2_per_region: ec2,
+        cloudcontrol_per_region: swept,
+    };
+    let setup = Setup {
+        shape,
+        breadth: args.breadth,
+        max_accounts_in_flight: args.max_accounts_in_flight,
+        floor_repeat: args.floor_repeat,
     };
     let tmp = tempfile::tempdir().context("creating a temporary directory")?;
     let root = match &args.keep {
@@ -159,13 +207,16 @@ pub fn run(args: &OrgArgs) -> anyhow::Result<ExitCode> {
             shape.accounts,
             shape.regions
         );
-        runs.push(run_once(&rt, shape, &dir, args.floor_repeat)?);
+        runs.push(run_once(&rt, setup, &dir)?);
     }
     let report = Report {
         accounts: shape.accounts,
         regions: args.regions,
         items_per_region: args.items_per_region,
-        ec2_per_region: args.ec2_per_region,
+        ec2_per_region: shape.ec2_per_region,
+        breadth: args.breadth,
+        cloudcontrol_per_region: shape.cloudcontrol_per_region,
+        max_accounts_in_flight: args.max_accounts_in_flight,
         runs,
     };
     if args.json {
@@ -250,12 +301,8 @@ impl Drop for Coordinator {
 
 /// One run: set-up (a fresh simulator on loopback, the coordinator process), one scan
 /// sampled until it exits, the floor against the same simulator, then the figures.
-fn run_once(
-    rt: &tokio::runtime::Runtime,
-    shape: Shape,
-    dir: &Path,
-    floor_repeat: u32,
-) -> anyhow::Result<RunResult> {
+fn run_once(rt: &tokio::runtime::Runtime, setup: Setup, dir: &Path) -> anyhow::Result<RunResult> {
+    let (shape, floor_repeat) = (setup.shape, setup.floor_repeat);
     let scenario = scenario::scenario(shape)?;
     std::fs::write(dir.join("scenario.toml"), scenario::toml(shape))?;
     let simulator = Simulator::new(scenario.clone());
@@ -272,7 +319,7 @@ fn run_once(
     simulator.reset();
     let report_path = dir.join("report.json");
     let started = Instant::now();
-    let mut child = discover_command(&url, &scenario, &admission, &report_path, dir)?
+    let mut child = discover_command(&url, &scenario, &admission, &report_path, dir, setup)?
         .spawn()
         .context("spawning tollgate discover --organization")?;
     let peaks = Peaks::sample_until_exit(child.id(), coordinator_pid);
@@ -303,7 +350,7 @@ fn run_once(
         .and_then(|a| a.as_array())
         .map_or(0, |a| a.len() as u64);
     let per_call = |cpu: Duration| cpu.as_secs_f64() * 1e6 / calls.max(1) as f64;
-    let binding = ideal::binding(&scenario);
+    let binding = ideal::binding(&scenario, setup.breadth);
     let completion_s = completion.as_secs_f64();
     let mut result = RunResult {
         completion_s,
@@ -377,33 +424,41 @@ fn discover_command(
     admission: &Path,
     report_path: &Path,
     dir: &Path,
+    setup: Setup,
 ) -> anyhow::Result<Command> {
     let mut cmd = Command::new(crate::harness::exe::tollgate()?);
-    // The four first datasets, without the tagging sweep: the bench keeps their
-    // inventory so its figures stay comparable with those before EC2 and the sweep (and
-    // with the plain-SDK floor).
-    cmd.args([
-        "discover",
-        "--organization",
-        "--regions",
-        "all",
-        "--no-tags",
-        "--types",
-        "s3-buckets,lambda-functions,dynamodb-tables,kms-keys",
-    ])
-    .args(["--endpoint-url", url, "--timeout", TIMEOUT, "--output"])
-    .arg(report_path)
-    .env("TOLLGATE_ADMISSION_DIR", admission)
-    .env("TOLLGATE_QUOTA_OVERRIDES", overrides(scenario))
-    .env("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
-    .env("AWS_SECRET_ACCESS_KEY", "simulator-secret")
-    .env("AWS_REGION", scenario.regions[0].as_str())
-    .env("AWS_EC2_METADATA_DISABLED", "true")
-    .env_remove("AWS_PROFILE")
-    .env_remove("AWS_SESSION_TOKEN")
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(dir.join("discover.log"))?);
+    cmd.args(["discover", "--organization", "--regions", "all"]);
+    if setup.breadth {
+        // Every native type, the swept ones, and the tagging sweep: the whole estate.
+        let mut types = vec!["native".to_string()];
+        types.extend(scenario::SWEPT.iter().map(|(t, _, _)| t.to_string()));
+        cmd.args(["--types", &types.join(",")]);
+    } else {
+        // The four first datasets, without the tagging sweep: the bench keeps their
+        // inventory so its figures stay comparable with those before EC2 and the sweep
+        // (and with the plain-SDK floor).
+        cmd.args([
+            "--no-tags",
+            "--types",
+            "s3-buckets,lambda-functions,dynamodb-tables,kms-keys",
+        ]);
+    }
+    if let Some(n) = setup.max_accounts_in_flight {
+        cmd.args(["--max-accounts-in-flight", &n.to_string()]);
+    }
+    cmd.args(["--endpoint-url", url, "--timeout", TIMEOUT, "--output"])
+        .arg(report_path)
+        .env("TOLLGATE_ADMISSION_DIR", admission)
+        .env("TOLLGATE_QUOTA_OVERRIDES", overrides(scenario))
+        .env("AWS_ACCESS_KEY_ID", "AKIDSIMULATOR")
+        .env("AWS_SECRET_ACCESS_KEY", "simulator-secret")
+        .env("AWS_REGION", scenario.regions[0].as_str())
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_SESSION_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("discover.log"))?);
     Ok(cmd)
 }
 
@@ -501,14 +556,31 @@ fn floor(
 fn overrides(scenario: &tollgate_sim::Scenario) -> String {
     let members = scenario.organization.iter().flat_map(|o| &o.members);
     let accounts = std::iter::once(scenario).chain(members.map(|m| &m.scenario));
-    let mut entries = serde_json::Map::new();
+    // By tollgate's key (`service:group`): operations that share a group (ECS's
+    // `ListClusters` and `DescribeClusters`: `ecs:cluster-resource-read`) share one
+    // budget, told the smallest of their server quotas.
+    let mut quotas: std::collections::BTreeMap<String, (f64, u32)> = Default::default();
     for account in accounts {
         for (operation, (_, quota)) in &account.quotas.operations {
-            entries
-                .entry(operation.clone())
-                .or_insert_with(|| under(quota.rate_per_second, quota.burst));
+            let key = match operation.split_once(':') {
+                Some((service, name)) => {
+                    format!(
+                        "{service}:{}",
+                        tollgate_quota::operation_group(service, name)
+                    )
+                }
+                None => operation.clone(),
+            };
+            let told = quotas
+                .entry(key)
+                .or_insert((quota.rate_per_second, quota.burst));
+            *told = (told.0.min(quota.rate_per_second), told.1.min(quota.burst));
         }
     }
+    let entries: serde_json::Map<String, serde_json::Value> = quotas
+        .into_iter()
+        .map(|(key, (rate, burst))| (key, under(rate, burst)))
+        .collect();
     serde_json::Value::Object(entries).to_string()
 }
 
@@ -636,6 +708,7 @@ mod tests {
             regions: 1,
             items_per_region: 1,
             ec2_per_region: 0,
+            cloudcontrol_per_region: 0,
         })
         .unwrap();
         let table = PolicyTable::with_overrides(&overrides(&s), "bench org").unwrap();
@@ -657,6 +730,34 @@ mod tests {
             };
             assert_eq!(told, expected, "{operation}");
             assert!(told.0 <= rate && told.1 <= f64::from(burst), "{operation}");
+        }
+    }
+
+    #[test]
+    fn breadth_tells_tollgate_the_underlying_quotas_under_its_own_keys() {
+        let s = scenario::scenario(Shape {
+            accounts: 2,
+            regions: 1,
+            items_per_region: 1,
+            ec2_per_region: 0,
+            cloudcontrol_per_region: 30,
+        })
+        .unwrap();
+        let table = PolicyTable::with_overrides(&overrides(&s), "bench org").unwrap();
+        // ECS's ListClusters (2/s burst 1 at the server) is charged to tollgate's
+        // cluster-resource-read group; IAM's and SQS's keys are their operations'.
+        for (service, operation, rate) in [
+            ("ecs", "ListClusters", 2.0),
+            ("iam", "ListRoles", 1.0),
+            ("sqs", "ListQueues", 2.0),
+        ] {
+            let group = tollgate_quota::operation_group(service, operation);
+            let policy = table.policy_for(service, &group);
+            assert_eq!(
+                (policy.rate_per_second(), policy.burst()),
+                (rate * 0.9, 1.0),
+                "{service}:{group}"
+            );
         }
     }
 }

@@ -43,7 +43,41 @@ pub struct Shape {
     /// EC2 instances, snapshots and images per account-region (each), in a VPC with a
     /// subnet and a security group; 0: no `[ec2]` at all (the scenario of earlier runs).
     pub ec2_per_region: usize,
+    /// Resources of each swept Cloud Control type ([`SWEPT`]) per account-region (the
+    /// global IAM roles: per account), each type's underlying list operations under
+    /// the server quotas of [`UNDERLYING_QUOTAS`]; 0: no `[cloudcontrol]` at all.
+    pub cloudcontrol_per_region: usize,
 }
+
+/// The Cloud Control types `--breadth` sweeps in every account: (type, global, the
+/// underlying operations one `ListResources` page performs, as the checked-in
+/// CloudFormation schemas name them: `tollgate types --json`'s `charges`).
+pub const SWEPT: &[(&str, bool, &[&str])] = &[
+    ("AWS::IAM::Role", true, &["iam:ListRoles"]),
+    ("AWS::SQS::Queue", false, &["sqs:ListQueues"]),
+    (
+        "AWS::Logs::LogGroup",
+        false,
+        &["logs:DescribeLogGroups", "logs:ListTagsForResource"],
+    ),
+    ("AWS::SNS::Topic", false, &["sns:ListTopics"]),
+    (
+        "AWS::ECS::Cluster",
+        false,
+        &["ecs:ListClusters", "ecs:DescribeClusters"],
+    ),
+];
+
+/// Every account's server quotas of underlying operations when it has Cloud Control
+/// resources, far below `cloudcontrol:ListResources`'s (the members' default, 50/s):
+/// IAM's is one per account (global), the others per account and region. A gate that
+/// charged Cloud Control's own key alone would send these pages at 50/s and be
+/// throttled.
+pub const UNDERLYING_QUOTAS: &[(&str, f64, u32)] = &[
+    ("iam:ListRoles", 1.0, 1),
+    ("sqs:ListQueues", 2.0, 1),
+    ("ecs:ListClusters", 2.0, 1),
+];
 
 /// The management account's id.
 pub const MANAGEMENT: &str = "100000000000";
@@ -69,9 +103,12 @@ pub fn toml(shape: Shape) -> String {
     t.push_str("[quotas]\ndefault = { rate_per_second = 50.0, burst = 50 }\n\n");
     t.push_str("[quotas.operations]\n");
     t.push_str("\"sts:AssumeRole\" = { rate_per_second = 10.0, burst = 5 }\n");
-    t.push_str("\"organizations:ListAccounts\" = { rate_per_second = 2.0, burst = 1 }\n\n");
+    t.push_str("\"organizations:ListAccounts\" = { rate_per_second = 2.0, burst = 1 }\n");
+    underlying_quotas(&mut t, shape);
+    t.push('\n');
     inventory(&mut t, "inventory", shape);
     ec2(&mut t, "ec2", shape);
+    cloudcontrol(&mut t, "cloudcontrol", shape);
     t.push_str("[organization]\nlist_accounts_page = 20\n\n");
     for i in 1..shape.accounts.max(1) {
         let _ = writeln!(
@@ -82,8 +119,14 @@ pub fn toml(shape: Shape) -> String {
         t.push_str(
             "[organization.members.quotas]\ndefault = { rate_per_second = 50.0, burst = 50 }\n\n",
         );
+        if shape.cloudcontrol_per_region > 0 {
+            t.push_str("[organization.members.quotas.operations]\n");
+            underlying_quotas(&mut t, shape);
+            t.push('\n');
+        }
         inventory(&mut t, "organization.members.inventory", shape);
         ec2(&mut t, "organization.members.ec2", shape);
+        cloudcontrol(&mut t, "organization.members.cloudcontrol", shape);
     }
     t
 }
@@ -116,6 +159,45 @@ fn ec2(t: &mut String, table: &str, shape: Shape) {
              [[{table}.snapshot_sets]]\ncount = {n}\nregion = {region:?}\n\n\
              [[{table}.image_sets]]\ncount = {n}\nregion = {region:?}\nname = \"bench\"\n"
         );
+    }
+}
+
+/// [`UNDERLYING_QUOTAS`] as `[quotas.operations]` entries, when the shape sweeps.
+fn underlying_quotas(t: &mut String, shape: Shape) {
+    if shape.cloudcontrol_per_region == 0 {
+        return;
+    }
+    for (op, rate, burst) in UNDERLYING_QUOTAS {
+        let _ = writeln!(
+            t,
+            "{op:?} = {{ rate_per_second = {rate:.1}, burst = {burst} }}"
+        );
+    }
+}
+
+/// One account's Cloud Control types ([`SWEPT`]) and `cloudcontrol_per_region`
+/// resources of each in every region (the global roles once).
+fn cloudcontrol(t: &mut String, table: &str, shape: Shape) {
+    let n = shape.cloudcontrol_per_region;
+    if n == 0 {
+        return;
+    }
+    let regions = &REGIONS[..shape.regions.clamp(1, REGIONS.len())];
+    for (ty, global, ops) in SWEPT {
+        let ops: Vec<String> = ops.iter().map(|o| format!("{o:?}")).collect();
+        let _ = writeln!(
+            t,
+            "[[{table}.types]]\ntype = {ty:?}\nglobal = {global}\nlist_operations = [{}]\n",
+            ops.join(", ")
+        );
+        let prefix = ty.rsplit("::").next().unwrap_or("r").to_ascii_lowercase();
+        let places: &[&str] = if *global { &regions[..1] } else { regions };
+        for region in places {
+            let _ = writeln!(
+                t,
+                "[[{table}.resource_sets]]\ntype = {ty:?}\nregion = {region:?}\ncount = {n}\nprefix = \"{prefix}-{region}\"\n"
+            );
+        }
     }
 }
 
@@ -164,6 +246,7 @@ mod tests {
             regions: 2,
             items_per_region: 1,
             ec2_per_region: 0,
+            cloudcontrol_per_region: 0,
         })
         .unwrap();
         let org = s.organization.as_ref().unwrap();
@@ -184,6 +267,7 @@ mod tests {
             regions: 2,
             items_per_region: 1,
             ec2_per_region: 4,
+            cloudcontrol_per_region: 0,
         };
         let s = scenario(shape).unwrap();
         for account in std::iter::once(&s).chain(
@@ -208,12 +292,14 @@ mod tests {
         // Without EC2 the text is exactly the earlier scenario's.
         let without = toml(Shape {
             ec2_per_region: 0,
+            cloudcontrol_per_region: 0,
             ..shape
         });
         assert!(!without.contains("ec2"));
         assert_eq!(
             scenario(Shape {
                 ec2_per_region: 0,
+                cloudcontrol_per_region: 0,
                 ..shape
             })
             .unwrap()
