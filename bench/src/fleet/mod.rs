@@ -346,8 +346,13 @@ impl Launch<'_> {
         let mut cmd = Command::new(&self.exe);
         match self.mode.sdk() {
             None => {
-                // `--no-tags`: the SDK peers make no tagging call; same calls each side.
+                // `--no-tags` and the four first datasets: the SDK peers make no tagging
+                // and no EC2 call; same calls each side.
                 cmd.args(["discover", "--no-tags", "--endpoint-url", &self.url])
+                    .args([
+                        "--types",
+                        "s3-buckets,lambda-functions,dynamodb-tables,kms-keys",
+                    ])
                     .args(["--regions", &self.regions])
                     .args(["--timeout", TOLLGATE_TIMEOUT, "--output"])
                     .arg(dir.join(format!("report-{i}.json")))

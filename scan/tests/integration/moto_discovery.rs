@@ -373,8 +373,10 @@ async fn discovers_every_dataset_item_by_item() {
     assert_eq!(report.regions, [REGION]);
     assert!(report.scan_id.starts_with("scan-"));
     assert!(report.started_at <= report.finished_at);
-    // The four datasets and the tagging sweep's `tags-only` entry.
-    assert_eq!(report.datasets.len(), 5);
+    // Every native type (the four first datasets and EC2's fifteen: moto's default VPC,
+    // subnets and security groups are there) and the tagging sweep's `tags-only` entry.
+    assert_eq!(report.datasets.len(), Dataset::defaults().len() + 1);
+    assert_eq!(Dataset::defaults().len(), 4 + 15);
 
     // s3-buckets: counts right, Intelligent-Tiering null with one counted reason.
     let mut buckets = mine(
