@@ -302,17 +302,17 @@ mod tests {
         })
         .unwrap();
         // 100 roles: 4 pages of 25, each one iam:ListRoles token of the account's
-        // global bucket (1/s, burst 1): 3 s, plus the member's path.
+        // global bucket (1/s, burst 2): 2 s, plus the member's path.
         let b = binding(&s, true);
         assert!(b.what.ends_with("global iam:ListRoles"), "{b:?}");
-        assert!((b.seconds - (3.0 + path(1))).abs() < 1e-9, "{b:?}");
-        // A member's queues: 4 pages at 2/s after 1, 1.5 s, a constraint of their own.
+        assert!((b.seconds - (2.0 + path(1))).abs() < 1e-9, "{b:?}");
+        // A member's queues: 4 pages at 2/s after 2, 1 s, a constraint of their own.
         let queues = constraints(&s, true)
             .into_iter()
             .find(|c| c.what == "100000000001 us-east-1 sqs:ListQueues")
             .unwrap();
         assert!(
-            (queues.seconds - (1.5 + path(1))).abs() < 1e-9,
+            (queues.seconds - (1.0 + path(1))).abs() < 1e-9,
             "{queues:?}"
         );
         // Without --breadth the scan sweeps nothing, and neither EC2 nor tags count.

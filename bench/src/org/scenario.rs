@@ -74,9 +74,9 @@ pub const SWEPT: &[(&str, bool, &[&str])] = &[
 /// charged Cloud Control's own key alone would send these pages at 50/s and be
 /// throttled.
 pub const UNDERLYING_QUOTAS: &[(&str, f64, u32)] = &[
-    ("iam:ListRoles", 1.0, 1),
-    ("sqs:ListQueues", 2.0, 1),
-    ("ecs:ListClusters", 2.0, 1),
+    ("iam:ListRoles", 1.0, 2),
+    ("sqs:ListQueues", 2.0, 2),
+    ("ecs:ListClusters", 2.0, 2),
 ];
 
 /// The management account's id.
