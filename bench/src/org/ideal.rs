@@ -292,7 +292,7 @@ mod tests {
     }
 
     #[test]
-    fn with_breadth_an_underlying_quota_of_the_sweep_binds_and_without_it_nothing_does() {
+    fn with_breadth_the_sweeps_underlying_quotas_bind_and_without_it_nothing_does() {
         let s = scenario(Shape {
             accounts: 2,
             regions: 1,
@@ -301,11 +301,21 @@ mod tests {
             cloudcontrol_per_region: 100,
         })
         .unwrap();
-        // 100 roles: 4 pages of 25, each one iam:ListRoles token of the account's
-        // global bucket (1/s, burst 2): 2 s, plus the member's path.
+        // 100 queues per region: 4 pages of 25, each one sqs:ListQueues token of the
+        // account-region's bucket (2/s, burst 2): 1 s, plus the member's path; the
+        // 100 roles' 4 pages on IAM's global bucket (2/s, burst 3) take 0.5 s.
         let b = binding(&s, true);
-        assert!(b.what.ends_with("global iam:ListRoles"), "{b:?}");
-        assert!((b.seconds - (2.0 + path(1))).abs() < 1e-9, "{b:?}");
+        // (ECS's 4 ListClusters pages at 2/s burst 2: 1 s too.)
+        assert!(
+            b.what.ends_with("sqs:ListQueues") || b.what.contains(" ecs:"),
+            "{b:?}"
+        );
+        assert!((b.seconds - (1.0 + path(1))).abs() < 1e-9, "{b:?}");
+        let roles = constraints(&s, true)
+            .into_iter()
+            .find(|c| c.what == "100000000001 global iam:ListRoles")
+            .unwrap();
+        assert!((roles.seconds - (0.5 + path(1))).abs() < 1e-9, "{roles:?}");
         // A member's queues: 4 pages at 2/s after 2, 1 s, a constraint of their own.
         let queues = constraints(&s, true)
             .into_iter()

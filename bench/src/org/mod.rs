@@ -746,17 +746,17 @@ mod tests {
         let table = PolicyTable::with_overrides(&overrides(&s), "bench org").unwrap();
         // ECS's ListClusters (2/s burst 2 at the server) is charged to tollgate's
         // cluster-resource-read group; IAM's and SQS's keys are their operations'. One
-        // token under each: the rate, burst 1.
-        for (service, operation, rate) in [
-            ("ecs", "ListClusters", 2.0),
-            ("iam", "ListRoles", 1.0),
-            ("sqs", "ListQueues", 2.0),
+        // token under each: the rate, a burst one smaller (at most the rate).
+        for (service, operation, rate, burst) in [
+            ("ecs", "ListClusters", 2.0, 1.0),
+            ("iam", "ListRoles", 2.0, 1.0),
+            ("sqs", "ListQueues", 2.0, 1.0),
         ] {
             let group = tollgate_quota::operation_group(service, operation);
             let policy = table.policy_for(service, &group);
             assert_eq!(
                 (policy.rate_per_second(), policy.burst()),
-                (rate, 1.0),
+                (rate, burst),
                 "{service}:{group}"
             );
         }
