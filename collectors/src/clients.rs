@@ -11,8 +11,6 @@ use std::sync::Mutex;
 
 use aws_config::{Region, SdkConfig};
 
-use tollgate_engine::aws::GatedHttpClient;
-
 /// A region-keyed cache of one service's clients.
 #[derive(Debug)]
 pub struct ClientCache<C>(Mutex<HashMap<String, C>>);
@@ -59,17 +57,11 @@ pub struct ClientSettings<'a> {
 
 /// An SDK client a collector uses.
 pub trait ServiceClient: Clone + Sized {
-    /// The per-attempt configuration override (`<service>::config::Builder`).
-    type Override;
-
     /// Build a client.
     fn build(settings: ClientSettings<'_>) -> Self;
 
     /// This service's cache.
     fn cache(clients: &Clients) -> &ClientCache<Self>;
-
-    /// The per-attempt override carrying the gated HTTP client.
-    fn gated(http: GatedHttpClient) -> Self::Override;
 
     /// The cached client for the settings' region, built on first use.
     fn cached(clients: &Clients, settings: ClientSettings<'_>) -> Self {
@@ -82,8 +74,6 @@ fn region(settings: ClientSettings<'_>) -> Region {
 }
 
 impl ServiceClient for aws_sdk_s3::Client {
-    type Override = aws_sdk_s3::config::Builder;
-
     fn build(settings: ClientSettings<'_>) -> Self {
         let config = aws_sdk_s3::config::Builder::from(settings.sdk)
             .region(region(settings))
@@ -95,15 +85,9 @@ impl ServiceClient for aws_sdk_s3::Client {
     fn cache(clients: &Clients) -> &ClientCache<Self> {
         &clients.s3
     }
-
-    fn gated(http: GatedHttpClient) -> Self::Override {
-        aws_sdk_s3::Config::builder().http_client(http)
-    }
 }
 
 impl ServiceClient for aws_sdk_lambda::Client {
-    type Override = aws_sdk_lambda::config::Builder;
-
     fn build(settings: ClientSettings<'_>) -> Self {
         let config = aws_sdk_lambda::config::Builder::from(settings.sdk)
             .region(region(settings))
@@ -114,15 +98,9 @@ impl ServiceClient for aws_sdk_lambda::Client {
     fn cache(clients: &Clients) -> &ClientCache<Self> {
         &clients.lambda
     }
-
-    fn gated(http: GatedHttpClient) -> Self::Override {
-        aws_sdk_lambda::Config::builder().http_client(http)
-    }
 }
 
 impl ServiceClient for aws_sdk_dynamodb::Client {
-    type Override = aws_sdk_dynamodb::config::Builder;
-
     fn build(settings: ClientSettings<'_>) -> Self {
         let config = aws_sdk_dynamodb::config::Builder::from(settings.sdk)
             .region(region(settings))
@@ -133,15 +111,9 @@ impl ServiceClient for aws_sdk_dynamodb::Client {
     fn cache(clients: &Clients) -> &ClientCache<Self> {
         &clients.dynamodb
     }
-
-    fn gated(http: GatedHttpClient) -> Self::Override {
-        aws_sdk_dynamodb::Config::builder().http_client(http)
-    }
 }
 
 impl ServiceClient for aws_sdk_ec2::Client {
-    type Override = aws_sdk_ec2::config::Builder;
-
     fn build(settings: ClientSettings<'_>) -> Self {
         let config = aws_sdk_ec2::config::Builder::from(settings.sdk)
             .region(region(settings))
@@ -152,15 +124,9 @@ impl ServiceClient for aws_sdk_ec2::Client {
     fn cache(clients: &Clients) -> &ClientCache<Self> {
         &clients.ec2
     }
-
-    fn gated(http: GatedHttpClient) -> Self::Override {
-        aws_sdk_ec2::Config::builder().http_client(http)
-    }
 }
 
 impl ServiceClient for aws_sdk_kms::Client {
-    type Override = aws_sdk_kms::config::Builder;
-
     fn build(settings: ClientSettings<'_>) -> Self {
         let config = aws_sdk_kms::config::Builder::from(settings.sdk)
             .region(region(settings))
@@ -171,15 +137,9 @@ impl ServiceClient for aws_sdk_kms::Client {
     fn cache(clients: &Clients) -> &ClientCache<Self> {
         &clients.kms
     }
-
-    fn gated(http: GatedHttpClient) -> Self::Override {
-        aws_sdk_kms::Config::builder().http_client(http)
-    }
 }
 
 impl ServiceClient for aws_sdk_cloudwatch::Client {
-    type Override = aws_sdk_cloudwatch::config::Builder;
-
     fn build(settings: ClientSettings<'_>) -> Self {
         let config = aws_sdk_cloudwatch::config::Builder::from(settings.sdk)
             .region(region(settings))
@@ -190,15 +150,9 @@ impl ServiceClient for aws_sdk_cloudwatch::Client {
     fn cache(clients: &Clients) -> &ClientCache<Self> {
         &clients.cloudwatch
     }
-
-    fn gated(http: GatedHttpClient) -> Self::Override {
-        aws_sdk_cloudwatch::Config::builder().http_client(http)
-    }
 }
 
 impl ServiceClient for aws_sdk_resourcegroupstagging::Client {
-    type Override = aws_sdk_resourcegroupstagging::config::Builder;
-
     fn build(settings: ClientSettings<'_>) -> Self {
         let config = aws_sdk_resourcegroupstagging::config::Builder::from(settings.sdk)
             .region(region(settings))
@@ -209,15 +163,9 @@ impl ServiceClient for aws_sdk_resourcegroupstagging::Client {
     fn cache(clients: &Clients) -> &ClientCache<Self> {
         &clients.tagging
     }
-
-    fn gated(http: GatedHttpClient) -> Self::Override {
-        aws_sdk_resourcegroupstagging::Config::builder().http_client(http)
-    }
 }
 
 impl ServiceClient for aws_sdk_cloudcontrol::Client {
-    type Override = aws_sdk_cloudcontrol::config::Builder;
-
     fn build(settings: ClientSettings<'_>) -> Self {
         let config = aws_sdk_cloudcontrol::config::Builder::from(settings.sdk)
             .region(region(settings))
@@ -227,9 +175,5 @@ impl ServiceClient for aws_sdk_cloudcontrol::Client {
 
     fn cache(clients: &Clients) -> &ClientCache<Self> {
         &clients.cloudcontrol
-    }
-
-    fn gated(http: GatedHttpClient) -> Self::Override {
-        aws_sdk_cloudcontrol::Config::builder().http_client(http)
     }
 }

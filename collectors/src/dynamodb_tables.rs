@@ -38,12 +38,10 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let mut start: Option<String> = None;
     loop {
         let page = run
-            .call(LIST_TABLES, region, |http| {
+            .call(LIST_TABLES, region, || {
                 client
                     .list_tables()
                     .set_exclusive_start_table_name(start.clone())
-                    .customize()
-                    .config_override(aws_sdk_dynamodb::Client::gated(http))
                     .send()
             })
             .await;
@@ -70,12 +68,10 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
         let client = &client;
         let described = join_all(batch.iter().map(|name| async move {
             let answer = run
-                .call_item(DESCRIBE_TABLE, region, |http| {
+                .call_item(DESCRIBE_TABLE, region, || {
                     client
                         .describe_table()
                         .table_name(name)
-                        .customize()
-                        .config_override(aws_sdk_dynamodb::Client::gated(http))
                         .send()
                 })
                 .await;

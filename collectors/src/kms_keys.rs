@@ -37,12 +37,10 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let mut marker: Option<String> = None;
     loop {
         let page = run
-            .call(LIST_KEYS, region, |http| {
+            .call(LIST_KEYS, region, || {
                 client
                     .list_keys()
                     .set_marker(marker.clone())
-                    .customize()
-                    .config_override(aws_sdk_kms::Client::gated(http))
                     .send()
             })
             .await;
@@ -141,20 +139,16 @@ type Described = (
 /// DescribeKey and GetKeyLastUsage for one key, in parallel.
 async fn describe(run: &CollectorRun, region: &str, key_id: &str) -> Described {
     let client = run.client::<aws_sdk_kms::Client>(region);
-    let metadata = run.call_item(DESCRIBE_KEY, region, |http| {
+    let metadata = run.call_item(DESCRIBE_KEY, region, || {
         client
             .describe_key()
             .key_id(key_id)
-            .customize()
-            .config_override(aws_sdk_kms::Client::gated(http))
             .send()
     });
-    let usage = run.call_item(GET_KEY_LAST_USAGE, region, |http| {
+    let usage = run.call_item(GET_KEY_LAST_USAGE, region, || {
         client
             .get_key_last_usage()
             .key_id(key_id)
-            .customize()
-            .config_override(aws_sdk_kms::Client::gated(http))
             .send()
     });
     futures_util::future::join(metadata, usage).await

@@ -40,12 +40,10 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let mut marker: Option<String> = None;
     loop {
         let page = run
-            .call(LIST_FUNCTIONS, region, |http| {
+            .call(LIST_FUNCTIONS, region, || {
                 client
                     .list_functions()
                     .set_marker(marker.clone())
-                    .customize()
-                    .config_override(aws_sdk_lambda::Client::gated(http))
                     .send()
             })
             .await;
@@ -112,13 +110,11 @@ async fn versions(run: &CollectorRun, region: &str, function: &str) -> Result<u3
     let mut marker: Option<String> = None;
     let result = loop {
         let page = run
-            .call(LIST_VERSIONS, region, |http| {
+            .call(LIST_VERSIONS, region, || {
                 client
                     .list_versions_by_function()
                     .function_name(function)
                     .set_marker(marker.clone())
-                    .customize()
-                    .config_override(aws_sdk_lambda::Client::gated(http))
                     .send()
             })
             .await;

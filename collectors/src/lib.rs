@@ -74,7 +74,7 @@ pub use output::{DatasetReport, DatasetStatus, DiscoveryReport, Item};
 pub use resource::Resource;
 
 use clients::{ClientSettings, Clients};
-use tollgate_engine::aws::{AwsGate, CallContext, CallError, GatedHttpClient};
+use tollgate_engine::aws::{AwsGate, CallContext, CallError};
 
 /// Everything one collector needs for one scan.
 pub struct CollectorRun {
@@ -229,15 +229,17 @@ impl CollectorRun {
         self.ctx.cancel.is_cancelled()
     }
 
-    /// One gated call of `operation` in `region` (see [`AwsGate::call`]).
+    /// One gated call of `operation` in `region` (see [`AwsGate::call`]). `send` sends the
+    /// request with a client from [`CollectorRun::client`]: its HTTP client is the scan's gated
+    /// dispatch, which sends only inside this call's attempts (and refuses outside them).
     pub async fn call<T, E, F, Fut>(
         &self,
         operation: Operation,
         region: &str,
-        send: F,
+        mut send: F,
     ) -> Result<T, CallError>
     where
-        F: FnMut(GatedHttpClient) -> Fut,
+        F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
@@ -247,7 +249,7 @@ impl CollectorRun {
                 operation.service(),
                 operation.name(),
                 Some(region),
-                send,
+                |_| send(),
             )
             .await
     }
@@ -261,7 +263,7 @@ impl CollectorRun {
         send: F,
     ) -> Result<T, CallError>
     where
-        F: FnMut(GatedHttpClient) -> Fut,
+        F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {

@@ -54,12 +54,10 @@ pub async fn collect(run: &CollectorRun) -> DatasetReport {
     let mut token: Option<String> = None;
     loop {
         let page = run
-            .call(LIST_BUCKETS, &home, |http| {
+            .call(LIST_BUCKETS, &home, || {
                 client
                     .list_buckets()
                     .set_continuation_token(token.clone())
-                    .customize()
-                    .config_override(aws_sdk_s3::Client::gated(http))
                     .send()
             })
             .await;
@@ -211,12 +209,10 @@ fn bucket_resource(run: &CollectorRun, name: &str, region: Option<&str>) -> Reso
 async fn location(run: &CollectorRun, home: &str, bucket: &str) -> Result<String, CallError> {
     let client = run.client::<aws_sdk_s3::Client>(home);
     let answer = run
-        .call_item(GET_LOCATION, home, |http| {
+        .call_item(GET_LOCATION, home, || {
             client
                 .get_bucket_location()
                 .bucket(bucket)
-                .customize()
-                .config_override(aws_sdk_s3::Client::gated(http))
                 .send()
         })
         .await;
@@ -234,12 +230,10 @@ async fn location(run: &CollectorRun, home: &str, bucket: &str) -> Result<String
 async fn lifecycle_rules(run: &CollectorRun, region: &str, bucket: &str) -> Result<u32, CallError> {
     let client = run.client::<aws_sdk_s3::Client>(region);
     let answer = run
-        .call_item(GET_LIFECYCLE, region, |http| {
+        .call_item(GET_LIFECYCLE, region, || {
             client
                 .get_bucket_lifecycle_configuration()
                 .bucket(bucket)
-                .customize()
-                .config_override(aws_sdk_s3::Client::gated(http))
                 .send()
         })
         .await;
@@ -260,13 +254,11 @@ async fn tiering_configurations(
     let mut token: Option<String> = None;
     loop {
         let page = run
-            .call(LIST_TIERING, region, |http| {
+            .call(LIST_TIERING, region, || {
                 client
                     .list_bucket_intelligent_tiering_configurations()
                     .bucket(bucket)
                     .set_continuation_token(token.clone())
-                    .customize()
-                    .config_override(aws_sdk_s3::Client::gated(http))
                     .send()
             })
             .await;

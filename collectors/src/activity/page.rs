@@ -87,7 +87,7 @@ pub async fn send_page(
     token: Option<String>,
 ) -> Result<GetMetricDataOutput, CallError> {
     let request = metric_data_request(queries.len(), window);
-    let send = |http| {
+    let send = |_| {
         client
             .get_metric_data()
             .set_metric_data_queries(Some(queries.to_vec()))
@@ -95,8 +95,6 @@ pub async fn send_page(
             .end_time(DateTime::from_millis(window.end_ms))
             .scan_by(ScanBy::TimestampAscending)
             .set_next_token(token.clone())
-            .customize()
-            .config_override(aws_sdk_cloudwatch::Client::gated(http))
             .send()
     };
     tracing::trace!(queries = request.queries.len(), "GetMetricData page");

@@ -161,13 +161,11 @@ async fn get(
             (GET_RESOURCE.service(), GET_RESOURCE.name()),
             Some(region),
             underlying,
-            |http| {
+            |_| {
                 client
                     .get_resource()
                     .type_name(&ty.type_name)
                     .identifier(id)
-                    .customize()
-                    .config_override(aws_sdk_cloudcontrol::Client::gated(http))
                     .send()
             },
         )

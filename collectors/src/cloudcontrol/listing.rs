@@ -37,14 +37,12 @@ pub(super) async fn list(
                 (LIST_RESOURCES.service(), LIST_RESOURCES.name()),
                 Some(region),
                 underlying,
-                |http| {
+                |_| {
                     client
                         .list_resources()
                         .type_name(&ty.type_name)
                         .set_resource_model(model.map(str::to_string))
                         .set_next_token(token.clone())
-                        .customize()
-                        .config_override(aws_sdk_cloudcontrol::Client::gated(http))
                         .send()
                 },
             )

@@ -27,11 +27,9 @@ page!(
 /// Every Elastic IP of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let client = run.client::<aws_sdk_ec2::Client>(region);
-    let send = |_token: Option<String>, http| {
+    let send = |_token: Option<String>| {
         client
             .describe_addresses()
-            .customize()
-            .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
     listing(

@@ -65,14 +65,12 @@ page!(
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let mut out = ReportBuilder::new();
     let client = run.client::<aws_sdk_ec2::Client>(region);
-    let send = |token, http| {
+    let send = |token| {
         client
             .describe_images()
             .owners(SELF)
             .max_results(PAGE)
             .set_next_token(token)
-            .customize()
-            .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
     let pages = pages(run, DESCRIBE_IMAGES, region, &mut out, send).await;
@@ -116,13 +114,11 @@ async fn launch_permissions(
     let client = run.client::<aws_sdk_ec2::Client>(region);
     let id = image.image_id().unwrap_or_default();
     let answer = run
-        .call_item(DESCRIBE_IMAGE_ATTRIBUTE, region, |http| {
+        .call_item(DESCRIBE_IMAGE_ATTRIBUTE, region, || {
             client
                 .describe_image_attribute()
                 .image_id(id)
                 .attribute(ImageAttributeName::LaunchPermission)
-                .customize()
-                .config_override(aws_sdk_ec2::Client::gated(http))
                 .send()
         })
         .await?;

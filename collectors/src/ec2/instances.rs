@@ -48,13 +48,11 @@ impl super::page::Page for aws_sdk_ec2::operation::describe_instances::DescribeI
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let mut out = ReportBuilder::new();
     let client = run.client::<aws_sdk_ec2::Client>(region);
-    let send = |token, http| {
+    let send = |token| {
         client
             .describe_instances()
             .max_results(PAGE)
             .set_next_token(token)
-            .customize()
-            .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
     let pages = pages(run, DESCRIBE_INSTANCES, region, &mut out, send).await;

@@ -27,13 +27,11 @@ page!(DescribeInternetGatewaysOutput, internet_gateways, paginated);
 /// Every internet gateway of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let client = run.client::<aws_sdk_ec2::Client>(region);
-    let send = |token, http| {
+    let send = |token| {
         client
             .describe_internet_gateways()
             .max_results(PAGE)
             .set_next_token(token)
-            .customize()
-            .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
     listing(

@@ -26,11 +26,9 @@ page!(
 /// Every key pair of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let client = run.client::<aws_sdk_ec2::Client>(region);
-    let send = |_token: Option<String>, http| {
+    let send = |_token: Option<String>| {
         client
             .describe_key_pairs()
-            .customize()
-            .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
     listing(

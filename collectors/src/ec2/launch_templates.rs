@@ -29,13 +29,11 @@ page!(DescribeLaunchTemplatesOutput, launch_templates, paginated);
 /// Every launch template of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let client = run.client::<aws_sdk_ec2::Client>(region);
-    let send = |token, http| {
+    let send = |token| {
         client
             .describe_launch_templates()
             .max_results(PAGE)
             .set_next_token(token)
-            .customize()
-            .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
     listing(

@@ -11,7 +11,6 @@ use std::future::Future;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
-use tollgate_engine::aws::GatedHttpClient;
 
 use crate::output::Item;
 use crate::{CollectorRun, Operation, ReportBuilder, Resource};
@@ -50,8 +49,8 @@ macro_rules! page {
 }
 pub(crate) use page;
 
-/// Every page of `operation` in `region`: `send(token, http)` sends one (the first with
-/// no token) through the gated client it is given. A failed page is recorded in `out`
+/// Every page of `operation` in `region`: `send(token)` sends one (the first with
+/// no token) with a client built from the scan's SDK configuration (gated per attempt). A failed page is recorded in `out`
 /// and ends the listing.
 pub async fn pages<T, E, F, Fut>(
     run: &CollectorRun,
@@ -62,7 +61,7 @@ pub async fn pages<T, E, F, Fut>(
 ) -> Vec<T>
 where
     T: Page,
-    F: FnMut(Option<String>, GatedHttpClient) -> Fut,
+    F: FnMut(Option<String>) -> Fut,
     Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
@@ -70,7 +69,7 @@ where
     let mut token: Option<String> = None;
     loop {
         let page = run
-            .call(operation, region, |http| send(token.clone(), http))
+            .call(operation, region, || send(token.clone()))
             .await;
         let page = match page {
             Ok(page) => page,
@@ -104,7 +103,7 @@ pub async fn listing<T, E, F, Fut, R>(
 ) -> ReportBuilder
 where
     T: Page,
-    F: FnMut(Option<String>, GatedHttpClient) -> Fut,
+    F: FnMut(Option<String>) -> Fut,
     Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {

@@ -34,13 +34,11 @@ page!(DescribeSecurityGroupsOutput, security_groups, paginated);
 /// Every security group of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let client = run.client::<aws_sdk_ec2::Client>(region);
-    let send = |token, http| {
+    let send = |token| {
         client
             .describe_security_groups()
             .max_results(PAGE)
             .set_next_token(token)
-            .customize()
-            .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
     listing(

@@ -33,13 +33,11 @@ page!(
 /// Every subnet of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let client = run.client::<aws_sdk_ec2::Client>(region);
-    let send = |token, http| {
+    let send = |token| {
         client
             .describe_subnets()
             .max_results(PAGE)
             .set_next_token(token)
-            .customize()
-            .config_override(aws_sdk_ec2::Client::gated(http))
             .send()
     };
     listing(run, DESCRIBE_SUBNETS, region, send, |p| p.subnets(), item).await

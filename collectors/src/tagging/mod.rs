@@ -136,13 +136,11 @@ async fn sweep_region(
                 GET_RESOURCES.service(),
                 GET_RESOURCES.name(),
                 Some(region),
-                |http| {
+                |_| {
                     client
                         .get_resources()
                         .resources_per_page(RESOURCES_PER_PAGE)
                         .set_pagination_token(token.clone())
-                        .customize()
-                        .config_override(aws_sdk_resourcegroupstagging::Client::gated(http))
                         .send()
                 },
             )

@@ -1,26 +1,24 @@
 //! `AwsGate`: the one door collectors use to call AWS.
 //!
 //! A collector builds its SDK client once from [`sdk_config`](crate::aws::sdk_config) and
-//! sends every request through [`AwsGate::call`], handing the SDK the per-attempt
-//! [`GatedHttpClient`] it is given:
+//! sends every request inside [`AwsGate::call`]; the client's HTTP client is the gate's
+//! dispatch ([`GateDispatch`](crate::aws::GateDispatch)), which admits the request as the
+//! call's current attempt:
 //!
 //! ```text
 //! let out = gate
-//!     .call(&ctx, "s3", "ListBuckets", Some(region), |http| {
-//!         client
-//!             .list_buckets()
-//!             .customize()
-//!             .config_override(aws_sdk_s3::Config::builder().http_client(http))
-//!             .send()
-//!     })
+//!     .call(&ctx, "s3", "ListBuckets", Some(region), |_| client.list_buckets().send())
 //!     .await?;
 //! ```
 //!
+//! A client built otherwise is handed the per-attempt [`GatedHttpClient`] the closure
+//! gets: `|http| client.list_buckets().customize().config_override(
+//! aws_sdk_s3::Config::builder().http_client(http)).send()`.
+//!
 //! The gate resolves the canonical quota key and its policy, takes the concurrency
-//! reservation, and runs the retry owner ([`crate::aws::retry`]); the connector inside
-//! `GatedHttpClient` awaits final admission for every physical attempt. A client built
-//! from `sdk_config` but called without the gate fails with a clear error instead of
-//! sending ungated traffic.
+//! reservation, and runs the retry owner ([`crate::aws::retry`]); the gated connector awaits final
+//! admission for every physical attempt. A client built from `sdk_config` but called
+//! without the gate fails with a clear error instead of sending ungated traffic.
 
 use std::fmt;
 use std::future::Future;
@@ -159,8 +157,11 @@ impl AwsGate {
     /// for global services.
     ///
     /// `send` is called once per preparation (an attempt is prepared again when its
-    /// signed request waited too long for admission); it must hand the SDK the client it
-    /// is given, through `customize().config_override(..)`.
+    /// signed request waited too long for admission). A client built from
+    /// [`sdk_config`](crate::aws::sdk_config) needs nothing more: its HTTP client is the
+    /// gate's dispatch, which sends the request as this preparation (`dispatch` module).
+    /// A client built otherwise must be handed the client `send` is given, through
+    /// `customize().config_override(..)`.
     ///
     /// An EC2 read of one of the seven actions with a smaller unfiltered budget
     /// (`DescribeVolumes`, ...) is charged that budget too (`ec2:DescribeVolumes:unfiltered`)

@@ -7,9 +7,10 @@
 //! - Credential providers (IMDS, SSO, `AssumeRole` inside the chain, `credential_process`)
 //!   are built by `aws-config` with that inner client directly: their requests are not
 //!   charged to the account's quotas (DESIGN §6).
-//! - The returned [`SdkConfig`]'s own HTTP client is [`UngatedRefusal`]: a service client
-//!   built from it sends nothing unless the call goes through
-//!   [`AwsGate::call`](crate::aws::AwsGate::call), which overrides the client per attempt.
+//! - The returned [`SdkConfig`]'s own HTTP client is the gate's dispatch
+//!   ([`GateDispatch`]): a service client built from it sends nothing unless the request
+//!   is an attempt of [`AwsGate::call`](crate::aws::AwsGate::call) (it refuses with
+//!   [`UngatedRequest`] otherwise), and is admitted by that attempt's connector.
 //! - Retries are `RetryConfig::disabled()` (the engine owns them), and there is no
 //!   operation or attempt timeout: the admission wait happens inside the SDK's attempt,
 //!   so an SDK timeout would cut it short. The scan deadline bounds the call instead.
@@ -34,6 +35,7 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use tollgate_quota::Clock;
 
 use crate::aws::assume_role::AssumeRole;
+use crate::aws::dispatch::GateDispatch;
 
 /// Connect timeout of the inner client (the SDK's default for current behavior versions).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(3_100);
@@ -94,7 +96,7 @@ pub async fn sdk_config_assuming(
     role: Option<&AssumeRole>,
 ) -> SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .http_client(inner)
+        .http_client(inner.clone())
         .retry_config(RetryConfig::disabled())
         .timeout_config(gated_timeouts())
         .stalled_stream_protection(gated_stalled_stream_protection());
@@ -115,8 +117,10 @@ pub async fn sdk_config_assuming(
         sdk = role.apply(sdk).await;
     }
     // The credential providers captured the inner client while loading; service clients
-    // get the refusing one.
-    sdk.into_builder().http_client(UngatedRefusal).build()
+    // get the gate's dispatch, which sends only inside a gated attempt.
+    sdk.into_builder()
+        .http_client(GateDispatch::new(inner))
+        .build()
 }
 
 /// Stalled-stream protection without its upload half. The admission wait happens inside
@@ -139,13 +143,14 @@ pub fn gated_timeouts() -> TimeoutConfig {
         .build()
 }
 
-/// The HTTP client of [`sdk_config`]'s result: every request fails, naming the fix.
+/// An HTTP client whose every request fails, naming the fix (tests and embedders that
+/// want a client which can send only through a per-attempt override).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UngatedRefusal;
 
 /// The error an ungated request gets.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("tollgate: this AWS client sends only through AwsGate::call (every request needs admission); pass the gated HTTP client with customize().config_override(..)")]
+#[error("tollgate: this AWS client sends only through AwsGate::call (every request needs admission): send it inside the call's closure, or pass the closure's gated HTTP client with customize().config_override(..)")]
 pub struct UngatedRequest;
 
 impl HttpClient for UngatedRefusal {

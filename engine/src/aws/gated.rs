@@ -8,13 +8,20 @@
 //! tokens any earlier would waste capacity on requests that never leave; any later is
 //! impossible.
 //!
-//! One `GatedHttpClient` is built per preparation of an attempt by the retry owner
-//! ([`crate::aws::retry`]) and passed to the SDK with
-//! `customize().config_override(<Service>::Config::builder().http_client(gated))`. It
-//! carries the call's reservation guard, whether the attempt is a retry, the cancellation
-//! token and the deadline, and it writes what happened (grant, dispatch instant, status,
-//! `Retry-After`) into a record the retry owner reads afterwards. The inner client (hyper
-//! over rustls) is one shared instance, so connection pools survive across calls.
+//! The retry owner ([`crate::aws::retry`]) makes one [`Attempt`] per preparation of an
+//! attempt. It carries the call's reservation guard, whether the attempt is a retry, the
+//! cancellation token and the deadline, and the connector writes what happened (grant,
+//! dispatch instant, status, `Retry-After`) into a record the retry owner reads
+//! afterwards. The request reaches it in one of two ways:
+//! - a client built from [`sdk_config`](crate::aws::sdk_config) carries the gate's
+//!   dispatch as its HTTP client, installed once per SDK client, which finds the
+//!   preparation in a task-local the retry owner sets around the SDK's future
+//!   ([`crate::aws::dispatch`]); every collector sends this way;
+//! - any other client is handed this preparation's `GatedHttpClient` with
+//!   `customize().config_override(<Service>::Config::builder().http_client(gated))`.
+//!
+//! Both end in the same connector code ([`gate_and_send`]). The inner client (hyper over
+//! rustls) is one shared instance, so connection pools survive across calls.
 //!
 //! A signed request waits at most [`SIGNED_REQUEST_MAX_WAIT`] for admission. Past that
 //! the connector gives up with [`SignatureRefresh`] and the retry owner prepares the same
@@ -33,6 +40,7 @@
 //! ([`BreakerOpenedWhileQueued`]) and the retry owner passes the breaker again and
 //! prepares it afresh.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -157,13 +165,22 @@ pub(crate) enum ConnectorStop {
     BreakerOpened,
 }
 
+/// One preparation of an attempt: its plan and what the connector records of it.
 #[derive(Debug)]
-struct Attempt {
+pub(crate) struct Attempt {
     plan: AttemptPlan,
     record: Mutex<AttemptRecord>,
+    /// Whether a request went to the gate through [`crate::aws::dispatch`] already: one
+    /// preparation sends one request.
+    claimed: AtomicBool,
 }
 
 impl Attempt {
+    /// Take the preparation's one request slot: `false` when a request took it already.
+    pub(crate) fn claim(&self) -> bool {
+        !self.claimed.swap(true, Ordering::AcqRel)
+    }
+
     fn update(&self, f: impl FnOnce(&mut AttemptRecord)) {
         if let Ok(mut record) = self.record.lock() {
             f(&mut record);
@@ -185,8 +202,14 @@ impl GatedHttpClient {
             attempt: Arc::new(Attempt {
                 plan,
                 record: Mutex::new(AttemptRecord::default()),
+                claimed: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// The preparation this client sends (the dispatch's task-local, `dispatch` module).
+    pub(crate) fn attempt(&self) -> Arc<Attempt> {
+        self.attempt.clone()
     }
 
     /// A handle on the record the connector fills in.
@@ -293,7 +316,7 @@ async fn final_admission(
     granted
 }
 
-async fn gate_and_send(
+pub(crate) async fn gate_and_send(
     attempt: &Attempt,
     inner: &SharedHttpConnector,
     request: HttpRequest,

@@ -2,7 +2,7 @@
 //!
 //! Collectors build SDK clients from [`sdk_config`] and send every request through
 //! [`AwsGate::call`]. The gate takes the operation's concurrency reservation, and its
-//! [`GatedHttpClient`] awaits final admission for each physical attempt after the SDK has
+//! connector ([`GateDispatch`], or a per-attempt [`GatedHttpClient`]) awaits final admission for each physical attempt after the SDK has
 //! signed the request and just before it goes out. The engine, not the SDK, owns retries
 //! (SDK `max_attempts = 1`): at most 6 attempts, jittered backoff never shorter than the
 //! server's `Retry-After`, each retry spending a unit of the key's shared allowance.
@@ -11,8 +11,10 @@
 //! - [`call`]: `AwsGate`, the API collectors use.
 //! - `context`: `CallContext`, `ScanId` (who a call is for, what bounds it) and the
 //!   gate's shared parts, read by both the gate and the retry owner.
-//! - [`gated`]: `GatedHttpClient`, the connector that awaits admission; the 4-minute
-//!   signed-request bound.
+//! - [`gated`]: the connector that awaits admission (`gate_and_send`), one preparation's
+//!   record, `GatedHttpClient` for per-attempt overrides; the 4-minute signed-request bound.
+//! - [`dispatch`]: `GateDispatch`, the HTTP client installed once in every client built
+//!   from `sdk_config`, which finds its attempt in a task-local and refuses outside one.
 //! - [`retry`]: the retry owner: one call's reservation, attempts and feedback; its pure
 //!   `decide` says what follows each attempt.
 //! - `metric_data`: a GetMetricData call's datapoint budgets, and each attempt's charge.
@@ -30,8 +32,8 @@
 //! - [`telemetry`]: `aws: attempt` events and their sinks.
 //! - [`assume_role`]: `AssumeRole`, another account's credentials through STS on top
 //!   of the base chain.
-//! - [`config`]: `sdk_config` (retries disabled, credential providers ungated), the shared
-//!   inner HTTP client, the refusing default client, the clock-driven time source.
+//! - [`config`]: `sdk_config` (retries disabled, credential providers ungated, the
+//!   dispatch installed), the shared inner HTTP client, a refusing client, the clock-driven time source.
 
 pub mod assume_role;
 pub mod backoff;
@@ -39,6 +41,7 @@ pub mod call;
 pub mod config;
 mod context;
 pub mod credentials;
+pub mod dispatch;
 pub mod error;
 pub mod gated;
 pub mod identity;
@@ -69,6 +72,7 @@ pub use credentials::{
     CredentialsErrorKind, CredentialsSource, CREDENTIALS_CHECK_TIMEOUT,
 };
 pub use error::{CallError, CallErrorKind};
+pub use dispatch::{GateDispatch, SecondRequest};
 pub use gated::{GatedHttpClient, SignatureRefresh, SIGNED_REQUEST_MAX_WAIT};
 pub use identity::{isolated_admission, resolve_identity, CallerIdentity};
 pub use taxonomy::{classify, ErrorClass};

@@ -11,6 +11,7 @@ mod activity;
 mod cloudcontrol_details_sim;
 mod cloudcontrol_parents_sim;
 mod cloudcontrol_sim;
+mod gate_coverage;
 mod moto_discovery;
 mod moto_tagging;
 mod organization;

@@ -70,6 +70,7 @@ use tollgate_quota::{Outcome, Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::random_unit;
 use crate::aws::context::{CallContext, GateInner};
+use crate::aws::dispatch::in_attempt;
 use crate::aws::error::{CallError, CallErrorKind};
 use crate::aws::gated::{
     AttemptPlan, AttemptRecord, BreakerRecheck, ConnectorStop, GatedHttpClient,
@@ -421,7 +422,8 @@ async fn pass_breaker(
     }
 }
 
-/// Prepare and send one preparation of the current attempt through a fresh gated client,
+/// Prepare and send one preparation of the current attempt (in its dispatch scope, and
+/// through a fresh gated client for closures that override the SDK's client),
 /// raced with the call's cancellation and deadline: its answer, and what the connector
 /// recorded of it.
 async fn send_once<T, E, F, Fut>(
@@ -437,7 +439,8 @@ where
 {
     let http = GatedHttpClient::new(gate.http.clone(), plan);
     let recorder = http.recorder();
-    let sent = send(http);
+    let attempt = http.attempt();
+    let sent = in_attempt(attempt, send(http));
     let raced = tokio::select! {
         biased;
         _ = ctx.cancel.cancelled() => None,
