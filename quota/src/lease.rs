@@ -6,9 +6,10 @@
 //! of silence for a 1 s window). A lease bounds what "the worst" can be.
 //!
 //! # The rule (enforced by [`LeaseLedger`], used by the quota actor)
-//! A grant happens only under a *stored lease*: a record holding a snapshot of the key's
-//! live state (bucket, window) taken at instant `s`, plus a [`Lease`] "at most K more
-//! starts and C more cost after `s`", has been written and flushed before the grant. Every
+//! A grant happens only under a *stored lease* (a new key's provisional first grant aside:
+//! below): a record holding a snapshot of the key's live state (bucket, window) taken at
+//! instant `s`, plus a [`Lease`] "at most K more starts and C more cost after `s`", has
+//! been written and flushed before the grant. Every
 //! grant after `s` is charged to that lease; one that does not fit waits until a renewal
 //! (a newer snapshot with a fresh lease) is stored. A renewal in flight may reach the disk
 //! at any moment, so from its snapshot on, grants are charged to it as well and must fit
