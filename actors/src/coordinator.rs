@@ -1,11 +1,14 @@
 //! `Coordinator`: the role of the process that holds the admission directory's lock.
 //!
 //! Taking the role ([`Coordinator::start`]) opens the sled state (restored conservatively
-//! if the previous coordinator crashed), starts the quota actors enforcing the caller's
-//! [`CoordinatorSpec`] and serves the directory's Unix socket. A process takes it when it joins a directory nobody
-//! coordinates ([`crate::join`]), or as a client whose coordinator disappeared
-//! (`remote::client`): both depend on this file, and it depends on neither, so the
-//! election and the failover can share it without importing each other.
+//! if the previous coordinator crashed: keys from their leased records, and keys without a
+//! record charged the one grant it may have made on each unrecorded, `fresh_keys`), lets
+//! new keys make their first grant under a provisional lease, starts the quota actors
+//! enforcing the caller's [`CoordinatorSpec`] and serves the directory's Unix socket. A
+//! process takes it when it joins a directory nobody coordinates ([`crate::join`]), or as
+//! a client whose coordinator disappeared (`remote::client`): both depend on this file,
+//! and it depends on neither, so the election and the failover can share it without
+//! importing each other.
 //!
 //! Handing over gracefully ([`Coordinator::shutdown`]): stop serving (clients see their
 //! connections close and start electing), retire the actors so every key saves a graceful
@@ -19,8 +22,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
+use tollgate_quota::Clock;
 use tollgate_storage::{AdmissionDir, CoordinatorLock, PreviousShutdown, QuotaStore, SledStore};
 
+use crate::clock::TokioClock;
 use crate::closable_store::ClosableStore;
 use crate::handle::AdmissionHandle;
 use crate::remote::{server, HostedRole};
@@ -64,6 +69,8 @@ impl Coordinator {
         if opened.previous_shutdown == PreviousShutdown::Unclean {
             tracing::info!(dir = %dir.path().display(), "previous coordinator stopped uncleanly; restoring conservatively");
         }
+        let fresh_keys =
+            crate::fresh_keys::settle(&opened, TokioClock::system().now()).map_err(coordination)?;
         let store = Arc::new(ClosableStore::new(Arc::new(opened.store)));
         // Only the lock holder may remove the socket: it is stale now.
         let socket = dir.socket_path();
@@ -90,10 +97,11 @@ impl Coordinator {
         let generation = lock.generation();
         let (stop_tx, stop_rx) = oneshot::channel();
         let (served_tx, served_rx) = oneshot::channel();
-        let config = RuntimeConfig::for_this_process(store.clone() as Arc<dyn QuotaStore>)
+        let mut config = RuntimeConfig::for_this_process(store.clone() as Arc<dyn QuotaStore>)
             .with_spec(spec, || {
                 crate::fleet::host_id::host_id(dir.path()).map_err(coordination)
             })?;
+        config.fresh_keys = fresh_keys;
         if let Some(fleet) = &config.fleet {
             tracing::info!(table = %fleet.store.describe(), host = %fleet.host, "fleet mode: keys admit under blocks from the shared table");
         }

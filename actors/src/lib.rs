@@ -19,6 +19,9 @@
 //! - [`registry`]: creates actors on first use (restoring stored state), evicts idle ones,
 //!   broadcasts cancellation and status.
 //! - [`persist`]: the writer thread between actors and the store; fail-closed health.
+//! - `fresh_keys`: [`FreshKeys`], how keys without a record start: a new key's
+//!   provisional first grant before its first record is stored, and the charge for what
+//!   a crashed coordinator may have granted unrecorded.
 //! - [`handle`]: `AdmissionHandle` and `ReservationGuard`.
 //! - `key`: [`CanonicalKey`], the quota key as admission carries it (parsed once at the
 //!   edge, shared), and the admission request that travels with it.
@@ -62,6 +65,7 @@ pub mod coordinator;
 mod error;
 pub mod fleet;
 mod footprint;
+mod fresh_keys;
 pub mod handle;
 pub mod join;
 mod key;
@@ -85,6 +89,7 @@ pub use coordinator::Coordinator;
 pub use error::{AdmissionError, CoordinationErrorKind, StoreFailure, StoreFailureKind};
 pub use fleet::{FleetSetup, FleetSpec, FleetStore};
 pub use footprint::Footprint;
+pub use fresh_keys::FreshKeys;
 pub use handle::{AdmissionHandle, BreakerUse, ReservationGuard, WaitOptions};
 pub use join::{connect, Admission};
 pub use key::CanonicalKey;

@@ -67,7 +67,9 @@ pub enum OfflineStatusError {
 }
 
 /// Read `dir`'s stored state at `now` with `policies`' calendars, unless a coordinator
-/// holds it. Takes the lock only for the read and marks the state cleanly shut down.
+/// holds it. Takes the lock only for the read and marks the state cleanly shut down
+/// (after storing, if the last coordinator crashed, the instant its unrecorded grants are
+/// charged at).
 pub fn read_offline(
     dir: &AdmissionDir,
     policies: &PolicyTable,
@@ -77,6 +79,9 @@ pub fn read_offline(
         return Ok(OfflineStatus::Coordinated);
     };
     let opened = SledStore::open(dir, &lock)?;
+    // Keep a crash's evidence past the clean mark below: keys without a record are
+    // charged what the dead coordinator may have granted on them.
+    crate::fresh_keys::settle(&opened, now)?;
     let mut keys = Vec::new();
     for (key, bytes) in opened.store.entries()? {
         let record: QuotaRecord =

@@ -3,7 +3,9 @@
 //! Quota actors hand serialized records to a [`Persister`]; one writer thread writes them
 //! to the store and flushes, then acknowledges each record it made durable. Actors never
 //! block on I/O: a leased record's acknowledgement ([`Stored`]) is what lets the actor
-//! grant under that lease (see `tollgate_quota::lease`). There is no gathering pause:
+//! grant under that lease (see `tollgate_quota::lease`; a new key's first grant alone goes
+//! before its first record is stored, under a provisional lease: `crate::fresh_keys`, so
+//! its first record simply joins the next batch). There is no gathering pause:
 //! records that arrive while the writer flushes go together in its next batch (group
 //! commit), so many busy keys share one flush. A failed write marks the shared
 //! [`StoreHealth`] failed, and every actor checks it before granting: storage errors stop

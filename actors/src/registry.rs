@@ -2,11 +2,12 @@
 //!
 //! A key's actor starts from its stored record when there is one (restored by
 //! `QuotaState::from_record`: exactly after a graceful hand-over, with the record's lease
-//! charged otherwise) and otherwise fresh under the first caller's policy. A fresh start
-//! is safe even right after a crash: no coordinator grants on a key before a leased record
-//! of it is stored, so a key without a record was never granted on. A record that cannot
-//! be read or decoded makes that key fail closed with an actionable error; the registry
-//! never replaces unreadable state with a fresh bucket.
+//! charged otherwise) and otherwise under the first caller's policy, as `fresh_keys`
+//! says: fresh, with a provisional first grant, or, after a crash, charged the one
+//! provisional grant the dead coordinator may have made on it without a record (the only
+//! grant any coordinator makes on a key before a leased record of it is stored). A record
+//! that cannot be read or decoded makes that key fail closed with an actionable error; the
+//! registry never replaces unreadable state with a fresh bucket.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -17,7 +18,7 @@ use actix::{
     ResponseFuture,
 };
 use futures_util::future::join_all;
-use tollgate_quota::{Policy, QuotaRecord, QuotaState};
+use tollgate_quota::{FirstGrant, Policy, QuotaRecord, QuotaState};
 
 use crate::footprint::CountActors;
 use crate::key::CanonicalKey;
@@ -49,8 +50,13 @@ impl Registry {
         let now = self.deps.clock.now();
         let pid_alive = self.deps.pid_alive.clone();
         let loaded = self.deps.persister.load(key.as_str());
+        let mut first = FirstGrant::WriteAhead;
         let (state, failure) = match &loaded {
-            Ok(None) => (QuotaState::new(policy, now), None),
+            Ok(None) => {
+                let (state, grant) = self.deps.fresh_keys.start(policy, now);
+                first = grant;
+                (state, None)
+            }
             Ok(Some(bytes)) => match serde_json::from_slice::<QuotaRecord>(bytes) {
                 Ok(record) if QuotaRecord::readable(record.format) => {
                     let (mut state, recovery) =
@@ -86,6 +92,7 @@ impl Registry {
         let stored = loaded.as_ref().ok().and_then(|b| b.as_deref());
         QuotaActor::new(key.clone(), state, self.deps.clone(), failure)
             .with_calendar(stored)
+            .with_first_grant(first)
             .start()
     }
 }

@@ -22,6 +22,7 @@ use tollgate_storage::{MemoryStore, QuotaStore};
 use crate::breaker_board::BreakerBoard;
 use crate::clock::TokioClock;
 use crate::fleet::{BreakerLink, FleetSetup};
+use crate::fresh_keys::FreshKeys;
 use crate::handle::AdmissionHandle;
 use crate::local::LocalAdmission;
 use crate::persist::Persister;
@@ -49,6 +50,9 @@ pub struct RuntimeConfig {
     pub fleet: Option<FleetSetup>,
     /// Share the breakers with the fleet through this link (`None`: this host's own).
     pub breakers: Option<BreakerLink>,
+    /// How keys without a record start: [`FreshKeys::write_ahead`] unless a coordinator
+    /// of on-disk state set them ([`crate::Coordinator`]).
+    pub fresh_keys: FreshKeys,
 }
 
 impl std::fmt::Debug for RuntimeConfig {
@@ -58,6 +62,7 @@ impl std::fmt::Debug for RuntimeConfig {
             .field("owner", &self.owner)
             .field("fleet", &self.fleet)
             .field("breakers", &self.breakers)
+            .field("fresh_keys", &self.fresh_keys)
             .finish()
     }
 }
@@ -74,6 +79,7 @@ impl RuntimeConfig {
             schedules: Schedules::none(),
             fleet: None,
             breakers: None,
+            fresh_keys: FreshKeys::write_ahead(),
         }
     }
 
@@ -104,6 +110,7 @@ impl RuntimeConfig {
             schedules: Schedules::none(),
             fleet: None,
             breakers: None,
+            fresh_keys: FreshKeys::write_ahead(),
         }
     }
 }
@@ -143,6 +150,7 @@ pub fn start_in_current_system(config: RuntimeConfig, clock: Arc<dyn Clock>) -> 
         pid_alive: config.pid_alive.clone(),
         schedules: config.schedules.clone(),
         fleet: config.fleet,
+        fresh_keys: config.fresh_keys,
     };
     let registry = Registry::new(deps, config.evict_after).start();
     let breakers = BreakerBoard::new(clock.clone())

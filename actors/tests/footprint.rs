@@ -190,6 +190,7 @@ fn an_organization_of_keys_used_once_shrinks_back_to_nothing_once_idle() {
             schedules: tollgate_actors::Schedules::none(),
             fleet: None,
             breakers: None,
+            fresh_keys: tollgate_actors::FreshKeys::write_ahead(),
         };
         let clock = Arc::new(TokioClock::starting_at(Timestamp::from_millis(1_000_000)));
         let handle = start_in_current_system(config, clock);

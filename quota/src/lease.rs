@@ -6,9 +6,10 @@
 //! of silence for a 1 s window). A lease bounds what "the worst" can be.
 //!
 //! # The rule (enforced by [`LeaseLedger`], used by the quota actor)
-//! A grant happens only under a *stored lease*: a record holding a snapshot of the key's
-//! live state (bucket, window) taken at instant `s`, plus a [`Lease`] "at most K more
-//! starts and C more cost after `s`", has been written and flushed before the grant. Every
+//! A grant happens only under a *stored lease* (a new key's provisional first grant aside:
+//! below): a record holding a snapshot of the key's live state (bucket, window) taken at
+//! instant `s`, plus a [`Lease`] "at most K more starts and C more cost after `s`", has
+//! been written and flushed before the grant. Every
 //! grant after `s` is charged to that lease; one that does not fit waits until a renewal
 //! (a newer snapshot with a fresh lease) is stored. A renewal in flight may reach the disk
 //! at any moment, so from its snapshot on, grants are charged to it as well and must fit
@@ -33,6 +34,18 @@
 //! window, cost ≤ burst + rate·T) holds across the crash. The price of a crash is at most
 //! one lease of capacity: K starts and C cost.
 //!
+//! # The provisional first lease ([`Lease::provisional`], `crate::unrecorded`)
+//! A key that has no record anywhere may make its first grant before its first record is
+//! stored, under a *provisional* lease of one start costing one token
+//! ([`LeaseLedger::provisional`]), provided its coordinator announced, write-ahead and
+//! store-wide, that keys without a record may hold such a grant. Its first record then
+//! goes with the next periodic save (or at once if an admission does not fit), and only
+//! the first lease is provisional: every later grant needs a stored one, as above. A
+//! successor finding no record for a key charges it one provisional grant
+//! (`QuotaState::unrecorded`), exactly what the dead coordinator may have granted on it.
+//! Retries never pass under a provisional lease ([`LeaseLedger::covers_retry`]), so that
+//! charge takes no retry unit.
+//!
 //! # Sizing
 //! A larger lease means fewer flushes but more capacity charged on a crash, and (because
 //! the K starts are charged at `now`) a longer pause after it when the window was busy:
@@ -48,6 +61,12 @@ use crate::penalty::MAX_PENALTY_STEPS;
 use crate::policy::Policy;
 use crate::time::Timestamp;
 use crate::window::{RollingWindow, WindowShape};
+
+/// Starts of a provisional first lease: one, whatever the policy, so a successor that
+/// knows nothing of a record-less key's policy charges exactly what it may have granted.
+pub const PROVISIONAL_STARTS: u64 = 1;
+/// Cost of a provisional first lease: one token (every policy's burst holds one).
+pub const PROVISIONAL_COST: f64 = 1.0;
 
 /// A lease takes `limit / LEASE_WINDOW_DIVISOR` starts (at least one).
 pub const LEASE_WINDOW_DIVISOR: u64 = 8;
@@ -77,6 +96,17 @@ impl Lease {
             cost: (policy.burst() / LEASE_BURST_DIVISOR)
                 .max(1.0)
                 .max(at_least_cost),
+        }
+    }
+
+    /// The provisional first lease of a key without a record, taken at `at` (the fresh
+    /// state's instant): [`PROVISIONAL_STARTS`] and [`PROVISIONAL_COST`] (see the module
+    /// docs).
+    pub fn provisional(at: Timestamp) -> Lease {
+        Lease {
+            snapshot_at: at,
+            starts: PROVISIONAL_STARTS,
+            cost: PROVISIONAL_COST,
         }
     }
 }
@@ -111,11 +141,23 @@ impl Usage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RenewalTicket(u64);
 
+/// What the lease in hand rests on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Footing {
+    /// A stored record (or nothing yet).
+    #[default]
+    Record,
+    /// Nothing of the key is stored: a provisional first lease, charged to the key by any
+    /// successor that finds no record of it.
+    Provisional,
+}
+
 /// The leases of one key in its coordinator: the newest stored one and at most one
 /// renewal in flight. Pure bookkeeping; the actor does the storing.
 #[derive(Debug, Clone, Default)]
 pub struct LeaseLedger {
     stored: Option<Usage>,
+    footing: Footing,
     pending: Option<(RenewalTicket, Usage)>,
     issued: u64,
 }
@@ -126,9 +168,31 @@ impl LeaseLedger {
         LeaseLedger::default()
     }
 
+    /// A ledger holding a key's provisional first lease from `at` (see the module docs):
+    /// one first grant passes before anything is stored. Only for a key without a record
+    /// whose coordinator announced provisional grants write-ahead.
+    pub fn provisional(at: Timestamp) -> Self {
+        LeaseLedger {
+            stored: Some(Usage::new(Lease::provisional(at))),
+            footing: Footing::Provisional,
+            ..LeaseLedger::default()
+        }
+    }
+
+    /// True while the lease in hand is the provisional first lease (nothing stored yet).
+    pub fn is_provisional(&self) -> bool {
+        self.footing == Footing::Provisional
+    }
+
     /// True if a grant of `cost` fits the stored lease and the renewal in flight.
     pub fn covers(&self, cost: f64) -> bool {
         self.stored.is_some_and(|u| u.fits(cost)) && self.pending.is_none_or(|(_, u)| u.fits(cost))
+    }
+
+    /// As [`LeaseLedger::covers`], for a retry: never under a provisional lease, whose
+    /// charge on a successor takes no retry unit.
+    pub fn covers_retry(&self, cost: f64) -> bool {
+        !self.is_provisional() && self.covers(cost)
     }
 
     /// Charge a grant; the caller checked [`LeaseLedger::covers`].
@@ -144,14 +208,18 @@ impl LeaseLedger {
     }
 
     /// True if a renewal should start now: none is in flight, and nothing is stored, half
-    /// the stored lease is used, or the next request (of `next_cost`) does not fit.
+    /// the stored lease is used, or the next request (of `next_cost`) does not fit. Under
+    /// a provisional lease, only when an admission waits for a lease (`next_cost` is
+    /// `Some`: it does not fit, or is a retry): otherwise the first record waits for the
+    /// periodic save, one record where an early renewal and the periodic save made two.
     pub fn wants_renewal(&self, next_cost: Option<f64>) -> bool {
         if self.pending.is_some() {
             return false;
         }
-        match self.stored {
-            None => true,
-            Some(u) => u.half_used() || next_cost.is_some_and(|c| !u.fits(c)),
+        match (self.stored, self.footing) {
+            (None, _) => true,
+            (Some(_), Footing::Provisional) => next_cost.is_some(),
+            (Some(u), Footing::Record) => u.half_used() || next_cost.is_some_and(|c| !u.fits(c)),
         }
     }
 
@@ -175,6 +243,7 @@ impl LeaseLedger {
         match self.pending {
             Some((t, usage)) if t == ticket => {
                 self.stored = Some(usage);
+                self.footing = Footing::Record;
                 self.pending = None;
                 true
             }
@@ -208,11 +277,16 @@ pub fn restore(
 ) -> (TokenBucket, RollingWindow) {
     let shape = WindowShape::for_rate(policy.rate_per_second());
     window.record_many(shape, now, lease.starts.min(shape.limit));
-    let slowest = policy.rate_per_second() / f64::from(1u32 << MAX_PENALTY_STEPS);
     let at_snapshot = bucket.tokens();
-    let gained = slowest * now.saturating_since(lease.snapshot_at).as_secs_f64();
+    let gained = slowest_rate(policy) * now.saturating_since(lease.snapshot_at).as_secs_f64();
     let tokens = ((at_snapshot + gained).min(policy.admission_burst()) - lease.cost).max(0.0);
     (TokenBucket::with_tokens(tokens, now), window)
+}
+
+/// The slowest a key's bucket can refill under `policy`: its rate at the deepest penalty,
+/// what a restore assumes for the time nobody knows about.
+pub(crate) fn slowest_rate(policy: &Policy) -> f64 {
+    policy.rate_per_second() / f64::from(1u32 << MAX_PENALTY_STEPS)
 }
 
 #[cfg(test)]
@@ -290,6 +364,113 @@ mod tests {
         l.stored(t);
         assert!(!l.covers(3.0));
         assert!(l.wants_renewal(Some(3.0)));
+    }
+
+    #[test]
+    fn a_provisional_lease_is_one_start_of_one_token_whatever_the_policy() {
+        for (rate, burst) in [(0.5, 1.0), (20.0, 5.0), (1e9, 1e9)] {
+            let policy = Policy::new(rate, burst, 1, 0).unwrap();
+            let lease = Lease::provisional(ms(7));
+            assert!(lease.starts <= Lease::for_policy(&policy, 1.0, ms(7)).starts);
+            assert!(lease.cost <= Lease::for_policy(&policy, 1.0, ms(7)).cost);
+        }
+        assert_eq!(
+            Lease::provisional(ms(7)),
+            Lease {
+                snapshot_at: ms(7),
+                starts: 1,
+                cost: 1.0
+            }
+        );
+    }
+
+    #[test]
+    fn a_provisional_ledger_answers_as_the_table_says() {
+        // (case, ledger, cost) -> (covers, covers a retry, wants a renewal with nobody
+        // waiting, wants one for a waiting admission of `cost`)
+        let fresh = LeaseLedger::provisional(ms(0));
+        let used = {
+            let mut l = fresh.clone();
+            l.charge(1.0);
+            l
+        };
+        let first_in_flight = {
+            let mut l = fresh.clone();
+            l.begin(lease(4, 4.0));
+            l
+        };
+        let first_stored = {
+            let mut l = fresh.clone();
+            let t = l.begin(lease(4, 4.0));
+            l.stored(t);
+            l
+        };
+        let table = [
+            (
+                "a fresh key's first grant",
+                &fresh,
+                1.0,
+                (true, false, false, true),
+            ),
+            (
+                "a first grant above one token",
+                &fresh,
+                2.0,
+                (false, false, false, true),
+            ),
+            (
+                "a second grant before any record",
+                &used,
+                1.0,
+                (false, false, false, true),
+            ),
+            (
+                "a grant while the first record is in flight",
+                &first_in_flight,
+                1.0,
+                (true, false, false, false),
+            ),
+            (
+                "after the first record is stored",
+                &first_stored,
+                1.0,
+                (true, true, false, false),
+            ),
+        ];
+        for (case, l, cost, (covers, covers_retry, renew_idle, renew_waiting)) in table {
+            assert_eq!(l.covers(cost), covers, "{case}: covers");
+            assert_eq!(l.covers_retry(cost), covers_retry, "{case}: covers a retry");
+            assert_eq!(l.wants_renewal(None), renew_idle, "{case}: renews unasked");
+            assert_eq!(
+                l.wants_renewal(Some(cost)),
+                renew_waiting,
+                "{case}: renews for a waiter"
+            );
+        }
+    }
+
+    #[test]
+    fn a_grant_on_a_provisional_lease_with_its_first_record_in_flight_is_charged_to_both() {
+        let mut l = LeaseLedger::provisional(ms(0));
+        let t = l.begin(lease(4, 4.0));
+        l.charge(1.0);
+        assert!(
+            !l.covers(1.0),
+            "the provisional lease is used up until the record lands"
+        );
+        assert!(l.is_provisional());
+        assert!(l.stored(t));
+        assert!(!l.is_provisional(), "only the first lease is provisional");
+        assert_eq!(
+            l.remaining(),
+            (3, 3.0),
+            "the record keeps what it was charged"
+        );
+        l.charge(1.0);
+        assert!(
+            l.wants_renewal(None),
+            "half used: renewed as any stored lease"
+        );
     }
 
     #[test]

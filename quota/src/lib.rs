@@ -23,6 +23,8 @@
 //!   persisted `QuotaRecord`.
 //! - [`lease`]: write-ahead admission leases: what a record allows after its snapshot, and
 //!   the crash restore that charges it (why a SIGKILLed coordinator never over-admits).
+//! - [`unrecorded`]: keys without a record: the provisional first grant a coordinator may
+//!   make before a key's first record is stored, and the charge its successor restores.
 //! - [`breaker`]: the circuit breaker of one scope (service + region + account): closed,
 //!   open for 60 s doubling to 600 s, half-open with one probe lease.
 //! - [`queue`]: a FIFO of waiters with deadlines and cancellation.
@@ -54,6 +56,7 @@ pub mod schedule;
 pub mod state;
 pub mod time;
 pub mod unfiltered;
+pub mod unrecorded;
 pub mod window;
 
 pub use arn::{Arn, ArnError};
@@ -81,3 +84,4 @@ pub use state::{
 };
 pub use time::{Clock, Timestamp};
 pub use unfiltered::{read_budget, ReadBudget, RequestShape};
+pub use unrecorded::FirstGrant;

@@ -483,6 +483,13 @@ impl QuotaState {
         )
     }
 
+    /// `self` with bucket and window replaced by a restore's charge (`crate::unrecorded`).
+    pub(crate) fn with_charge(mut self, bucket: TokenBucket, window: RollingWindow) -> Self {
+        self.bucket = bucket;
+        self.window = window;
+        self
+    }
+
     /// The held reservations.
     pub fn reservations(&self) -> &Reservations {
         &self.reservations

@@ -4,8 +4,11 @@
 //! required to open it. Besides quota records (tree `quota-v1`), the store keeps
 //! a shutdown marker (tree `meta`) written `running` on open and `clean` on an
 //! orderly exit, so the next coordinator knows whether its predecessor crashed
-//! and must start conservatively (DESIGN §5). Corrupted state is an error that
-//! says how to recover; it is never silently replaced by an empty store.
+//! and must start conservatively (DESIGN §5). The `meta` tree also keeps the instant
+//! until which a crashed coordinator may have granted on keys that have no record yet
+//! (the actors' provisional first grants): an opaque number of microseconds here, whose
+//! meaning the actors own. Corrupted state is an error that says how to recover; it is
+//! never silently replaced by an empty store.
 
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -25,6 +28,7 @@ const META_TREE: &str = "meta";
 const SHUTDOWN_KEY: &str = "shutdown";
 const MARK_RUNNING: &[u8] = b"running";
 const MARK_CLEAN: &[u8] = b"clean";
+const UNRECORDED_KEY: &str = "unrecorded-grants-until";
 /// The file sled keeps its log in, inside the database directory.
 const SLED_DATA_FILE: &str = "db";
 /// sled's page cache; quota records are small and few.
@@ -131,6 +135,34 @@ impl SledStore {
     pub fn mark_clean_shutdown(&self) -> Result<(), StorageError> {
         self.write_marker(MARK_CLEAN)?;
         self.restrict_permissions()
+    }
+
+    /// The instant (microseconds) stored by [`SledStore::set_unrecorded_grants_until`],
+    /// if any.
+    pub fn unrecorded_grants_until(&self) -> Result<Option<u64>, StorageError> {
+        let value = self.read(|t| t.meta.get(UNRECORDED_KEY), "read")?;
+        match value.as_deref().map(<[u8; 8]>::try_from) {
+            None => Ok(None),
+            Some(Ok(bytes)) => Ok(Some(u64::from_be_bytes(bytes))),
+            Some(Err(_)) => Err(corrupted(
+                &self.path,
+                "its record of unrecorded grants is not 8 bytes",
+            )),
+        }
+    }
+
+    /// Store `micros`, an instant at or after every grant a coordinator of this state may
+    /// have made on a key without a record, and flush it.
+    pub fn set_unrecorded_grants_until(&self, micros: u64) -> Result<(), StorageError> {
+        self.write(
+            |t| {
+                t.meta
+                    .insert(UNRECORDED_KEY, &micros.to_be_bytes()[..])
+                    .map(drop)
+            },
+            "write the unrecorded grants' instant in",
+        )?;
+        self.flush()
     }
 
     /// The sled database directory.
@@ -386,6 +418,26 @@ mod tests {
 
         let third = SledStore::open(&dir, &lock).unwrap();
         assert_eq!(third.previous_shutdown, PreviousShutdown::Unclean);
+    }
+
+    #[test]
+    fn the_unrecorded_grants_instant_survives_reopening_and_a_clean_shutdown() {
+        let (_tmp, dir, lock) = fixture();
+        let first = SledStore::open(&dir, &lock).unwrap();
+        assert_eq!(first.store.unrecorded_grants_until().unwrap(), None);
+        first.store.set_unrecorded_grants_until(1_234_567).unwrap();
+        first.store.mark_clean_shutdown().unwrap();
+        drop(first);
+        let second = SledStore::open(&dir, &lock).unwrap();
+        assert_eq!(second.previous_shutdown, PreviousShutdown::Clean);
+        assert_eq!(
+            second.store.unrecorded_grants_until().unwrap(),
+            Some(1_234_567)
+        );
+        assert!(
+            second.store.entries().unwrap().is_empty(),
+            "it is no quota record"
+        );
     }
 
     #[test]

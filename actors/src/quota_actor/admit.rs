@@ -137,7 +137,13 @@ impl Gates for AdmitGates<'_> {
     }
 
     fn lease(&self) -> Lease {
-        match self.ledger.covers(self.admit.request.charged_cost()) {
+        let request = &self.admit.request;
+        let covered = match request.retry {
+            // Never under a provisional first lease (`tollgate_quota::unrecorded`).
+            true => self.ledger.covers_retry(request.charged_cost()),
+            false => self.ledger.covers(request.charged_cost()),
+        };
+        match covered {
             true => Lease::Covers,
             false => Lease::Short,
         }

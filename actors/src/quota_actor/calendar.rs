@@ -83,6 +83,11 @@ impl Calendar {
         }
     }
 
+    /// True for a key without a schedule or an allowance.
+    pub(super) fn is_plain(&self) -> bool {
+        matches!(self.kind, Kind::Plain)
+    }
+
     /// The calendar of a key with `read_time` over `base`, restoring an allowance counter
     /// from the key's `stored` record at `now` (see the module docs for the crash rule).
     pub(super) fn load(

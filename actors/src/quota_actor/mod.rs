@@ -15,6 +15,16 @@
 //! killed at any instant thus leaves a record whose lease bounds what it granted after
 //! it, and its successor charges that lease instead of assuming a full window.
 //!
+//! One grant per key is the exception: a key with no record, on a coordinator that
+//! announced it write-ahead for the whole store (`crate::fresh_keys`), starts with a
+//! *provisional* first lease ([`QuotaActor::with_first_grant`]: one start, one token, no
+//! retry) and grants its first admission at once, before anything of it is stored. Its
+//! first record goes with the periodic save (or at once if an admission does not fit),
+//! in the persister's next batch, and every later grant needs a stored lease as above. A
+//! coordinator killed before that record lands leaves no record of the key, and its
+//! successor charges every key without a record that one grant
+//! (`tollgate_quota::unrecorded`), so the bound is the same.
+//!
 //! What a SIGKILL can still cost (never over-admission; each bounded and left as is):
 //! - a reservation granted but not yet answered when the coordinator died is in the stored
 //!   state, while its client takes a fresh slot from the successor (`ReservationGuard`):
@@ -47,11 +57,12 @@ use std::time::Duration;
 use actix::{Actor, AsyncContext, Context, SpawnHandle};
 use tollgate_quota::fleet::{Declaration, Declared};
 use tollgate_quota::{
-    Clock, Exit, LeaseLedger, QuotaState, ReservationId, Step, Timestamp, WaitQueue,
+    Clock, Exit, FirstGrant, LeaseLedger, QuotaState, ReservationId, Step, Timestamp, WaitQueue,
 };
 
 use crate::error::{StoreFailure, StoreFailureKind};
 use crate::fleet::FleetSetup;
+use crate::fresh_keys::FreshKeys;
 use crate::key::CanonicalKey;
 use crate::messages::{Admit, KeyStatus, Reserve};
 use crate::persist::{Persister, StoreHealth};
@@ -90,6 +101,8 @@ pub struct ActorDeps {
     pub schedules: Schedules,
     /// Fleet mode (`None`: this host's quota is its own).
     pub fleet: Option<FleetSetup>,
+    /// How keys without a record start.
+    pub fresh_keys: FreshKeys,
 }
 
 impl std::fmt::Debug for ActorDeps {
@@ -165,6 +178,18 @@ impl QuotaActor {
                 });
             }
             self.calendar = Calendar::load(anchor, base, read_time, stored, now);
+        }
+        self
+    }
+
+    /// Let a key without a record make its first grant under a provisional lease, when
+    /// `first` says it may (`crate::fresh_keys`) and the key has no calendar (an
+    /// allowance counts its grants in the record) and is not in fleet mode. Call after
+    /// [`Self::with_calendar`].
+    pub fn with_first_grant(mut self, first: FirstGrant) -> Self {
+        let plain = self.calendar.is_plain() && self.fleet.is_none();
+        if first == FirstGrant::Provisional && plain && self.load_failure.is_none() {
+            self.ledger = LeaseLedger::provisional(self.deps.clock.now());
         }
         self
     }

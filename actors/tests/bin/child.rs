@@ -1,7 +1,7 @@
 //! `tollgate-actors-test-child`: the other processes of the actors' multi-process tests
-//! (`tests/processes.rs`, `tests/allowance_crash.rs`). A helper binary rather than a
-//! `#[test]` of the test binary re-run on itself, so that a child's body is not counted,
-//! and passed, as a test of its own in every normal run.
+//! (`tests/processes.rs`, `tests/allowance_crash.rs`, `tests/unrecorded_crash.rs`). A
+//! helper binary rather than a `#[test]` of the test binary re-run on itself, so that a
+//! child's body is not counted, and passed, as a test of its own in every normal run.
 //!
 //! `tollgate-actors-test-child ROLE DIR KEY POLICY_OR_OVERRIDES`: joins the admission
 //! directory `DIR`, does what `ROLE` says with the quota key `KEY`, and prints what it got
@@ -35,6 +35,10 @@ fn main() -> ExitCode {
             client(role, &dir, &key, policy, &runtime);
         }
         "allowance-coordinator" => allowance_coordinator(&dir, &key, policy, &runtime),
+        "fresh-keys-coordinator" => {
+            let policy: Policy = serde_json::from_str(policy).expect("a policy as JSON");
+            fresh_keys_coordinator(&dir, &key, &policy, &runtime);
+        }
         other => panic!("unknown role {other}"),
     }
     ExitCode::SUCCESS
@@ -79,6 +83,36 @@ fn client(
         };
         println!("RESULT {line}");
         admission.shutdown().await.unwrap();
+    });
+}
+
+/// `fresh-keys-coordinator`: become the coordinator of `dir`, grant once under `policy`
+/// on `key` and on each key of `TOLLGATE_TEST_CHILD_MORE_KEYS` (comma-separated; none
+/// has a record yet), print `spent`, and keep coordinating until killed.
+fn fresh_keys_coordinator(
+    dir: &AdmissionDir,
+    key: &QuotaKey,
+    policy: &Policy,
+    runtime: &tokio::runtime::Runtime,
+) {
+    let more = std::env::var("TOLLGATE_TEST_CHILD_MORE_KEYS").unwrap_or_default();
+    let more = more.split(',').filter(|k| !k.is_empty());
+    let keys: Vec<QuotaKey> = std::iter::once(key.clone())
+        .chain(more.map(|k| k.parse().expect("a quota key")))
+        .collect();
+    let admission = connect(dir, CoordinatorSpec::none()).unwrap();
+    assert!(admission.is_coordinator());
+    runtime.block_on(async {
+        let handle = admission.handle();
+        let mut slots = Vec::new();
+        for key in &keys {
+            let slot = handle.reserve(key, *policy, WaitOptions::default()).await;
+            let slot = slot.unwrap();
+            slot.admit(1, false, WaitOptions::default()).await.unwrap();
+            slots.push(slot);
+        }
+        println!("spent");
+        tokio::time::sleep(Duration::from_secs(600)).await;
     });
 }
 

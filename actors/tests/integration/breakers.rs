@@ -25,6 +25,7 @@ fn config(pid: u32) -> RuntimeConfig {
         schedules: tollgate_actors::Schedules::none(),
         fleet: None,
         breakers: None,
+        fresh_keys: tollgate_actors::FreshKeys::write_ahead(),
     }
 }
 

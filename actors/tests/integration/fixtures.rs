@@ -26,6 +26,7 @@ fn config() -> RuntimeConfig {
         schedules: tollgate_actors::Schedules::none(),
         fleet: None,
         breakers: None,
+        fresh_keys: tollgate_actors::FreshKeys::write_ahead(),
     }
 }
 

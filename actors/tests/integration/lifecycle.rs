@@ -24,6 +24,7 @@ fn config(store: Arc<dyn QuotaStore>, pid: u32) -> RuntimeConfig {
         schedules: tollgate_actors::Schedules::none(),
         fleet: None,
         breakers: None,
+        fresh_keys: tollgate_actors::FreshKeys::write_ahead(),
     }
 }
 

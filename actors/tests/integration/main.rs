@@ -9,6 +9,7 @@
 mod allowance_crash;
 mod breakers;
 mod calendar;
+mod first_records;
 mod fixtures;
 mod fleet;
 mod fleet_breakers;
@@ -23,3 +24,4 @@ mod processes;
 mod refusals;
 mod remote;
 mod takeover;
+mod unrecorded_crash;

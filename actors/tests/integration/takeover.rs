@@ -34,6 +34,7 @@ fn config(store: Arc<dyn QuotaStore>, pid: u32) -> RuntimeConfig {
         schedules: tollgate_actors::Schedules::none(),
         fleet: None,
         breakers: None,
+        fresh_keys: tollgate_actors::FreshKeys::write_ahead(),
     }
 }
 
@@ -73,7 +74,8 @@ fn saturate(
     })
 }
 
-fn check_bounds(policy: Policy, grants: &[Timestamp], cost: u32) {
+/// Assert the bounds of DESIGN §3 over `grants` (sorted) of `cost` each under `policy`.
+pub(crate) fn check_bounds(policy: Policy, grants: &[Timestamp], cost: u32) {
     let shape = WindowShape::for_rate(policy.rate_per_second());
     for (i, start) in grants.iter().enumerate() {
         let in_window = grants[i..]

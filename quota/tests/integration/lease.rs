@@ -3,10 +3,13 @@
 //! Coordinator A serves a FIFO of greedy requests in simulated 1 ms steps, granting only
 //! what its `LeaseLedger` covers and storing leased records with a random write latency
 //! (one at a time, as the actor does: on start, when half a lease is used, and every
-//! 100 ms). At a random instant it dies; a renewal in flight then may or may not have
-//! reached the disk. After a random takeover delay, coordinator B restores from whatever
-//! record is on disk and serves the rest of the queue the same way. Over every grant of
-//! both, the bounds must hold as if one coordinator had served them all:
+//! 100 ms). In half the scenarios the key starts with a provisional first lease
+//! (`unrecorded`): its first grant goes before anything is stored, and its first record
+//! with the periodic save. At a random instant A dies; a renewal in flight then may or
+//! may not have reached the disk. After a random takeover delay, coordinator B restores
+//! from whatever record is on disk (or, finding none, charges the key what A may have
+//! granted on it unrecorded) and serves the rest of the queue the same way. Over every
+//! grant of both, the bounds must hold as if one coordinator had served them all:
 //! - in any window, starts ≤ the window limit;
 //! - admitted cost over any interval T ≤ burst + rate·T;
 //! - when every request is a retry (and no success refunds a unit), retries granted ≤ the
@@ -16,8 +19,8 @@ use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use tollgate_quota::window::WindowShape;
 use tollgate_quota::{
-    Admission, AdmitRequest, Handover, Lease, LeaseLedger, Owner, Policy, QuotaRecord, QuotaState,
-    Refusal, RenewalTicket, ReservationId, Timestamp,
+    Admission, AdmitRequest, FirstGrant, Handover, Lease, LeaseLedger, Owner, Policy, QuotaRecord,
+    QuotaState, Refusal, RenewalTicket, ReservationId, Timestamp,
 };
 
 const CLIENT: Owner = Owner {
@@ -43,6 +46,9 @@ struct Scenario {
     in_flight_reaches_disk: bool,
     /// Every request is a retry (the policy's retry capacity is then 1 to 30).
     retries: bool,
+    /// A starts the key under a provisional first lease (its coordinator announced
+    /// provisional first grants), and B charges a key without a record for one.
+    provisional: bool,
 }
 
 fn policy() -> impl Strategy<Value = Policy> {
@@ -75,9 +81,19 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         prop_oneof![0u64..5, 0u64..400],
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
         .prop_map(
-            |(policy, arrivals, crash_at_ms, takeover_ms, write_latency_ms, reaches, retries)| {
+            |(
+                policy,
+                arrivals,
+                crash_at_ms,
+                takeover_ms,
+                write_latency_ms,
+                reaches,
+                retries,
+                provisional,
+            )| {
                 Scenario {
                     policy,
                     arrivals,
@@ -86,6 +102,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                     write_latency_ms,
                     in_flight_reaches_disk: reaches,
                     retries,
+                    provisional,
                 }
             },
         )
@@ -101,11 +118,11 @@ struct Coordinator {
 }
 
 impl Coordinator {
-    fn start(mut state: QuotaState, now: Timestamp) -> Self {
+    fn start(mut state: QuotaState, ledger: LeaseLedger, now: Timestamp) -> Self {
         let reservation = state.reserve(CLIENT, FAR, now).expect("ample concurrency");
         Coordinator {
             state,
-            ledger: LeaseLedger::new(),
+            ledger,
             reservation,
             in_flight: None,
             last_save: now,
@@ -145,9 +162,15 @@ impl Coordinator {
         }
         loop {
             let head = queue.first().map(|&c| f64::from(c));
+            let covers = |l: &LeaseLedger, c: f64| match retries {
+                true => l.covers_retry(c),
+                false => l.covers(c),
+            };
+            // The actor asks for a renewal for the head only when it waits for a lease.
+            let waiting = head.filter(|c| !covers(&self.ledger, *c));
             let periodic =
                 now.saturating_since(self.last_save).as_millis() as u64 >= PERIODIC_SAVE_MS;
-            if !self.ledger.is_renewing() && (self.ledger.wants_renewal(head) || periodic) {
+            if !self.ledger.is_renewing() && (self.ledger.wants_renewal(waiting) || periodic) {
                 self.renew(head.unwrap_or(1.0), latency_ms, now);
                 if latency_ms == 0 {
                     let (ticket, record, _) = self.in_flight.take().unwrap();
@@ -158,7 +181,7 @@ impl Coordinator {
             let Some(&cost) = queue.first() else {
                 return;
             };
-            if !self.ledger.covers(f64::from(cost)) {
+            if !covers(&self.ledger, f64::from(cost)) {
                 return;
             }
             let request = AdmitRequest {
@@ -182,6 +205,14 @@ impl Coordinator {
     }
 }
 
+/// The ledger a key without a record starts with.
+fn ledger_for(first: FirstGrant, now: Timestamp) -> LeaseLedger {
+    match first {
+        FirstGrant::Provisional => LeaseLedger::provisional(now),
+        FirstGrant::WriteAhead => LeaseLedger::new(),
+    }
+}
+
 /// Every grant of A then B, in order.
 fn run(s: &Scenario) -> Vec<(Timestamp, u32)> {
     let mut arrivals = s.arrivals.clone();
@@ -197,7 +228,11 @@ fn run(s: &Scenario) -> Vec<(Timestamp, u32)> {
             next += 1;
         }
     };
-    let mut a = Coordinator::start(QuotaState::new(s.policy, ms(0)), ms(0));
+    let first_lease = match s.provisional {
+        true => LeaseLedger::provisional(ms(0)),
+        false => LeaseLedger::new(),
+    };
+    let mut a = Coordinator::start(QuotaState::new(s.policy, ms(0)), first_lease, ms(0));
     for t in 0..s.crash_at_ms {
         arrive(&mut queue, t);
         a.step(
@@ -216,14 +251,26 @@ fn run(s: &Scenario) -> Vec<(Timestamp, u32)> {
         }
     }
     let takeover = s.crash_at_ms + s.takeover_ms;
-    let state = match disk.clone() {
-        Some(record) => QuotaState::from_record(record, ms(takeover), &|_| true).0,
+    let (state, ledger) = match disk.clone() {
+        Some(record) => (
+            QuotaState::from_record(record, ms(takeover), &|_| true).0,
+            LeaseLedger::new(),
+        ),
         None => {
-            assert!(grants.is_empty(), "A granted without a stored lease");
-            QuotaState::new(s.policy, ms(takeover))
+            let unrecorded = usize::from(s.provisional);
+            assert!(
+                grants.len() <= unrecorded,
+                "A granted beyond its first lease unstored"
+            );
+            let until = s.provisional.then_some(ms(takeover));
+            let (state, first) = QuotaState::unrecorded(s.policy, until, ms(takeover));
+            match s.provisional {
+                true => (state, ledger_for(first, ms(takeover))),
+                false => (state, LeaseLedger::new()),
+            }
         }
     };
-    let mut b = Coordinator::start(state, ms(takeover));
+    let mut b = Coordinator::start(state, ledger, ms(takeover));
     for t in takeover..takeover + RUN_AFTER_TAKEOVER_MS {
         arrive(&mut queue, t);
         b.step(
@@ -294,6 +341,7 @@ fn a_saturated_key_resumes_within_a_quarter_window() {
         write_latency_ms: 2,
         in_flight_reaches_disk: false,
         retries: false,
+        provisional: false,
     };
     let grants = run(&s);
     let first_after = grants
@@ -306,4 +354,94 @@ fn a_saturated_key_resumes_within_a_quarter_window() {
         gap <= std::time::Duration::from_millis(250),
         "first grant {gap:?} after the crash"
     );
+}
+
+/// Serve a greedy queue of `n` one-token requests on `c` from `from` to `until` (ms),
+/// each write taking `latency` ms; its record in flight at `until` dies with it.
+fn serve_until(
+    c: &mut Coordinator,
+    (n, latency): (usize, u64),
+    disk: &mut Option<QuotaRecord>,
+    (from, until): (u64, u64),
+    grants: &mut Vec<(Timestamp, u32)>,
+) {
+    let mut queue = vec![1; n];
+    for t in from..until {
+        c.step(false, &mut queue, disk, latency, ms(t), grants);
+    }
+}
+
+/// A new key granted provisionally by A, which dies before its first record lands (slow
+/// writes: the second request's record is still in flight); B, started
+/// after the crash, first uses the key once the charge has worn off (so it grants
+/// provisionally too) and dies the same way; C then saturates the key. Without the
+/// charge, C's first second would hold 20 starts beside B's one, 21 in a window of 20.
+#[test]
+fn two_coordinators_in_turn_granting_a_new_key_provisionally_keep_every_bound() {
+    let policy = Policy::new(20.0, 5.0, 1_000, 0).unwrap();
+    let shape = WindowShape::for_rate(20.0);
+    let (b_open, b_first_use, c_open) = (90, 2_000, 2_090);
+    let mut disk = None;
+    let mut grants = Vec::new();
+    let mut a = Coordinator::start(
+        QuotaState::new(policy, ms(0)),
+        LeaseLedger::provisional(ms(0)),
+        ms(0),
+    );
+    serve_until(&mut a, (10, 500), &mut disk, (0, 50), &mut grants);
+    assert_eq!(
+        grants.len(),
+        1,
+        "one provisional grant, then a wait for the record"
+    );
+    assert!(disk.is_none(), "A died before its first record landed");
+
+    let (state, first) = QuotaState::unrecorded(policy, Some(ms(b_open)), ms(b_first_use));
+    assert_eq!(
+        first,
+        FirstGrant::Provisional,
+        "the charge wore off by B's first use"
+    );
+    let mut b = Coordinator::start(state, ledger_for(first, ms(b_first_use)), ms(b_first_use));
+    serve_until(
+        &mut b,
+        (10, 500),
+        &mut disk,
+        (b_first_use, b_first_use + 50),
+        &mut grants,
+    );
+    assert_eq!(grants.len(), 2);
+    assert!(disk.is_none(), "B died before its first record landed too");
+
+    let (state, first) = QuotaState::unrecorded(policy, Some(ms(c_open)), ms(c_open));
+    assert_eq!(
+        first,
+        FirstGrant::WriteAhead,
+        "charged: C writes its first record ahead"
+    );
+    let mut c = Coordinator::start(state, ledger_for(first, ms(c_open)), ms(c_open));
+    serve_until(
+        &mut c,
+        (100, 2),
+        &mut disk,
+        (c_open, c_open + 3_000),
+        &mut grants,
+    );
+    for (i, (start, _)) in grants.iter().enumerate() {
+        let in_window = grants[i..]
+            .iter()
+            .take_while(|g| g.0 < *start + shape.length)
+            .count() as u64;
+        assert!(
+            in_window <= shape.limit,
+            "{in_window} starts in the window from {start}"
+        );
+    }
+    for i in 0..grants.len() {
+        for j in i..grants.len() {
+            let t = (grants[j].0 - grants[i].0).as_secs_f64();
+            let cost = (j - i + 1) as f64;
+            assert!(cost <= 5.0 + 20.0 * t + 1e-6, "cost {cost} over {t} s");
+        }
+    }
 }
