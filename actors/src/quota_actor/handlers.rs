@@ -12,6 +12,7 @@ use crate::messages::admit::PAIR_TRY;
 use crate::messages::{
     Admit, Cancel, CancelScope, Feedback, Pause, Refund, Release, ReleaseOwner, Reserve, Status,
 };
+use crate::persist::Urgency;
 use crate::AdmissionError;
 
 impl Handler<Reserve> for QuotaActor {
@@ -51,7 +52,7 @@ impl Handler<Feedback> for QuotaActor {
         if self.state.feedback(msg.outcome, msg.admitted_at, now) {
             // A new failure event: store the deeper penalty now (a renewal), not at the
             // next periodic save, so a crash in between does not forget it.
-            self.save(1.0, ctx);
+            self.save(1.0, Urgency::Now, ctx);
         }
         if msg.refund_retry {
             self.state.refund_retry();
@@ -67,7 +68,7 @@ impl Handler<Pause> for QuotaActor {
         let until = self.state.pause(msg.hint, now);
         tracing::debug!(key = %self.key, %until, "the server's Retry-After pauses the key");
         // Stored at once like a deeper penalty: a successor must not forget the pause.
-        self.save(1.0, ctx);
+        self.save(1.0, Urgency::Now, ctx);
         self.poll(ctx);
     }
 }

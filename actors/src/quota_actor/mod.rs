@@ -65,7 +65,7 @@ use crate::fleet::FleetSetup;
 use crate::fresh_keys::FreshKeys;
 use crate::key::CanonicalKey;
 use crate::messages::{Admit, KeyStatus, Reserve};
-use crate::persist::{Persister, StoreHealth};
+use crate::persist::{Persister, StoreHealth, Urgency};
 use crate::schedules::Schedules;
 use crate::AdmissionError;
 
@@ -227,7 +227,11 @@ impl QuotaActor {
             if !self.ledger.wants_renewal(blocked_on_lease) {
                 break;
             }
-            let saved = self.save(blocked_on_lease.unwrap_or(1.0), ctx);
+            let urgency = match blocked_on_lease {
+                Some(_) => Urgency::Now,
+                None => Urgency::Gather,
+            };
+            let saved = self.save(blocked_on_lease.unwrap_or(1.0), urgency, ctx);
             // An inline store has answered already: serve whoever waited for it.
             if !(saved == Saving::Stored && blocked_on_lease.is_some()) {
                 break;

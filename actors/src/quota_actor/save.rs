@@ -18,7 +18,7 @@ use tollgate_quota::{Handover, Lease, RenewalTicket};
 use super::{QuotaActor, PERSIST_INTERVAL};
 use crate::error::{StoreFailure, StoreFailureKind};
 use crate::key::CanonicalKey;
-use crate::persist::{StoreResult, Stored};
+use crate::persist::{StoreResult, Stored, Urgency};
 
 /// Where the key's records stand.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -125,19 +125,29 @@ impl QuotaActor {
         }
         ctx.run_later(PERSIST_INTERVAL, |act, ctx| {
             act.saves.periodic_fired();
-            if act.save(1.0, ctx) == Saving::Stored {
+            if act.save(1.0, Urgency::Gather, ctx) == Saving::Stored {
                 act.lease_arrived(ctx);
             }
         });
     }
 
     /// Store a snapshot of the state with a fresh lease (large enough for `next_cost`), or
-    /// note that one more is wanted once the record in flight is acknowledged.
-    pub(super) fn save(&mut self, next_cost: f64, ctx: &mut Context<Self>) -> Saving {
+    /// note that one more is wanted once the record in flight is acknowledged. `urgency`:
+    /// whether anything waits for it (`persist` module docs); an urgent save behind a
+    /// record in flight hurries that record's write.
+    pub(super) fn save(
+        &mut self,
+        next_cost: f64,
+        urgency: Urgency,
+        ctx: &mut Context<Self>,
+    ) -> Saving {
         if self.load_failure.is_some() {
             return Saving::Failed; // never overwrite a record we could not read
         }
         if self.saves.ask() == Ask::Queued {
+            if urgency == Urgency::Now {
+                self.deps.persister.hurry();
+            }
             return Saving::InFlight;
         }
         let now = self.deps.clock.now();
@@ -152,7 +162,7 @@ impl QuotaActor {
         };
         let ticket = self.ledger.begin(lease);
         self.saves.started();
-        match self.deps.persister.save(self.key.as_str(), bytes) {
+        match self.deps.persister.save(self.key.as_str(), bytes, urgency) {
             Stored::Now(result) => {
                 let ok = result.is_ok();
                 self.stored(ticket, result, ctx);
@@ -195,7 +205,8 @@ impl QuotaActor {
             Ok(()) => {
                 self.ledger.stored(ticket);
                 if again {
-                    self.save(1.0, ctx);
+                    // Whoever waits for it hurries it from `poll` (`lease_arrived`).
+                    self.save(1.0, Urgency::Gather, ctx);
                 }
             }
             Err(failure) => self.health.fail(failure.of_key(self.key.clone())),
@@ -212,7 +223,11 @@ impl QuotaActor {
         match serde_json::to_vec(&self.calendar.record(&record)) {
             // Nobody waits for it: shutdown flushes, and an evicted key's successor actor
             // reads it from the persister's queue or the store.
-            Ok(bytes) => drop(self.deps.persister.save(self.key.as_str(), bytes)),
+            Ok(bytes) => drop(
+                self.deps
+                    .persister
+                    .save(self.key.as_str(), bytes, Urgency::Gather),
+            ),
             Err(e) => self.health.fail(encoding_failed(&self.key, &e)),
         }
     }
