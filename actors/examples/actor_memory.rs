@@ -8,9 +8,19 @@
 //! breaker scope. Then the keys go idle and retire, and as many other keys are used:
 //! what retiring gives back to the next keys.
 //!
+//! `scan [KEYS] [PER_SECOND]`: a scan's shape on a paused clock, with the default
+//! `evict_after`: PER_SECOND new keys a simulated second (900: `bench org` at 1,000
+//! accounts), each used for three calls 100 ms apart; prints the most actors live at
+//! once and the peak resident set (`VmHWM`).
+//!
+//! `scan [KEYS] [PER_SECOND]`: a scan's shape on a paused clock, with the default
+//! `evict_after`: PER_SECOND new keys a simulated second (900: `bench org` at 1,000
+//! accounts), each used for three calls 100 ms apart; prints the most actors live at
+//! once and the peak resident set (`VmHWM`).
+//!
 //! `sled [KEYS]`: KEYS typical records (a key's graceful record after one grant) written
-//! three times each to a sled store in flushed batches of 1,000, then all read back: what sled's page cache and log
-//! buffers add (its `cache_capacity` is 16 MiB).
+//! three times each to a sled store in flushed batches of 1,000, then all read back: what
+//! sled's page cache and log buffers add (its `cache_capacity` is 16 MiB).
 //!
 //! Run each in its own process (the resident set is the process's): `cargo run -p
 //! tollgate-actors --example actor_memory -- actors 20000`. A measurement to print, not a
@@ -19,6 +29,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tollgate_actors::registry::DEFAULT_EVICT_AFTER;
 use tollgate_actors::{
     paused_system, start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock, WaitOptions,
 };
@@ -68,15 +79,20 @@ fn keys(first_account: u64, n: usize) -> Vec<QuotaKey> {
         .collect()
 }
 
-/// The process's resident set, in bytes.
-fn rss() -> i64 {
+/// A figure of `/proc/self/status`, in bytes.
+fn status_bytes(field: &str) -> i64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     let kb: i64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/self/status");
+        .expect("the field in /proc/self/status");
     kb * 1024
+}
+
+/// The process's resident set, in bytes.
+fn rss() -> i64 {
+    status_bytes("VmRSS:")
 }
 
 /// A store that keeps nothing: the actors' memory alone is measured.
@@ -113,7 +129,8 @@ fn policy() -> Policy {
     Policy::new(10.0, 10.0, 10, 20).expect("a valid policy")
 }
 
-async fn use_once(handle: &AdmissionHandle, keys: &[QuotaKey]) {
+/// One call on each of `keys`, then `settle` for the periodic saves.
+async fn use_once(handle: &AdmissionHandle, keys: &[QuotaKey], settle: Duration) {
     for key in keys {
         let slot = handle
             .reserve(key, policy(), WaitOptions::default())
@@ -125,34 +142,73 @@ async fn use_once(handle: &AdmissionHandle, keys: &[QuotaKey]) {
             .expect("admitted");
         slot.feedback(Outcome::Success, &grant);
     }
-    // Let the periodic saves run.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(settle).await;
 }
+
+/// Long enough for the periodic saves after a use.
+const SETTLE: Duration = Duration::from_secs(1);
 
 fn per_key(bytes: i64, n: usize) -> i64 {
     bytes / n.max(1) as i64
 }
 
+/// Actors over a store that keeps nothing, retiring after `evict_after` idle.
+fn start(evict_after: Duration) -> AdmissionHandle {
+    let config = RuntimeConfig {
+        store: Arc::new(Discard),
+        owner: Owner {
+            pid: std::process::id(),
+            generation: 1,
+        },
+        pid_alive: Arc::new(|_| true),
+        evict_after,
+        schedules: tollgate_actors::Schedules::none(),
+        fleet: None,
+        breakers: None,
+    };
+    let clock = Arc::new(TokioClock::starting_at(Timestamp::from_millis(1_000_000)));
+    start_in_current_system(config, clock)
+}
+
+fn measure_scan(n: usize, per_second: usize) {
+    paused_system().block_on(async {
+        let handle = start(DEFAULT_EVICT_AFTER);
+        let all = keys(0, n);
+        let tick = Duration::from_millis(10);
+        let per_tick = (per_second / 100).max(1);
+        let mut calls = Vec::new();
+        for batch in all.chunks(per_tick) {
+            for key in batch {
+                let (handle, key) = (handle.clone(), key.clone());
+                calls.push(actix::spawn(async move {
+                    for _ in 0..3 {
+                        use_once(&handle, std::slice::from_ref(&key), Duration::ZERO).await;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }));
+            }
+            tokio::time::sleep(tick).await;
+            calls.retain(|c| !c.is_finished());
+        }
+        for call in calls {
+            call.await.expect("a call");
+        }
+        let end = handle.footprint().await.expect("local").expect("footprint");
+        println!(
+            "{n} keys at {per_second}/s, evict_after {DEFAULT_EVICT_AFTER:?}: {end:?}; peak VmRSS (VmHWM) {} KB",
+            status_bytes("VmHWM:") / 1024
+        );
+        handle.shutdown().await.expect("shut down");
+    });
+}
+
 fn measure_actors(n: usize) {
     paused_system().block_on(async {
-        let config = RuntimeConfig {
-            store: Arc::new(Discard),
-            owner: Owner {
-                pid: std::process::id(),
-                generation: 1,
-            },
-            pid_alive: Arc::new(|_| true),
-            evict_after: Duration::from_secs(300),
-            schedules: tollgate_actors::Schedules::none(),
-            fleet: None,
-            breakers: None,
-        };
-        let clock = Arc::new(TokioClock::starting_at(Timestamp::from_millis(1_000_000)));
-        let handle = start_in_current_system(config, clock);
-        use_once(&handle, &keys(999_000, 1)).await;
+        let handle = start(Duration::from_secs(300));
+        use_once(&handle, &keys(999_000, 1), SETTLE).await;
         let base = rss();
         let first = keys(0, n);
-        use_once(&handle, &first).await;
+        use_once(&handle, &first, SETTLE).await;
         let busy = rss();
         let live = handle.footprint().await.expect("local").expect("footprint");
         println!(
@@ -168,7 +224,7 @@ fn measure_actors(n: usize) {
             rss() / 1024
         );
         let second = keys(n as u64, n);
-        use_once(&handle, &second).await;
+        use_once(&handle, &second, SETTLE).await;
         let again = handle.footprint().await.expect("local").expect("footprint");
         println!(
             "{n} other keys: {again:?}; VmRSS {} KB: {} bytes per key above the first peak",
@@ -247,6 +303,15 @@ fn main() {
     match mode.as_str() {
         "actors" => measure_actors(n),
         "sled" => measure_sled(n),
-        other => eprintln!("usage: actor_memory actors|sled [KEYS] (not {other:?})"),
+        "scan" => {
+            let per_second = args
+                .next()
+                .map(|v| v.parse().expect("PER_SECOND is a number"))
+                .unwrap_or(900);
+            measure_scan(n, per_second)
+        }
+        other => eprintln!(
+            "usage: actor_memory actors|sled [KEYS] | scan [KEYS] [PER_SECOND] (not {other:?})"
+        ),
     }
 }

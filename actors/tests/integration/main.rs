@@ -22,4 +22,5 @@ mod paired_remote;
 mod processes;
 mod refusals;
 mod remote;
+mod retire;
 mod takeover;
