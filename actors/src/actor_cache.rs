@@ -1,8 +1,8 @@
 //! `ActorCache`: the quota actors' addresses a [`LocalAdmission`](crate::local) remembers,
 //! so that an operation on a known key skips the registry's round trip.
 //!
-//! Why it must forget: the registry evicts a key's actor after it has been idle for
-//! `evict_after`, but an address outlives its actor (a disconnected `Addr` still holds
+//! Why it must forget: the registry retires a key's actor after it has been idle for
+//! `evict_after` (seconds), but an address outlives its actor (a disconnected `Addr` still holds
 //! its mailbox's allocation). An organization scan touches accounts × regions ×
 //! operations keys (about 10,000 at 50 accounts × 17 regions), so a cache that only ever
 //! inserts would hold one dead address for every key the process ever used. Two rules

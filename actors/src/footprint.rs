@@ -11,8 +11,15 @@ use actix::Message;
 /// The per-key and per-scope structures of the quota actors in this process.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Footprint {
-    /// Quota actors the registry holds (one per key used within `evict_after`).
+    /// Quota actors the registry holds (one per key used within `evict_after`, or busy).
     pub live_actors: usize,
+    /// The most quota actors the registry held at once since it started: what a scan
+    /// cost at its peak (after the scan, `live_actors` counts only the keys used within
+    /// `evict_after` of its end).
+    pub peak_live_actors: usize,
+    /// Quota actors started since the registry started: one per key used, plus one each
+    /// time a key is used again after its actor retired.
+    pub started_actors: u64,
     /// Actor addresses this process's handle remembers (live ones, and dead ones until
     /// the next pruning: `actor_cache`).
     pub cached_addresses: usize,
@@ -21,10 +28,18 @@ pub struct Footprint {
     pub breaker_scopes: usize,
 }
 
-/// How many quota actors the registry holds.
+/// How many quota actors the registry holds, held at most, and started.
 #[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "usize")]
+#[rtype(result = "ActorCounts")]
 pub(crate) struct CountActors;
+
+/// The registry's answer to [`CountActors`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ActorCounts {
+    pub(crate) live: usize,
+    pub(crate) peak: usize,
+    pub(crate) started: u64,
+}
 
 /// How many scopes the breaker board holds.
 #[derive(Debug, Clone, Copy, Message)]

@@ -16,8 +16,9 @@
 //! - `cleanup`: [`Cleanup`], how a release went (handed over, or queued to be retried).
 //! - [`breaker_board`]: `BreakerBoard`, the circuit breaker of every scope (service +
 //!   region + account), shared by every process through the coordinator.
-//! - [`registry`]: creates actors on first use (restoring stored state), evicts idle ones,
-//!   broadcasts cancellation and status.
+//! - [`registry`]: creates actors on first use (restoring stored state), retires idle ones
+//!   within seconds once their state is stored (`quota_actor::retire`), broadcasts
+//!   cancellation and status.
 //! - [`persist`]: the writer thread between actors and the store; fail-closed health.
 //! - `fresh_keys`: [`FreshKeys`], how keys without a record start: a new key's
 //!   provisional first grant before its first record is stored, and the charge for what
@@ -30,7 +31,8 @@
 //! - `actor_cache`: the actor addresses the in-process backend remembers, pruned of
 //!   evicted actors so it holds only the keys in use.
 //! - `footprint`: [`Footprint`], the counts of per-key and per-scope structures (live
-//!   actors, cached addresses, breaker scopes), for tests and `bench org`.
+//!   actors and their peak, actors started, cached addresses, breaker scopes), for tests
+//!   and `bench org`.
 //! - [`runtime`]: the dedicated actor thread, or start-in-current-system for tests.
 //! - [`clock`]: `TokioClock` and `monotonic_now`, the one place real time is read
 //!   (`clippy.toml` disallows every other clock read).

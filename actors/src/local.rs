@@ -412,11 +412,14 @@ impl LocalAdmission {
 
     /// The counts of the per-key and per-scope structures now.
     pub(crate) async fn footprint(&self) -> Result<Footprint, AdmissionError> {
-        let live_actors = self.registry.send(CountActors).await;
+        let actors = self.registry.send(CountActors).await;
         let breaker_scopes = self.breakers.send(CountScopes).await;
         let cached_addresses = self.actors.lock().map(|m| m.len()).unwrap_or(0);
+        let actors = actors.map_err(|_| AdmissionError::Stopped)?;
         Ok(Footprint {
-            live_actors: live_actors.map_err(|_| AdmissionError::Stopped)?,
+            live_actors: actors.live,
+            peak_live_actors: actors.peak,
+            started_actors: actors.started,
             cached_addresses,
             breaker_scopes: breaker_scopes.map_err(|_| AdmissionError::Stopped)?,
         })

@@ -1,4 +1,4 @@
-//! `Registry`: creates a quota actor on a key's first use and evicts idle ones.
+//! `Registry`: creates a quota actor on a key's first use and retires idle ones.
 //!
 //! A key's actor starts from its stored record when there is one (restored by
 //! `QuotaState::from_record`: exactly after a graceful hand-over, with the record's lease
@@ -8,8 +8,14 @@
 //! grant any coordinator makes on a key before a leased record of it is stored). A record
 //! that cannot be read or decoded makes that key fail closed with an actionable error; the
 //! registry never replaces unreadable state with a fresh bucket.
+//!
+//! Every `evict_after / 2` (at least a second) it asks each live actor to retire
+//! ([`Retire::WhenIdle`]); an actor idle for `evict_after` whose whole state is in its
+//! record stops once its graceful record is durable (`quota_actor::retire` says when, and
+//! why nothing is lost). A key used again gets a new actor restored from that record.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::fut::wrap_future;
@@ -18,31 +24,60 @@ use actix::{
     ResponseFuture,
 };
 use futures_util::future::join_all;
+use futures_util::FutureExt;
 use tollgate_quota::{FirstGrant, Policy, QuotaRecord, QuotaState};
 
-use crate::footprint::CountActors;
+use crate::footprint::{ActorCounts, CountActors};
 use crate::key::CanonicalKey;
 use crate::messages::{Cancel, CancelScope, KeyStatus, ReleaseOwner, Status};
 use crate::quota_actor::{ActorDeps, QuotaActor, Retire};
 use crate::sparse::shrink_if_sparse;
 
-/// How long a key must be idle before its actor is evicted.
-pub const DEFAULT_EVICT_AFTER: Duration = Duration::from_secs(300);
+/// How long a key must be idle before its actor retires, when its whole state is in its
+/// record (`quota_actor::retire`; a fleet key's, whose block lives only in memory, waits
+/// for [`UNSTORED_EVICT_AFTER`](crate::quota_actor::UNSTORED_EVICT_AFTER) at least).
+///
+/// Why 5 seconds: an actor retired too early costs little, one graceful record and, on
+/// the key's next use, one read and one leased record before its first grant (a flush
+/// shared with every key saving then, milliseconds), against calls of tens to hundreds
+/// of milliseconds. An actor kept too long costs its memory: an organization scan starts
+/// about 900 new keys a second at 1,000 accounts, so live actors are about 900 × (the
+/// time a key is in use + this delay + up to half of it, the registry's period).
+/// Between two calls of one caller on one key (a listing's pages) the key is idle for
+/// the client's turnaround, milliseconds; a call's retries hold its reservation, and a
+/// waiter keeps its actor busy, so neither counts as idle. Five seconds covers a slow
+/// client's turnaround many times over and keeps the scan's live actors to a few
+/// thousand (`actors/examples/actor_memory.rs`, `scan`: at most 6,930 at 900 a second).
+pub const DEFAULT_EVICT_AFTER: Duration = Duration::from_secs(5);
+
+/// A live actor and the serial it was started with (which tells it apart from a later
+/// actor of the same key, without comparing addresses).
+struct Live {
+    addr: Addr<QuotaActor>,
+    serial: u64,
+}
 
 /// The registry of live quota actors.
 pub struct Registry {
-    actors: HashMap<CanonicalKey, Addr<QuotaActor>>,
-    deps: ActorDeps,
+    actors: HashMap<CanonicalKey, Live>,
+    /// Shared by every actor it starts.
+    deps: Arc<ActorDeps>,
     evict_after: Duration,
+    /// Actors started so far (the last one's serial).
+    started: u64,
+    /// The most actors live at once.
+    peak: usize,
 }
 
 impl Registry {
-    /// A registry creating actors with `deps`, evicting after `evict_after` idle.
+    /// A registry creating actors with `deps`, retiring them after `evict_after` idle.
     pub fn new(deps: ActorDeps, evict_after: Duration) -> Self {
         Registry {
             actors: HashMap::new(),
-            deps,
+            deps: Arc::new(deps),
             evict_after,
+            started: 0,
+            peak: 0,
         }
     }
 
@@ -105,7 +140,11 @@ impl Registry {
         M: Message<Result = usize> + Clone + Send + 'static,
         QuotaActor: Handler<M>,
     {
-        let sends: Vec<_> = self.actors.values().map(|a| a.send(msg.clone())).collect();
+        let sends: Vec<_> = self
+            .actors
+            .values()
+            .map(|live| live.addr.send(msg.clone()))
+            .collect();
         Box::pin(async move {
             join_all(sends)
                 .await
@@ -116,27 +155,41 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// Ask every live actor to retire if idle; forget those that stop.
+    fn retire_idle(&mut self, ctx: &mut Context<Self>) {
+        let msg = Retire::WhenIdle {
+            evict_after: self.evict_after,
+        };
+        let asks: Vec<_> = self
+            .actors
+            .iter()
+            .map(|(key, live)| {
+                let (key, serial) = (key.clone(), live.serial);
+                live.addr
+                    .send(msg)
+                    .map(move |stopped| (key, serial, matches!(stopped, Ok(true))))
+            })
+            .collect();
+        let forget = wrap_future::<_, Self>(join_all(asks)).map(|answers, act, _| {
+            for (key, serial, stopped) in answers {
+                // A key used after its actor stopped has a new actor already: keep that.
+                if stopped && act.actors.get(&key).is_some_and(|l| l.serial == serial) {
+                    act.actors.remove(&key);
+                }
+            }
+            shrink_if_sparse(&mut act.actors);
+        });
+        ctx.spawn(forget);
+    }
+}
+
 impl Actor for Registry {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         let every = (self.evict_after / 2).max(Duration::from_secs(1));
-        ctx.run_interval(every, |act, ctx| {
-            let idle_for = act.evict_after;
-            for (key, addr) in act.actors.clone() {
-                let fut = wrap_future::<_, Self>(addr.send(Retire {
-                    force: false,
-                    idle_for,
-                }))
-                .map(move |stopped, act: &mut Registry, _| {
-                    if matches!(stopped, Ok(true)) {
-                        act.actors.remove(&key);
-                        shrink_if_sparse(&mut act.actors);
-                    }
-                });
-                ctx.spawn(fut);
-            }
-        });
+        ctx.run_interval(every, |act, ctx| act.retire_idle(ctx));
     }
 }
 
@@ -153,19 +206,29 @@ pub struct Lookup {
 impl Handler<Lookup> for Registry {
     type Result = actix::MessageResult<Lookup>;
     fn handle(&mut self, msg: Lookup, _: &mut Context<Self>) -> Self::Result {
-        if let Some(addr) = self.actors.get(&msg.key).filter(|a| a.connected()) {
-            return actix::MessageResult(addr.clone());
+        if let Some(live) = self.actors.get(&msg.key).filter(|l| l.addr.connected()) {
+            return actix::MessageResult(live.addr.clone());
         }
         let addr = self.spawn_actor(&msg.key, msg.policy);
-        self.actors.insert(msg.key, addr.clone());
+        self.started += 1;
+        let live = Live {
+            addr: addr.clone(),
+            serial: self.started,
+        };
+        self.actors.insert(msg.key, live);
+        self.peak = self.peak.max(self.actors.len());
         actix::MessageResult(addr)
     }
 }
 
 impl Handler<CountActors> for Registry {
-    type Result = usize;
-    fn handle(&mut self, _: CountActors, _: &mut Context<Self>) -> usize {
-        self.actors.len()
+    type Result = actix::MessageResult<CountActors>;
+    fn handle(&mut self, _: CountActors, _: &mut Context<Self>) -> Self::Result {
+        actix::MessageResult(ActorCounts {
+            live: self.actors.len(),
+            peak: self.peak,
+            started: self.started,
+        })
     }
 }
 
@@ -202,7 +265,7 @@ pub struct StatusAll;
 impl Handler<StatusAll> for Registry {
     type Result = ResponseFuture<Vec<KeyStatus>>;
     fn handle(&mut self, _: StatusAll, _: &mut Context<Self>) -> Self::Result {
-        let live: Vec<_> = self.actors.values().map(|a| a.send(Status)).collect();
+        let live: Vec<_> = self.actors.values().map(|l| l.addr.send(Status)).collect();
         let live_keys: Vec<CanonicalKey> = self.actors.keys().cloned().collect();
         let deps = self.deps.clone();
         Box::pin(async move {
@@ -249,12 +312,7 @@ impl Handler<Shutdown> for Registry {
         let sends: Vec<_> = self
             .actors
             .drain()
-            .map(|(_, a)| {
-                a.send(Retire {
-                    force: true,
-                    idle_for: Duration::ZERO,
-                })
-            })
+            .map(|(_, live)| live.addr.send(Retire::Now))
             .collect();
         Box::pin(wrap_future::<_, Self>(join_all(sends)).map(|_, _, _| ()))
     }

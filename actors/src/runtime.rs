@@ -41,7 +41,9 @@ pub struct RuntimeConfig {
     pub owner: Owner,
     /// Process liveness for reaping.
     pub pid_alive: PidAlive,
-    /// Idle time before a key's actor is evicted.
+    /// Idle time before a key's actor retires, once its state is stored (5 s by default:
+    /// [`DEFAULT_EVICT_AFTER`]; a fleet key waits for
+    /// [`UNSTORED_EVICT_AFTER`](crate::quota_actor::UNSTORED_EVICT_AFTER) at least).
     pub evict_after: Duration,
     /// The keys' schedules and allowances (seed 003), and the clock's anchor.
     pub schedules: Schedules,

@@ -207,11 +207,10 @@ fn an_organization_of_keys_used_once_shrinks_back_to_nothing_once_idle() {
         tokio::time::sleep(EVICT_AFTER * 3).await;
         let (first, second) = (keys(0), keys(ACCOUNTS));
         let baseline = live_bytes();
-        let only_one_left = Footprint {
-            live_actors: 1,
-            cached_addresses: 1,
-            breaker_scopes: 0,
-        };
+        // Live actors, cached addresses, breaker scopes (the peak and the count of actors
+        // started only grow).
+        let held = |f: Footprint| (f.live_actors, f.cached_addresses, f.breaker_scopes);
+        let only_one_left = (1, 1, 0);
 
         let (busy, per_key) = use_once(&handle, &first, baseline).await;
         println!(
@@ -220,11 +219,18 @@ fn an_organization_of_keys_used_once_shrinks_back_to_nothing_once_idle() {
             first.len()
         );
         assert_eq!(busy.live_actors, first.len(), "every key has its actor");
+        // Issue 35: 5,081 bytes before the fleet block was boxed, the actors shared their
+        // dependencies and emptied queues gave their room back; 2,062 after.
+        assert!(
+            per_key < 2_600,
+            "a live key costs under 2,600 bytes of heap: {per_key}"
+        );
+        assert!(busy.peak_live_actors >= first.len());
         assert_eq!(busy.breaker_scopes, first.len() / OPERATIONS.len());
         assert!(busy.cached_addresses >= first.len());
         let (after, left) = go_idle(&handle, baseline).await;
         println!("idle: {after:?}, {left} bytes of heap above the baseline");
-        assert_eq!(after, only_one_left, "only the key in use is left");
+        assert_eq!(held(after), only_one_left, "only the key in use is left");
         assert!(
             left < (first.len() * 128) as isize,
             "what stays is the runtime's room for the peak, under 128 bytes per key: {left}"
@@ -238,7 +244,7 @@ fn an_organization_of_keys_used_once_shrinks_back_to_nothing_once_idle() {
         );
         let (again, left_again) = go_idle(&handle, baseline).await;
         println!("idle again: {again:?}, {left_again} bytes of heap above the baseline");
-        assert_eq!(again, only_one_left);
+        assert_eq!(held(again), only_one_left);
         assert!(
             left_again <= left + (second.len() * 16) as isize,
             "a second organization leaves no more than the first: {left_again} after {left}"

@@ -8,9 +8,10 @@
 //!
 //! Memory is bounded by the keys in use: a ring is [`RING_BYTES`] plus its key, and a
 //! ring whose newest bucket has left the window has nothing to draw and is dropped (on
-//! the next pruning, every [`BUCKET`] or when the map reaches its high-water mark). That
-//! is the same five minutes of idleness after which the registry evicts the key's actor
-//! (`tollgate_actors::registry::DEFAULT_EVICT_AFTER`), so a ring goes with its key.
+//! the next pruning, every [`BUCKET`] or when the map reaches its high-water mark). The
+//! key's actor is gone sooner, seconds after its last use
+//! (`tollgate_actors::registry::DEFAULT_EVICT_AFTER`): the ring keeps what the chart
+//! draws, and goes five minutes after its key's last event.
 //!
 //! Time comes in with each event (when it was sent, on the admission clock) and with
 //! each read (`now`); nothing here reads a clock.

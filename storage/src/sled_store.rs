@@ -31,8 +31,13 @@ const MARK_CLEAN: &[u8] = b"clean";
 const UNRECORDED_KEY: &str = "unrecorded-grants-until";
 /// The file sled keeps its log in, inside the database directory.
 const SLED_DATA_FILE: &str = "db";
-/// sled's page cache; quota records are small and few.
-const CACHE_CAPACITY_BYTES: u64 = 16 * 1024 * 1024;
+/// sled's page cache. Quota records are small (~490 bytes) and the ones written often
+/// are few: a key is written at its first grant, while it is busy, and once more when its
+/// actor retires seconds after its last use, so the pages in use hold the keys of the last
+/// seconds (about 7,000 keys, ~4 MB, at `bench org`'s 1,000 accounts). 8 MiB holds them;
+/// more only keeps retired keys' pages in memory (16 MiB cost 10–15 MB more resident set
+/// over 90,000 records: docs/architecture.md, "Memory per key").
+const CACHE_CAPACITY_BYTES: u64 = 8 * 1024 * 1024;
 
 /// How the previous coordinator left the state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

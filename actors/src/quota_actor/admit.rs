@@ -23,7 +23,7 @@ impl QuotaActor {
         let state = &mut self.state;
         let calendar = &mut self.calendar;
         let ledger = &mut self.ledger;
-        let stop_reason = self.fleet.as_ref().and_then(FleetKey::stop_reason);
+        let stop_reason = self.fleet.as_deref().and_then(FleetKey::stop_reason);
         let fleet = &mut self.fleet;
         let mut unsent_retries = 0;
         let mut blocked_on_lease = None;
@@ -38,7 +38,7 @@ impl QuotaActor {
                     state,
                     calendar,
                     ledger,
-                    fleet: fleet.as_ref(),
+                    fleet: fleet.as_deref(),
                     now,
                 };
                 let Verdict { gate, fleet_asked } = admission_gate(&mut gates, a.request.cost, now);

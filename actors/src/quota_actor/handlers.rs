@@ -1,11 +1,9 @@
 //! The messages a [`QuotaActor`] serves: each queues or applies its request, then polls.
 //!
 //! Waiting requests (`Reserve`, `Admit`) join the FIFO queues served by `poll`; the
-//! others apply at once. `Retire` is the registry's: eviction and shutdown.
+//! others apply at once. The registry's `Retire` is in `retire`.
 
-use std::time::Duration;
-
-use actix::{ActorContext, Context, Handler, Message};
+use actix::{Context, Handler};
 
 use super::QuotaActor;
 use crate::messages::admit::PAIR_TRY;
@@ -136,36 +134,5 @@ impl Handler<Status> for QuotaActor {
     type Result = actix::MessageResult<Status>;
     fn handle(&mut self, _: Status, _: &mut Context<Self>) -> Self::Result {
         actix::MessageResult(self.status())
-    }
-}
-
-/// Ask the actor to stop. Unless `force`, it stops only when idle for `idle_for`; a
-/// stopping actor saves its full state (a graceful record) first. Answers whether it stopped.
-#[derive(Debug, Clone, Copy, Message)]
-#[rtype(result = "bool")]
-pub struct Retire {
-    /// Stop even if busy (runtime shutdown): waiters are answered `Stopped`.
-    pub force: bool,
-    /// Minimum idle time before an unforced retirement.
-    pub idle_for: Duration,
-}
-
-impl Handler<Retire> for QuotaActor {
-    type Result = bool;
-    fn handle(&mut self, msg: Retire, ctx: &mut Context<Self>) -> bool {
-        let now = self.deps.clock.now();
-        let idle_long_enough =
-            self.is_idle() && now.saturating_since(self.last_touched) >= msg.idle_for;
-        if !(msg.force || idle_long_enough) {
-            return false;
-        }
-        self.fail_all(|| AdmissionError::Stopped);
-        // A client that exited while this coordinator retires never had its release read:
-        // its slot lapses here, as the successor would reap it on load.
-        let pid_alive = self.deps.pid_alive.clone();
-        self.state.reap(now, &|pid| pid_alive(pid));
-        self.save_graceful();
-        ctx.stop();
-        true
     }
 }

@@ -48,8 +48,9 @@
 //! each through `gate`, the admission gate chain (its reservation, the calendar
 //! allowance, the lease, the fleet block: a pure function with a table of cases) before
 //! the quota state; `save` holds the save bookkeeping (when records go to the persister,
-//! one at a time), `handlers` the message handlers, `calendar` the schedule and
-//! allowance, and `fleet` the key's fleet block.
+//! one at a time), `handlers` the message handlers, `retire` when an idle actor stops
+//! (once its graceful record is durable), `calendar` the schedule and allowance, and
+//! `fleet` the key's fleet block.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,11 +75,13 @@ mod calendar;
 mod fleet;
 mod gate;
 mod handlers;
+mod retire;
 mod save;
 
 use calendar::Calendar;
 use fleet::FleetKey;
-pub use handlers::Retire;
+use retire::Phase;
+pub use retire::{Retire, UNSTORED_EVICT_AFTER};
 use save::{SaveBook, Saving};
 
 /// How often a busy key's state is stored (as a lease renewal) at most, besides the
@@ -120,7 +123,8 @@ pub struct QuotaActor {
     reserving: WaitQueue<Reserve>,
     admitting: WaitQueue<Admit>,
     next_waiter: u64,
-    deps: ActorDeps,
+    /// Shared by every actor (one pointer each, not a copy of every field).
+    deps: Arc<ActorDeps>,
     health: Arc<StoreHealth>,
     /// Set when the key's record could not be loaded: the key fails closed.
     load_failure: Option<String>,
@@ -130,10 +134,13 @@ pub struct QuotaActor {
     /// Whether a record is in flight, another is wanted, the periodic save is scheduled.
     saves: SaveBook,
     last_touched: Timestamp,
+    /// Whether its graceful record is on its way (`retire`).
+    phase: Phase,
     /// The key's schedule or allowance (`Calendar::plain` for most keys).
     calendar: Calendar,
-    /// Fleet mode's block and mode for this key (`None` without fleet mode).
-    fleet: Option<FleetKey>,
+    /// Fleet mode's block and mode for this key (`None` without fleet mode). Boxed: it is
+    /// over a kilobyte, which every actor would carry inline without fleet mode.
+    fleet: Option<Box<FleetKey>>,
 }
 
 impl QuotaActor {
@@ -141,11 +148,14 @@ impl QuotaActor {
     pub fn new(
         key: CanonicalKey,
         state: QuotaState,
-        deps: ActorDeps,
+        deps: Arc<ActorDeps>,
         load_failure: Option<String>,
     ) -> Self {
         let now = deps.clock.now();
-        let fleet = deps.fleet.clone().map(FleetKey::new);
+        let fleet = deps
+            .fleet
+            .clone()
+            .map(|setup| Box::new(FleetKey::new(setup)));
         QuotaActor {
             key,
             state,
@@ -159,6 +169,7 @@ impl QuotaActor {
             ledger: LeaseLedger::new(),
             saves: SaveBook::default(),
             last_touched: now,
+            phase: Phase::Serving,
             calendar: Calendar::plain(),
             fleet,
         }
@@ -216,6 +227,8 @@ impl QuotaActor {
     /// [`Self::poll`] at `now`, an instant just read from the actor's clock.
     fn poll_at(&mut self, now: Timestamp, ctx: &mut Context<Self>) {
         self.last_touched = now;
+        // In use: a retirement under way is cancelled (its record stays valid).
+        self.phase = Phase::Serving;
         let mut next;
         loop {
             if let Some(reason) = self.failure() {

@@ -103,6 +103,12 @@ impl SaveBook {
     pub(super) fn periodic_fired(&mut self) {
         self.periodic = Periodic::Unscheduled;
     }
+
+    /// Nothing is with the persister and no periodic save is pending: the newest record
+    /// handed over is acknowledged, and no other is on its way (what retiring asks).
+    pub(super) fn quiet(&self) -> bool {
+        self.record == Record::Idle && self.periodic == Periodic::Unscheduled
+    }
 }
 
 /// What asking for a save did.
@@ -192,7 +198,7 @@ impl QuotaActor {
     /// A save was answered: serve admissions that waited for its lease (or answer them
     /// with the storage failure). Nothing else waits for a save, and an idle key must stay
     /// idle (so it can be evicted), so only then.
-    fn lease_arrived(&mut self, ctx: &mut Context<Self>) {
+    pub(super) fn lease_arrived(&mut self, ctx: &mut Context<Self>) {
         if !self.admitting.is_empty() {
             self.poll(ctx);
         }
@@ -213,22 +219,27 @@ impl QuotaActor {
         }
     }
 
-    /// A graceful record: the actor grants nothing after it.
-    pub(super) fn save_graceful(&self) {
+    /// Hand a graceful record to the persister: the actor grants nothing after it under
+    /// the leases it holds. Returns when it is durable, or `None` if nothing was handed
+    /// over (the key's record could not be read, or the state could not be encoded).
+    pub(super) fn save_graceful(&self) -> Option<Stored> {
         if self.load_failure.is_some() {
-            return;
+            return None;
         }
         let now = self.deps.clock.now();
         let record = self.state.to_record(Handover::Graceful, now);
         match serde_json::to_vec(&self.calendar.record(&record)) {
-            // Nobody waits for it: shutdown flushes, and an evicted key's successor actor
-            // reads it from the persister's queue or the store.
-            Ok(bytes) => drop(
+            // Nobody waits for it at shutdown (which flushes); a retiring actor stops only
+            // on its acknowledgement (`retire`).
+            Ok(bytes) => Some(
                 self.deps
                     .persister
                     .save(self.key.as_str(), bytes, Urgency::Gather),
             ),
-            Err(e) => self.health.fail(encoding_failed(&self.key, &e)),
+            Err(e) => {
+                self.health.fail(encoding_failed(&self.key, &e));
+                None
+            }
         }
     }
 }
@@ -318,6 +329,21 @@ mod tests {
         assert!(!book.schedule_periodic());
         book.periodic_fired();
         assert!(book.schedule_periodic());
+    }
+
+    #[test]
+    fn a_book_is_quiet_only_with_no_record_in_flight_and_no_periodic_save_pending() {
+        let mut book = SaveBook::default();
+        assert!(book.quiet());
+        book.ask();
+        book.started();
+        assert!(!book.quiet(), "a record in flight");
+        book.answered(true);
+        assert!(book.quiet());
+        book.schedule_periodic();
+        assert!(!book.quiet(), "a periodic save pending");
+        book.periodic_fired();
+        assert!(book.quiet());
     }
 
     #[test]

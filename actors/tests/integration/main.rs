@@ -23,5 +23,6 @@ mod paired_remote;
 mod processes;
 mod refusals;
 mod remote;
+mod retire;
 mod takeover;
 mod unrecorded_crash;
