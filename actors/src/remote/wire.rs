@@ -337,7 +337,16 @@ mod tests {
     fn a_full_socket_holds_requests_in_the_outbox_until_the_coordinator_reads() {
         current_thread().block_on(async {
             let (ours, mut theirs) = UnixStream::pair().unwrap();
-            let link = Arc::new(Link::new());
+            // This coordinator reads but never answers: with the default times, a test slowed
+            // past `PING_AFTER` (a loaded machine) had the connection thread ping it, and the
+            // ping (request n + 1, rightly queued behind the rest) arrived as one frame too
+            // many; past `UNRESPONSIVE_AFTER` the connection would be given up. Liveness is
+            // not what this test is about (`client`'s tests check it): keep it out of reach.
+            let link = Arc::new(Link::with_times(LivenessTimes {
+                ping_after: Duration::from_secs(3600),
+                unresponsive_after: Duration::from_secs(3600),
+                interval: LivenessTimes::DEFAULT.interval,
+            }));
             let (mut wire, writer) = Wire::new(ours, 1, &link, None).unwrap();
             link.connected(writer).unwrap();
             // Far more than a socket buffer holds, while nobody reads.
@@ -370,8 +379,22 @@ mod tests {
             let want: Vec<(u64, RequestBody)> = (0..n)
                 .map(|scope| (scope + 1, RequestBody::Op(Operation::Cancel { scope })))
                 .collect();
-            assert!(seen == want, "every request arrives once, whole, in order");
+            let first_difference = seen.iter().zip(&want).position(|(s, w)| s != w);
+            assert!(
+                seen.len() == want.len() && first_difference.is_none(),
+                "every request arrives once, whole, in order: {} frames for {} requests, \
+                 first difference at {first_difference:?}",
+                seen.len(),
+                want.len(),
+            );
             assert_eq!(link.flush(), Ok(false), "nothing waits any more");
+            // Once: nothing follows the last request (a duplicate would).
+            let mut rest = [0u8; 1];
+            let after = theirs.try_read(&mut rest);
+            assert!(
+                matches!(&after, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+                "bytes after the last request: {after:?}"
+            );
         });
     }
 
