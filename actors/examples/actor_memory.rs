@@ -165,6 +165,7 @@ fn start(evict_after: Duration) -> AdmissionHandle {
         schedules: tollgate_actors::Schedules::none(),
         fleet: None,
         breakers: None,
+        fresh_keys: tollgate_actors::FreshKeys::write_ahead(),
     };
     let clock = Arc::new(TokioClock::starting_at(Timestamp::from_millis(1_000_000)));
     start_in_current_system(config, clock)

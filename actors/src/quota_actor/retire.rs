@@ -56,7 +56,7 @@ use tollgate_quota::LeaseLedger;
 use super::save::Ask;
 use super::QuotaActor;
 use crate::error::{StoreFailure, StoreFailureKind};
-use crate::persist::{StoreResult, Stored};
+use crate::persist::{StoreResult, Stored, Urgency};
 use crate::AdmissionError;
 
 /// The shortest idle time before an actor holding state that no record holds (a fleet
@@ -211,7 +211,7 @@ impl QuotaActor {
             self.health.fail(failure.of_key(self.key.clone()));
         }
         if again {
-            self.save(1.0, ctx);
+            self.save(1.0, Urgency::Gather, ctx);
         }
         self.lease_arrived(ctx);
         false

@@ -49,6 +49,7 @@ fn runtime(
         schedules: tollgate_actors::Schedules::none(),
         fleet: None,
         breakers: None,
+        fresh_keys: tollgate_actors::FreshKeys::write_ahead(),
     };
     start_in_current_system(config, clock)
 }
