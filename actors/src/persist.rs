@@ -370,8 +370,7 @@ fn write_loop(shared: &Shared) {
                 };
             }
             // Nothing waits for these records: gather more for one flush (module docs).
-            let can_wait =
-                |p: &mut Pending| !p.urgent && !p.stop && p.sync_requested == p.synced;
+            let can_wait = |p: &mut Pending| !p.urgent && !p.stop && p.sync_requested == p.synced;
             if failures == 0 && can_wait(&mut p) {
                 p = match shared.wake.wait_timeout_while(p, GATHER, can_wait) {
                     Ok((p, _)) => p,
@@ -390,7 +389,10 @@ fn write_loop(shared: &Shared) {
         if !batch.is_empty() {
             let entries: Vec<(String, Vec<u8>)> =
                 batch.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            result = shared.store.save_batch(&entries).map_err(StoreFailure::write);
+            result = shared
+                .store
+                .save_batch(&entries)
+                .map_err(StoreFailure::write);
         }
         if result.is_ok() {
             result = shared.store.flush().map_err(StoreFailure::write);

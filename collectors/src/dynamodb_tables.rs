@@ -69,10 +69,7 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
         let described = join_all(batch.iter().map(|name| async move {
             let answer = run
                 .call_item(DESCRIBE_TABLE, region, || {
-                    client
-                        .describe_table()
-                        .table_name(name)
-                        .send()
+                    client.describe_table().table_name(name).send()
                 })
                 .await;
             answer

@@ -38,10 +38,7 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     loop {
         let page = run
             .call(LIST_KEYS, region, || {
-                client
-                    .list_keys()
-                    .set_marker(marker.clone())
-                    .send()
+                client.list_keys().set_marker(marker.clone()).send()
             })
             .await;
         let page = match page {
@@ -140,16 +137,10 @@ type Described = (
 async fn describe(run: &CollectorRun, region: &str, key_id: &str) -> Described {
     let client = run.client::<aws_sdk_kms::Client>(region);
     let metadata = run.call_item(DESCRIBE_KEY, region, || {
-        client
-            .describe_key()
-            .key_id(key_id)
-            .send()
+        client.describe_key().key_id(key_id).send()
     });
     let usage = run.call_item(GET_KEY_LAST_USAGE, region, || {
-        client
-            .get_key_last_usage()
-            .key_id(key_id)
-            .send()
+        client.get_key_last_usage().key_id(key_id).send()
     });
     futures_util::future::join(metadata, usage).await
 }

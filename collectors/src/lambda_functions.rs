@@ -41,10 +41,7 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     loop {
         let page = run
             .call(LIST_FUNCTIONS, region, || {
-                client
-                    .list_functions()
-                    .set_marker(marker.clone())
-                    .send()
+                client.list_functions().set_marker(marker.clone()).send()
             })
             .await;
         let page = match page {

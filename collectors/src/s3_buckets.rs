@@ -210,10 +210,7 @@ async fn location(run: &CollectorRun, home: &str, bucket: &str) -> Result<String
     let client = run.client::<aws_sdk_s3::Client>(home);
     let answer = run
         .call_item(GET_LOCATION, home, || {
-            client
-                .get_bucket_location()
-                .bucket(bucket)
-                .send()
+            client.get_bucket_location().bucket(bucket).send()
         })
         .await;
     let constraint = answer?

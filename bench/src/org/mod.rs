@@ -130,7 +130,17 @@ pub struct RunResult {
     pub sdk_throttled: u64,
     pub scanner_peak_rss_mb: f64,
     pub coordinator_peak_rss_mb: f64,
+    /// The scanner's CPU per call over the floor's (issue 35: at most 1.3).
+    pub scanner_vs_floor: f64,
+    /// The coordinator's CPU per call over the floor's (issue 35: at most 0.5).
+    pub coordinator_vs_floor: f64,
+    /// Quota actors live when the scan ended (idle ones retire after 5 s).
     pub live_actors: usize,
+    /// The most quota actors live at once during the run.
+    pub peak_actors: usize,
+    /// Quota actors started during the run: one per key, plus one each time a key is
+    /// used again after its actor retired.
+    pub started_actors: u64,
     pub accounts_scanned: u64,
     pub exit_code: Option<i32>,
     pub failure: Option<String>,
@@ -243,6 +253,8 @@ pub fn run(args: &OrgArgs) -> anyhow::Result<ExitCode> {
 #[derive(Debug, Clone, Copy, serde::Deserialize)]
 struct Footprint {
     live_actors: usize,
+    peak_live_actors: usize,
+    started_actors: u64,
 }
 
 /// The coordinator process: its pid, its stdin (closed to stop it) and its answers.
@@ -350,6 +362,9 @@ fn run_once(rt: &tokio::runtime::Runtime, setup: Setup, dir: &Path) -> anyhow::R
         .and_then(|a| a.as_array())
         .map_or(0, |a| a.len() as u64);
     let per_call = |cpu: Duration| cpu.as_secs_f64() * 1e6 / calls.max(1) as f64;
+    let scanner_cpu = per_call(peaks.scanner_last.cpu);
+    let coordinator_cpu = per_call(coordinator_after.cpu.saturating_sub(coordinator_before.cpu));
+    let sdk_cpu = floor.cpu_s * 1e6 / floor.attempts.max(1) as f64;
     let binding = ideal::binding(&scenario, setup.breadth);
     let completion_s = completion.as_secs_f64();
     let mut result = RunResult {
@@ -366,16 +381,18 @@ fn run_once(rt: &tokio::runtime::Runtime, setup: Setup, dir: &Path) -> anyhow::R
         calls_per_account: calls as f64 / shape.accounts as f64,
         assume_role: op("sts:AssumeRole"),
         list_accounts: op("organizations:ListAccounts"),
-        scanner_cpu_us_per_call: per_call(peaks.scanner_last.cpu),
-        coordinator_cpu_us_per_call: per_call(
-            coordinator_after.cpu.saturating_sub(coordinator_before.cpu),
-        ),
-        sdk_cpu_us_per_call: floor.cpu_s * 1e6 / floor.attempts.max(1) as f64,
+        scanner_cpu_us_per_call: scanner_cpu,
+        coordinator_cpu_us_per_call: coordinator_cpu,
+        sdk_cpu_us_per_call: sdk_cpu,
+        scanner_vs_floor: scanner_cpu / sdk_cpu,
+        coordinator_vs_floor: coordinator_cpu / sdk_cpu,
         sdk_calls: floor.attempts,
         sdk_throttled: floor_throttled,
         scanner_peak_rss_mb: peaks.scanner_kb as f64 / 1024.0,
         coordinator_peak_rss_mb: peaks.coordinator_kb as f64 / 1024.0,
         live_actors: footprint.live_actors,
+        peak_actors: footprint.peak_live_actors,
+        started_actors: footprint.started_actors,
         accounts_scanned: scanned,
         exit_code: status.code(),
         failure: None,
@@ -609,9 +626,12 @@ pub const COLUMNS: &[&str] = &[
     "cpu/call scan",
     "cpu/call coord",
     "cpu/call sdk",
+    "scan/floor",
+    "coord/floor",
     "rss scan",
     "rss coord",
-    "live actors",
+    "peak actors",
+    "started",
 ];
 
 fn cells(r: &RunResult) -> Vec<String> {
@@ -626,9 +646,12 @@ fn cells(r: &RunResult) -> Vec<String> {
         format!("{:.0}µs", r.scanner_cpu_us_per_call),
         format!("{:.0}µs", r.coordinator_cpu_us_per_call),
         format!("{:.0}µs", r.sdk_cpu_us_per_call),
+        format!("{:.2}", r.scanner_vs_floor),
+        format!("{:.2}", r.coordinator_vs_floor),
         format!("{:.1}MB", r.scanner_peak_rss_mb),
         format!("{:.1}MB", r.coordinator_peak_rss_mb),
-        r.live_actors.to_string(),
+        r.peak_actors.to_string(),
+        r.started_actors.to_string(),
     ]
 }
 
@@ -661,7 +684,11 @@ fn summary(runs: &[RunResult], pick: fn(&mut Vec<f64>) -> f64) -> RunResult {
         sdk_cpu_us_per_call: col(|r| r.sdk_cpu_us_per_call),
         scanner_peak_rss_mb: col(|r| r.scanner_peak_rss_mb),
         coordinator_peak_rss_mb: col(|r| r.coordinator_peak_rss_mb),
+        scanner_vs_floor: col(|r| r.scanner_vs_floor),
+        coordinator_vs_floor: col(|r| r.coordinator_vs_floor),
         live_actors: col(|r| r.live_actors as f64) as usize,
+        peak_actors: col(|r| r.peak_actors as f64) as usize,
+        started_actors: col(|r| r.started_actors as f64) as u64,
         ..RunResult::default()
     }
 }

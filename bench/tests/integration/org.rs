@@ -20,9 +20,12 @@ const COLUMNS: &[&str] = &[
     "cpu/call scan",
     "cpu/call coord",
     "cpu/call sdk",
+    "scan/floor",
+    "coord/floor",
     "rss scan",
     "rss coord",
-    "live actors",
+    "peak actors",
+    "started",
 ];
 
 #[test]
@@ -74,7 +77,11 @@ fn a_tiny_organization_prints_every_column_and_one_assume_role_per_member() {
             "two members, one AssumeRole each: {row:?}"
         );
         assert_eq!(cell("ListAccts"), "1", "3 accounts fit one page: {row:?}");
-        assert_ne!(cell("live actors"), "0", "{row:?}");
+        assert_ne!(cell("peak actors"), "0", "{row:?}");
+        assert!(
+            cell("scan/floor").parse::<f64>().is_ok_and(|r| r > 1.0),
+            "the floor is below the scanner: {row:?}"
+        );
         assert!(
             cell("×ideal").parse::<f64>().is_ok_and(f64::is_finite),
             "the ideal is defined at every size (was 0, the ratio NaN): {row:?}"

@@ -27,11 +27,7 @@ page!(
 /// Every Elastic IP of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let client = run.client::<aws_sdk_ec2::Client>(region);
-    let send = |_token: Option<String>| {
-        client
-            .describe_addresses()
-            .send()
-    };
+    let send = |_token: Option<String>| client.describe_addresses().send();
     listing(
         run,
         DESCRIBE_ADDRESSES,

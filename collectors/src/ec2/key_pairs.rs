@@ -26,11 +26,7 @@ page!(
 /// Every key pair of `region`.
 pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
     let client = run.client::<aws_sdk_ec2::Client>(region);
-    let send = |_token: Option<String>| {
-        client
-            .describe_key_pairs()
-            .send()
-    };
+    let send = |_token: Option<String>| client.describe_key_pairs().send();
     listing(
         run,
         DESCRIBE_KEY_PAIRS,

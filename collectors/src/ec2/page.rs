@@ -68,9 +68,7 @@ where
     let mut pages = Vec::new();
     let mut token: Option<String> = None;
     loop {
-        let page = run
-            .call(operation, region, || send(token.clone()))
-            .await;
+        let page = run.call(operation, region, || send(token.clone())).await;
         let page = match page {
             Ok(page) => page,
             Err(e) => {

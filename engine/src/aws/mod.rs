@@ -71,8 +71,8 @@ pub use credentials::{
     check_credentials, check_credentials_with, CredentialsCheck, CredentialsError,
     CredentialsErrorKind, CredentialsSource, CREDENTIALS_CHECK_TIMEOUT,
 };
-pub use error::{CallError, CallErrorKind};
 pub use dispatch::{GateDispatch, SecondRequest};
+pub use error::{CallError, CallErrorKind};
 pub use gated::{GatedHttpClient, SignatureRefresh, SIGNED_REQUEST_MAX_WAIT};
 pub use identity::{isolated_admission, resolve_identity, CallerIdentity};
 pub use taxonomy::{classify, ErrorClass};

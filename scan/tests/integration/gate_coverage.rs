@@ -30,7 +30,10 @@ fn every_request_the_server_received_was_an_attempt_the_gate_admitted() {
         .keys()
         .map(|name| name.parse().unwrap())
         .collect();
-    assert!(!swept.is_empty(), "the demo scenario sweeps Cloud Control types");
+    assert!(
+        !swept.is_empty(),
+        "the demo scenario sweeps Cloud Control types"
+    );
     let sim = Simulator::new(scenario);
     let run = paused_system().block_on(discover_with(&sim, PolicyTable::defaults(), |r| {
         r.datasets = Dataset::defaults().into_iter().chain(swept).collect();
