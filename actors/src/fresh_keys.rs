@@ -8,22 +8,24 @@
 //! touches thousands of keys, most of them once, so that round trip (and the early renewal
 //! and periodic save after it: three records per key in its first 100 ms) was the
 //! coordinator's largest cost per call. Instead, a coordinator of on-disk state
-//! ([`crate::Coordinator`]) lets a key that has no record grant once at once, under a
-//! provisional lease of one start and one token; the key's first record goes with its
-//! next periodic save, in the writer's next batch, and every later grant waits for a
-//! stored lease as before.
+//! ([`crate::Coordinator`]) lets a key that has no record grant at once, under a
+//! provisional lease of two starts and two tokens (`tollgate_quota::lease`: most keys of
+//! a scan are used twice in quick succession, a listing and a call on what it found); the
+//! key's first record goes with its next periodic save, in the writer's next batch, and
+//! every later grant waits for a stored lease as before.
 //!
 //! # Why that keeps the write-ahead rule
 //! The rule is still written ahead, once for every key: the store's `running` marker is
 //! written and flushed when a coordinator opens it, before any grant, so a successor
 //! opening a store whose previous coordinator did not stop cleanly knows that keys
-//! without a record may each hold one unrecorded provisional grant, made before the
-//! successor's own start. It stores that instant ([`FreshKeys::after_open`],
-//! `unrecorded_until`, kept across clean shutdowns: [`settle`]) and charges
-//! every key it finds without a record one provisional grant at that instant
-//! (`QuotaState::unrecorded`): what the dead coordinator may have granted on it, so
-//! nothing is over-admitted and no grant forgotten. The argument is in
-//! `tollgate_quota::unrecorded` and docs/architecture.md ("Crash safety").
+//! without a record may each hold unrecorded provisional grants (two starts, two tokens at
+//! most), made before the successor's own start. It stores that instant
+//! ([`FreshKeys::after_open`], `unrecorded_until`, kept across clean shutdowns:
+//! [`settle`]) and charges every key it finds without a record a whole provisional lease
+//! at that instant (`QuotaState::unrecorded`): what the dead coordinator may have granted
+//! on it, so nothing is over-admitted and no grant forgotten. The argument is in
+//! `tollgate_quota::unrecorded` and docs/architecture.md ("New keys: the first grant
+//! before the first record").
 //!
 //! Keys that keep the old path: keys with a record (restored from it), keys the charge
 //! still weighs on, keys with a calendar (an allowance counts grants in its record), keys
@@ -176,6 +178,15 @@ mod tests {
         let after_a_crash = FreshKeys::after_open(PreviousShutdown::Unclean, None, s(5));
         let (state, first) = after_a_crash.start(policy, s(5));
         assert_eq!(first, FirstGrant::WriteAhead, "the charge weighs on it");
-        assert_eq!(state.snapshot(s(5)).window_starts, 1);
+        assert_eq!(
+            state.snapshot(s(5)).window_starts,
+            2,
+            "two provisional starts"
+        );
+        assert_eq!(
+            state.snapshot(s(5)).tokens,
+            3.0,
+            "two tokens off a burst of 5"
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! A new key's first records, in paused time: under provisional first grants
-//! (`fresh_keys`, a coordinator's default) its first admission goes at once and its first
-//! record with the periodic save, one record where writing it ahead took three (the
-//! write-ahead record, the renewal its grant half used, the periodic save); a second
-//! admission before that record lands waits for it, and so does a retry.
+//! (`fresh_keys`, a coordinator's default) its first two admissions go at once and its
+//! first record with the periodic save, one record where writing it ahead took three (the
+//! write-ahead record, the renewal its grant half used, the periodic save); a burst-1
+//! key's second admission waits for a token, not for a record; a third admission before
+//! that record lands waits for it, and so does a retry.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -61,40 +62,52 @@ fn key() -> QuotaKey {
     "aws/123456789012/eu-west-1/iam:ListRoles".parse().unwrap()
 }
 
-/// One admission on a new key at `START`: the records stored by `START + 150 ms`, and
-/// whether one was stored when the grant came back.
-fn first_admission(fresh_keys: FreshKeys) -> (usize, bool) {
-    let store = Arc::new(CountingStore::default());
-    let config = RuntimeConfig {
-        store: store.clone(),
+/// A runtime on `store` whose fresh keys start as `fresh_keys`.
+fn config(store: Arc<CountingStore>, fresh_keys: FreshKeys) -> RuntimeConfig {
+    RuntimeConfig {
+        store,
         fresh_keys,
         ..RuntimeConfig::simulated(Owner {
             pid: 1,
             generation: 1,
         })
-    };
+    }
+}
+
+fn provisional() -> FreshKeys {
+    FreshKeys::after_open(PreviousShutdown::Fresh, None, START)
+}
+
+/// Two admissions on a new key at `START` (rate 4, burst 2: both fit at once): the
+/// records stored by `START + 150 ms`, and whether one was stored when the grants came
+/// back.
+fn first_admissions(fresh_keys: FreshKeys) -> (usize, bool) {
+    let store = Arc::new(CountingStore::default());
+    let config = config(store.clone(), fresh_keys);
     paused_system().block_on(async move {
         let clock = Arc::new(TokioClock::starting_at(START));
         let handle = start_in_current_system(config, clock.clone());
         let policy = Policy::new(4.0, 2.0, 10, 20).unwrap();
         let slot = handle.reserve(&key(), policy, WaitOptions::default()).await;
         let slot = slot.unwrap();
-        slot.admit(1, false, WaitOptions::default()).await.unwrap();
-        let stored_before_the_grant = store.writes(&key()) > 0;
+        for _ in 0..2 {
+            let grant = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+            assert_eq!(grant.admitted_at, START);
+        }
+        let stored_before_the_grants = store.writes(&key()) > 0;
         tokio::time::sleep(Duration::from_millis(150)).await;
         assert!(clock.now() >= START + Duration::from_millis(150));
         std::mem::forget(slot);
-        (store.writes(&key()), stored_before_the_grant)
+        (store.writes(&key()), stored_before_the_grants)
     })
 }
 
 #[test]
-fn a_new_keys_first_grant_goes_before_its_one_first_record() {
-    let provisional = FreshKeys::after_open(PreviousShutdown::Fresh, None, START);
-    let (records, stored_first) = first_admission(provisional);
-    assert!(!stored_first, "the grant did not wait for a record");
+fn a_new_keys_first_two_grants_go_before_its_one_first_record() {
+    let (records, stored_first) = first_admissions(provisional());
+    assert!(!stored_first, "neither grant waited for a record");
     assert_eq!(records, 1, "the periodic save stores the first record");
-    let (records, stored_first) = first_admission(FreshKeys::write_ahead());
+    let (records, stored_first) = first_admissions(FreshKeys::write_ahead());
     assert!(stored_first, "written ahead");
     assert!(
         records > 1,
@@ -103,53 +116,73 @@ fn a_new_keys_first_grant_goes_before_its_one_first_record() {
 }
 
 #[test]
-fn a_second_admission_before_the_first_record_waits_for_it() {
+fn a_burst_1_new_keys_second_admission_waits_for_a_token_not_for_a_record() {
     let store = Arc::new(CountingStore::default());
-    let config = RuntimeConfig {
-        store: store.clone(),
-        fresh_keys: FreshKeys::after_open(PreviousShutdown::Fresh, None, START),
-        ..RuntimeConfig::simulated(Owner {
-            pid: 1,
-            generation: 1,
-        })
-    };
+    let config = config(store.clone(), provisional());
+    paused_system().block_on(async move {
+        let clock = Arc::new(TokioClock::starting_at(START));
+        let handle = start_in_current_system(config, clock.clone());
+        // 20/s, burst 1: a token every 50 ms, before the periodic save (100 ms).
+        let policy = Policy::new(20.0, 1.0, 10, 20).unwrap();
+        let slot = handle.reserve(&key(), policy, WaitOptions::default()).await;
+        let slot = slot.unwrap();
+        let first = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+        let second = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+        assert_eq!(first.admitted_at, START);
+        assert_eq!(
+            second.admitted_at,
+            START + Duration::from_millis(50),
+            "the bucket's next token"
+        );
+        assert_eq!(store.writes(&key()), 0, "no record was hurried for it");
+        std::mem::forget(slot);
+    });
+}
+
+#[test]
+fn a_third_admission_before_the_first_record_waits_for_it() {
+    let store = Arc::new(CountingStore::default());
+    let config = config(store.clone(), provisional());
     paused_system().block_on(async move {
         let clock = Arc::new(TokioClock::starting_at(START));
         let handle = start_in_current_system(config, clock.clone());
         let policy = Policy::new(20.0, 5.0, 10, 20).unwrap();
         let slot = handle.reserve(&key(), policy, WaitOptions::default()).await;
         let slot = slot.unwrap();
-        slot.admit(1, false, WaitOptions::default()).await.unwrap();
-        assert_eq!(store.writes(&key()), 0);
-        let second = slot.admit(1, false, WaitOptions::default()).await.unwrap();
-        assert_eq!(second.admitted_at, START, "an inline record lands at once");
+        for _ in 0..2 {
+            slot.admit(1, false, WaitOptions::default()).await.unwrap();
+        }
+        assert_eq!(store.writes(&key()), 0, "two grants, no record");
+        let third = slot.admit(1, false, WaitOptions::default()).await.unwrap();
+        assert_eq!(third.admitted_at, START, "an inline record lands at once");
         // (then the renewal the grant half used, as under any stored lease)
         let records = store.writes(&key());
-        assert!(records >= 1, "the second grant waited for a record");
+        assert!(records >= 1, "the third grant waited for a record");
         std::mem::forget(slot);
     });
 }
 
 #[test]
 fn a_retry_on_a_new_key_waits_for_its_first_record() {
-    let store = Arc::new(CountingStore::default());
-    let config = RuntimeConfig {
-        store: store.clone(),
-        fresh_keys: FreshKeys::after_open(PreviousShutdown::Fresh, None, START),
-        ..RuntimeConfig::simulated(Owner {
-            pid: 1,
-            generation: 1,
-        })
-    };
-    paused_system().block_on(async move {
-        let clock = Arc::new(TokioClock::starting_at(START));
-        let handle = start_in_current_system(config, clock.clone());
-        let policy = Policy::new(20.0, 5.0, 10, 20).unwrap();
-        let slot = handle.reserve(&key(), policy, WaitOptions::default()).await;
-        let slot = slot.unwrap();
-        slot.admit(1, true, WaitOptions::default()).await.unwrap();
-        let records = store.writes(&key());
-        assert!(records >= 1, "a provisional grant is never a retry");
-        std::mem::forget(slot);
-    });
+    // (a retry first, and a retry after one plain grant: neither under the provisional
+    // lease, which has a start left for the second)
+    for plain_first in [false, true] {
+        let store = Arc::new(CountingStore::default());
+        let config = config(store.clone(), provisional());
+        paused_system().block_on(async move {
+            let clock = Arc::new(TokioClock::starting_at(START));
+            let handle = start_in_current_system(config, clock.clone());
+            let policy = Policy::new(20.0, 5.0, 10, 20).unwrap();
+            let slot = handle.reserve(&key(), policy, WaitOptions::default()).await;
+            let slot = slot.unwrap();
+            if plain_first {
+                slot.admit(1, false, WaitOptions::default()).await.unwrap();
+                assert_eq!(store.writes(&key()), 0);
+            }
+            slot.admit(1, true, WaitOptions::default()).await.unwrap();
+            let records = store.writes(&key());
+            assert!(records >= 1, "a provisional grant is never a retry");
+            std::mem::forget(slot);
+        });
+    }
 }

@@ -1,15 +1,16 @@
 //! A coordinator killed between new keys' first grants and their batched first records,
-//! in paused time. Runtime A lets keys without a record grant once before their first
+//! in paused time. Runtime A lets keys without a record grant twice before their first
 //! record is stored (`fresh_keys`), over a store whose writes never land: its writer
-//! thread holds every batch until A is dead, then drops it. A grants once on each of
-//! three new keys (at once: a grant that waited for its record would never come) and
-//! dies with their first records handed to the writer but not written. Runtime B starts
-//! as a coordinator does after an unclean shutdown (`FreshKeys::after_open`), finds no
-//! record of the keys, and must neither forget A's grants (each key's window holds one
-//! start) nor over-admit (the bounds of DESIGN §3 hold over A's and B's grants together).
+//! thread holds every batch until A is dead, then drops it. A grants twice on each of
+//! three new keys where the key's bucket and window let it at once (a grant that waited
+//! for its record would never come; the 1/s key's second waits for a token past A's death)
+//! and dies with their first records handed to the writer but not written. Runtime B
+//! starts as a coordinator does after an unclean shutdown (`FreshKeys::after_open`), finds
+//! no record of the keys, and must neither forget A's grants (each key's window holds
+//! them) nor over-admit (the bounds of DESIGN §3 hold over A's and B's grants together).
 //!
 //! The same with real processes and the sled store: a child coordinator
-//! (`tollgate-actors-test-child fresh-keys-coordinator`) grants once on new keys and is
+//! (`tollgate-actors-test-child fresh-keys-coordinator`) grants on new keys and is
 //! SIGKILLed at once; `tollgate status` without a coordinator (`read_offline`) then reads
 //! the directory and marks it cleanly shut down, and the next coordinator must still
 //! charge the keys the child left without a record.
@@ -125,33 +126,44 @@ fn config(store: Arc<dyn QuotaStore>, pid: u32, fresh_keys: FreshKeys) -> Runtim
     }
 }
 
-/// A: one grant on each key at `START`, a second admission on the first key that waits
-/// for its record (in vain: the writer holds it), then death after the periodic save
-/// handed the other keys' first records to the persister too.
-fn a_grants_then_dies(held: Arc<HeldWrites>) -> Vec<Timestamp> {
+/// A: two admissions on each key at `START` (on the 1/s key, burst 1, the second waits
+/// for a token and is given up after 10 ms), a third on the first key that waits for its
+/// record (in vain: the writer holds it), then death after the periodic save handed the
+/// other keys' first records to the persister too. Each key's grants.
+fn a_grants_then_dies(held: Arc<HeldWrites>) -> Vec<Vec<Timestamp>> {
     let fresh = FreshKeys::after_open(PreviousShutdown::Fresh, None, START);
     paused_system().block_on(async move {
         let clock = Arc::new(TokioClock::starting_at(START));
         let handle = start_in_current_system(config(held.clone(), 1, fresh), clock.clone());
         let mut grants = Vec::new();
         let mut slots = Vec::new();
+        let brief = WaitOptions {
+            timeout: Duration::from_millis(10),
+            scope: None,
+        };
         for (key, policy) in keys() {
             let slot = handle.reserve(&key, policy, WaitOptions::default()).await;
             let slot = slot.unwrap();
-            let grant = slot.admit(1, false, WaitOptions::default()).await.unwrap();
-            grants.push(grant.admitted_at);
+            let mut of_key = Vec::new();
+            for _ in 0..2 {
+                if let Ok(grant) = slot.admit(1, false, brief).await {
+                    of_key.push(grant.admitted_at);
+                }
+            }
+            grants.push(of_key);
             slots.push(slot);
         }
         let short = WaitOptions {
             timeout: Duration::from_millis(200),
             scope: None,
         };
-        let second = slots[0].admit(1, false, short).await;
+        let third = slots[0].admit(1, false, short).await;
         assert!(
-            matches!(second, Err(AdmissionError::DeadlineExceeded { .. })),
-            "only the first lease is provisional: {second:?}"
+            matches!(third, Err(AdmissionError::DeadlineExceeded { .. })),
+            "only the first lease is provisional: {third:?}"
         );
-        tokio::time::sleep(A_DIES_AFTER - Duration::from_millis(200)).await;
+        let lived = clock.now().saturating_since(START);
+        tokio::time::sleep(A_DIES_AFTER.saturating_sub(lived)).await;
         held.wait_for(1);
         // SIGKILL: no shutdown, no graceful record, and nothing the writer held lands.
         std::mem::forget(slots);
@@ -213,18 +225,18 @@ fn a_coordinator_killed_before_new_keys_first_records_land_is_charged_their_gran
     held.die();
     assert_eq!(
         a_grants,
-        vec![START; KEYS.len()],
-        "each first grant went at once"
+        vec![vec![START; 2], vec![START; 2], vec![START]],
+        "the first grants went at once, as the bucket allowed"
     );
     assert!(disk.entries().unwrap().is_empty(), "no record landed");
 
     // B's keys restore one after the other; each saturates from its own first use.
     let b_start = START + A_DIES_AFTER + TAKEOVER;
     let b = b_takes_over(disk, b_start);
-    for (((key, policy), a_grant), (starts, b_grants)) in keys().zip(a_grants).zip(b) {
-        assert_eq!(starts, 1, "{key}: B forgot A's grant");
+    for (((key, policy), a_grants), (starts, b_grants)) in keys().zip(a_grants).zip(b) {
+        assert_eq!(starts, a_grants.len() as u64, "{key}: B forgot A's grants");
         assert!(!b_grants.is_empty(), "{key}: B resumed");
-        let mut all = vec![a_grant];
+        let mut all = a_grants;
         all.extend(b_grants);
         check_bounds(policy, &all, 1);
     }

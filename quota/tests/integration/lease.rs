@@ -4,19 +4,25 @@
 //! what its `LeaseLedger` covers and storing leased records with a random write latency
 //! (one at a time, as the actor does: on start, when half a lease is used, and every
 //! 100 ms). In half the scenarios the key starts with a provisional first lease
-//! (`unrecorded`): its first grant goes before anything is stored, and its first record
-//! with the periodic save. At a random instant A dies; a renewal in flight then may or
-//! may not have reached the disk. After a random takeover delay, coordinator B restores
-//! from whatever record is on disk (or, finding none, charges the key what A may have
-//! granted on it unrecorded) and serves the rest of the queue the same way. Over every
-//! grant of both, the bounds must hold as if one coordinator had served them all:
+//! (`unrecorded`): its first two grants (two tokens in all) may go before anything is
+//! stored, and its first record with the periodic save. At a random instant A dies; a
+//! renewal in flight then may or may not have reached the disk. After a random takeover
+//! delay, coordinator B restores from whatever record is on disk (or, finding none,
+//! charges the key what A may have granted on it unrecorded) and serves the rest of the
+//! queue the same way. Over every grant of both, the bounds must hold as if one
+//! coordinator had served them all:
 //! - in any window, starts ≤ the window limit;
 //! - admitted cost over any interval T ≤ burst + rate·T;
 //! - when every request is a retry (and no success refunds a unit), retries granted ≤ the
-//!   retry capacity.
+//!   retry capacity;
+//! - and where A dies before a new key's first record lands and B takes over at once (a
+//!   scenario of its own, some policies with an arrival-jitter allowance): the first two,
+//!   and admitted cost over any interval T that ends with an ordinary grant ≤ admission
+//!   burst + rate·T.
 
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
+use proptest::test_runner::{FileFailurePersistence, TestCaseError};
+use tollgate_quota::lease::{PROVISIONAL_COST, PROVISIONAL_STARTS};
 use tollgate_quota::window::WindowShape;
 use tollgate_quota::{
     Admission, AdmitRequest, FirstGrant, Handover, Lease, LeaseLedger, Owner, Policy, QuotaRecord,
@@ -43,11 +49,13 @@ struct Scenario {
     crash_at_ms: u64,
     takeover_ms: u64,
     write_latency_ms: u64,
+    /// B's record write latency (A's is `write_latency_ms`).
+    takeover_write_latency_ms: u64,
     in_flight_reaches_disk: bool,
     /// Every request is a retry (the policy's retry capacity is then 1 to 30).
     retries: bool,
     /// A starts the key under a provisional first lease (its coordinator announced
-    /// provisional first grants), and B charges a key without a record for one.
+    /// provisional first grants), and B charges a key without a record for a whole one.
     provisional: bool,
 }
 
@@ -56,6 +64,7 @@ fn policy() -> impl Strategy<Value = Policy> {
         prop_oneof![
             Just(0.5),
             Just(1.0),
+            Just(1.5),
             Just(2.5),
             Just(4.0),
             Just(10.0),
@@ -78,7 +87,9 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         prop::collection::vec((0u64..4_000, 1u32..=3), 1..120),
         0u64..3_000,
         0u64..200,
-        prop_oneof![0u64..5, 0u64..400],
+        // Slow writes too, so that a key whose window's limit is one (rates below 2/s)
+        // can take both provisional starts, a window apart, before its first record lands.
+        prop_oneof![0u64..5, 0u64..400, 0u64..2_500],
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
@@ -100,9 +111,49 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                     crash_at_ms,
                     takeover_ms,
                     write_latency_ms,
+                    takeover_write_latency_ms: write_latency_ms,
                     in_flight_reaches_disk: reaches,
                     retries,
                     provisional,
+                }
+            },
+        )
+}
+
+/// A new key whose coordinator A dies before anything of it is stored (A's writes take
+/// longer than it lives), with requests from its first instants and a queue waiting at the
+/// crash, a successor B that writes at once, and in some policies an arrival-jitter
+/// allowance (so a two-token grant may leave A's bucket in debt): the charge for A's
+/// provisional grants is all that keeps B's first grants within the bounds.
+fn unrecorded_crash() -> impl Strategy<Value = Scenario> {
+    (
+        scenario(),
+        prop::collection::vec((0u64..50, 1u32..=2), 1..4),
+        // (crash, takeover delay, requests queued at the crash): often soon after A's
+        // first grants, sometimes past a window of one start (its second grant).
+        (
+            prop_oneof![0u64..100, 0u64..1_500],
+            prop_oneof![0u64..20, 0u64..200],
+            0usize..60,
+        ),
+        prop_oneof![Just(0u32), 0u32..=300],
+        0u64..5,
+    )
+        .prop_map(
+            |(s, early, (crash_at_ms, takeover_ms, queued), jitter_ms, b_latency)| {
+                let mut arrivals = early;
+                arrivals.extend(std::iter::repeat_n((crash_at_ms, 1), queued));
+                arrivals.extend(s.arrivals);
+                Scenario {
+                    policy: s.policy.with_arrival_jitter_ms(jitter_ms).unwrap(),
+                    arrivals,
+                    crash_at_ms,
+                    takeover_ms,
+                    write_latency_ms: 2_500,
+                    takeover_write_latency_ms: b_latency,
+                    in_flight_reaches_disk: false,
+                    provisional: true,
+                    ..s
                 }
             },
         )
@@ -258,8 +309,10 @@ fn run(s: &Scenario) -> Vec<(Timestamp, u32)> {
         ),
         None => {
             let unrecorded = usize::from(s.provisional);
+            let cost: u32 = grants.iter().map(|g| g.1).sum();
             assert!(
-                grants.len() <= unrecorded,
+                grants.len() <= unrecorded * PROVISIONAL_STARTS as usize
+                    && f64::from(cost) <= unrecorded as f64 * PROVISIONAL_COST,
                 "A granted beyond its first lease unstored"
             );
             let until = s.provisional.then_some(ms(takeover));
@@ -277,7 +330,7 @@ fn run(s: &Scenario) -> Vec<(Timestamp, u32)> {
             s.retries,
             &mut queue,
             &mut disk,
-            s.write_latency_ms,
+            s.takeover_write_latency_ms,
             ms(t),
             &mut grants,
         );
@@ -296,12 +349,7 @@ proptest! {
 
     #[test]
     fn starts_stay_within_the_window_across_a_crash(s in scenario()) {
-        let grants = run(&s);
-        let shape = WindowShape::for_rate(s.policy.rate_per_second());
-        for (i, (start, _)) in grants.iter().enumerate() {
-            let in_window = grants[i..].iter().take_while(|g| g.0 < *start + shape.length).count() as u64;
-            prop_assert!(in_window <= shape.limit, "{} starts in the window from {}, limit {}, crash at {} ms", in_window, start, shape.limit, s.crash_at_ms);
-        }
+        starts_within_the_window(&s, &run(&s))?;
     }
 
     #[test]
@@ -315,17 +363,93 @@ proptest! {
 
     #[test]
     fn cost_stays_within_burst_plus_rate_across_a_crash(s in scenario()) {
+        cost_within_burst_plus_rate(&s, &run(&s))?;
+    }
+
+    #[test]
+    fn a_crash_before_a_new_keys_first_record_keeps_every_bound(s in unrecorded_crash()) {
         let grants = run(&s);
-        for i in 0..grants.len() {
-            let mut cost = 0.0;
-            for j in i..grants.len() {
-                cost += f64::from(grants[j].1);
-                let t = (grants[j].0 - grants[i].0).as_secs_f64();
-                let bound = s.policy.burst() + s.policy.rate_per_second() * t;
-                prop_assert!(cost <= bound + 1e-6, "cost {} over {} s exceeds {}, crash at {} ms", cost, t, bound, s.crash_at_ms);
-            }
+        starts_within_the_window(&s, &grants)?;
+        cost_within_burst_plus_rate(&s, &grants)?;
+        ordinary_grants_within_the_admission_burst(&s, &grants)?;
+    }
+}
+
+/// In any window, starts ≤ the window limit.
+fn starts_within_the_window(
+    s: &Scenario,
+    grants: &[(Timestamp, u32)],
+) -> Result<(), TestCaseError> {
+    let shape = WindowShape::for_rate(s.policy.rate_per_second());
+    for (i, (start, _)) in grants.iter().enumerate() {
+        let in_window = grants[i..]
+            .iter()
+            .take_while(|g| g.0 < *start + shape.length)
+            .count() as u64;
+        prop_assert!(
+            in_window <= shape.limit,
+            "{} starts in the window from {}, limit {}, crash at {} ms",
+            in_window,
+            start,
+            shape.limit,
+            s.crash_at_ms
+        );
+    }
+    Ok(())
+}
+
+/// Admitted cost over any interval T ≤ burst + rate·T.
+fn cost_within_burst_plus_rate(
+    s: &Scenario,
+    grants: &[(Timestamp, u32)],
+) -> Result<(), TestCaseError> {
+    for i in 0..grants.len() {
+        let mut cost = 0.0;
+        for j in i..grants.len() {
+            cost += f64::from(grants[j].1);
+            let t = (grants[j].0 - grants[i].0).as_secs_f64();
+            let bound = s.policy.burst() + s.policy.rate_per_second() * t;
+            prop_assert!(
+                cost <= bound + 1e-6,
+                "cost {} over {} s exceeds {}, crash at {} ms",
+                cost,
+                t,
+                bound,
+                s.crash_at_ms
+            );
         }
     }
+    Ok(())
+}
+
+/// Admitted cost over any interval T that ends with an ordinary grant (one that fits the
+/// gate's bucket) ≤ admission burst + rate·T: the gate's own bound under an arrival-jitter
+/// allowance, whose debts are repaid, never forgiven (`arrival_jitter` module docs).
+fn ordinary_grants_within_the_admission_burst(
+    s: &Scenario,
+    grants: &[(Timestamp, u32)],
+) -> Result<(), TestCaseError> {
+    let admission_burst = s.policy.admission_burst();
+    for j in 0..grants.len() {
+        if f64::from(grants[j].1) > admission_burst {
+            continue;
+        }
+        let mut cost = 0.0;
+        for i in (0..=j).rev() {
+            cost += f64::from(grants[i].1);
+            let t = (grants[j].0 - grants[i].0).as_secs_f64();
+            let bound = admission_burst + s.policy.rate_per_second() * t;
+            prop_assert!(
+                cost <= bound + 1e-6,
+                "cost {} over {} s up to an ordinary grant exceeds {}, crash at {} ms",
+                cost,
+                t,
+                bound,
+                s.crash_at_ms
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The point of leases: a saturated 20/s key resumes within a fraction of its window
@@ -339,6 +463,7 @@ fn a_saturated_key_resumes_within_a_quarter_window() {
         crash_at_ms: 2_000,
         takeover_ms: 40,
         write_latency_ms: 2,
+        takeover_write_latency_ms: 2,
         in_flight_reaches_disk: false,
         retries: false,
         provisional: false,
@@ -371,16 +496,17 @@ fn serve_until(
     }
 }
 
-/// A new key granted provisionally by A, which dies before its first record lands (slow
-/// writes: the second request's record is still in flight); B, started
+/// A new key granted provisionally by A (twice, at once), which dies before its first
+/// record lands (slow writes: the third request's record is still in flight); B, started
 /// after the crash, first uses the key once the charge has worn off (so it grants
-/// provisionally too) and dies the same way; C then saturates the key. Without the
-/// charge, C's first second would hold 20 starts beside B's one, 21 in a window of 20.
+/// provisionally too, twice) and dies the same way, 30 ms later; C then saturates the key.
+/// Without the charge, C's first second would hold 20 starts beside B's two, 22 in a window
+/// of 20, and C's first instant 5 tokens beside B's 2, 7 where the bucket allows 5.6.
 #[test]
 fn two_coordinators_in_turn_granting_a_new_key_provisionally_keep_every_bound() {
     let policy = Policy::new(20.0, 5.0, 1_000, 0).unwrap();
     let shape = WindowShape::for_rate(20.0);
-    let (b_open, b_first_use, c_open) = (90, 2_000, 2_090);
+    let (b_open, b_first_use, c_open) = (90, 3_400, 3_430);
     let mut disk = None;
     let mut grants = Vec::new();
     let mut a = Coordinator::start(
@@ -390,12 +516,18 @@ fn two_coordinators_in_turn_granting_a_new_key_provisionally_keep_every_bound() 
     );
     serve_until(&mut a, (10, 500), &mut disk, (0, 50), &mut grants);
     assert_eq!(
-        grants.len(),
-        1,
-        "one provisional grant, then a wait for the record"
+        grants,
+        vec![(ms(0), 1); 2],
+        "two provisional grants, then a wait for the record"
     );
     assert!(disk.is_none(), "A died before its first record landed");
 
+    let (_, first) = QuotaState::unrecorded(policy, Some(ms(b_open)), ms(b_open + 3_100));
+    assert_eq!(
+        first,
+        FirstGrant::WriteAhead,
+        "the slowest refill gives A's two tokens back after 3.2 s"
+    );
     let (state, first) = QuotaState::unrecorded(policy, Some(ms(b_open)), ms(b_first_use));
     assert_eq!(
         first,
@@ -407,10 +539,10 @@ fn two_coordinators_in_turn_granting_a_new_key_provisionally_keep_every_bound() 
         &mut b,
         (10, 500),
         &mut disk,
-        (b_first_use, b_first_use + 50),
+        (b_first_use, c_open),
         &mut grants,
     );
-    assert_eq!(grants.len(), 2);
+    assert_eq!(grants.len(), 4);
     assert!(disk.is_none(), "B died before its first record landed too");
 
     let (state, first) = QuotaState::unrecorded(policy, Some(ms(c_open)), ms(c_open));
@@ -444,4 +576,37 @@ fn two_coordinators_in_turn_granting_a_new_key_provisionally_keep_every_bound() 
             assert!(cost <= 5.0 + 20.0 * t + 1e-6, "cost {cost} over {t} s");
         }
     }
+}
+
+/// A new key whose gate bucket holds one token (burst 2, less 100 ms of arrival jitter at
+/// 10/s) takes a two-token page under its provisional lease: oversize, it leaves the
+/// bucket a token in debt. A dies before the key's first record lands; B must charge that
+/// debt, not an empty bucket, or its first grant comes 100 ms early, 3 tokens over 115 ms
+/// where the gate's bucket allows 2.15.
+#[test]
+fn a_crash_after_a_new_keys_oversize_first_grant_keeps_its_debt() {
+    let policy = Policy::new(10.0, 2.0, 1_000, 0).unwrap();
+    let policy = policy.with_arrival_jitter_ms(100).unwrap();
+    assert_eq!(policy.admission_burst(), 1.0);
+    let mut arrivals = vec![(0, 2)];
+    arrivals.extend(std::iter::repeat_n((10, 1), 20));
+    let s = Scenario {
+        policy,
+        arrivals,
+        crash_at_ms: 10,
+        takeover_ms: 5,
+        write_latency_ms: 2_500,
+        takeover_write_latency_ms: 1,
+        in_flight_reaches_disk: false,
+        retries: false,
+        provisional: true,
+    };
+    let grants = run(&s);
+    assert_eq!(grants[0], (ms(0), 2), "A's provisional page");
+    assert_eq!(
+        grants[1].0,
+        ms(215),
+        "B repays A's debt (100 ms), then waits for its token (100 ms)"
+    );
+    ordinary_grants_within_the_admission_burst(&s, &grants).unwrap();
 }
