@@ -2,8 +2,8 @@
 //!
 //! Taking the role ([`Coordinator::start`]) opens the sled state (restored conservatively
 //! if the previous coordinator crashed: keys from their leased records, and keys without a
-//! record charged the one grant it may have made on each unrecorded, `fresh_keys`), lets
-//! new keys make their first grant under a provisional lease, starts the quota actors
+//! record charged the two grants it may have made on each unrecorded, `fresh_keys`), lets
+//! new keys make their first two grants under a provisional lease, starts the quota actors
 //! enforcing the caller's [`CoordinatorSpec`] and serves the directory's Unix socket. A
 //! process takes it when it joins a directory nobody coordinates ([`crate::join`]), or as
 //! a client whose coordinator disappeared (`remote::client`): both depend on this file,

@@ -21,7 +21,7 @@
 //!   cancellation and status.
 //! - [`persist`]: the writer thread between actors and the store; fail-closed health.
 //! - `fresh_keys`: [`FreshKeys`], how keys without a record start: a new key's
-//!   provisional first grant before its first record is stored, and the charge for what
+//!   provisional first grants before its first record is stored, and the charge for what
 //!   a crashed coordinator may have granted unrecorded.
 //! - [`handle`]: `AdmissionHandle` and `ReservationGuard`.
 //! - `key`: [`CanonicalKey`], the quota key as admission carries it (parsed once at the

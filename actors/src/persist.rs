@@ -3,16 +3,16 @@
 //! Quota actors hand serialized records to a [`Persister`]; one writer thread writes them
 //! to the store and flushes, then acknowledges each record it made durable. Actors never
 //! block on I/O: a leased record's acknowledgement ([`Stored`]) is what lets the actor
-//! grant under that lease (see `tollgate_quota::lease`; a new key's first grant alone goes
-//! before its first record is stored, under a provisional lease: `crate::fresh_keys`, so
-//! its first record simply joins the next batch). Records that arrive while the writer
+//! grant under that lease (see `tollgate_quota::lease`; a new key's first two grants alone
+//! go before its first record is stored, under a provisional lease: `crate::fresh_keys`,
+//! so its first record simply joins the next batch). Records that arrive while the writer
 //! flushes go together in its next batch (group commit), so many busy keys share one
 //! flush.
 //!
 //! Each record says whether anything waits for it ([`Urgency`]). An urgent one (an
 //! admission blocked on its lease, a deeper penalty, a pause) is written at once; when
 //! every pending record can wait (periodic renewals, a new key's first record after its
-//! provisional grant, graceful records), the writer gathers for up to [`GATHER`] from the
+//! provisional grants, graceful records), the writer gathers for up to [`GATHER`] from the
 //! first of them before it writes, and an urgent record (or [`Persister::hurry`], or a
 //! `sync`) ends the gathering at once. Why: a flush is the coordinator's largest cost
 //! (issue 35: in `bench org`, the writer and sled's I/O threads spent about 100 µs of

@@ -3,9 +3,10 @@
 //! A key's actor starts from its stored record when there is one (restored by
 //! `QuotaState::from_record`: exactly after a graceful hand-over, with the record's lease
 //! charged otherwise) and otherwise under the first caller's policy, as `fresh_keys`
-//! says: fresh, with a provisional first grant, or, after a crash, charged the one
-//! provisional grant the dead coordinator may have made on it without a record (the only
-//! grant any coordinator makes on a key before a leased record of it is stored). A record
+//! says: fresh, with a provisional first lease, or, after a crash, charged the provisional
+//! grants (two starts, two tokens) the dead coordinator may have made on it without a
+//! record (the only grants any coordinator makes on a key before a leased record of it is
+//! stored). A record
 //! that cannot be read or decoded makes that key fail closed with an actionable error; the
 //! registry never replaces unreadable state with a fresh bucket.
 //!

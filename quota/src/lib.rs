@@ -23,8 +23,9 @@
 //!   persisted `QuotaRecord`.
 //! - [`lease`]: write-ahead admission leases: what a record allows after its snapshot, and
 //!   the crash restore that charges it (why a SIGKILLed coordinator never over-admits).
-//! - [`unrecorded`]: keys without a record: the provisional first grant a coordinator may
-//!   make before a key's first record is stored, and the charge its successor restores.
+//! - [`unrecorded`]: keys without a record: the provisional first grants (two starts, two
+//!   tokens) a coordinator may make before a key's first record is stored, and the charge
+//!   its successor restores.
 //! - [`breaker`]: the circuit breaker of one scope (service + region + account): closed,
 //!   open for 60 s doubling to 600 s, half-open with one probe lease.
 //! - [`queue`]: a FIFO of waiters with deadlines and cancellation.

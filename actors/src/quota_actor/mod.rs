@@ -15,14 +15,15 @@
 //! killed at any instant thus leaves a record whose lease bounds what it granted after
 //! it, and its successor charges that lease instead of assuming a full window.
 //!
-//! One grant per key is the exception: a key with no record, on a coordinator that
+//! A key's first grants are the exception: a key with no record, on a coordinator that
 //! announced it write-ahead for the whole store (`crate::fresh_keys`), starts with a
-//! *provisional* first lease ([`QuotaActor::with_first_grant`]: one start, one token, no
-//! retry) and grants its first admission at once, before anything of it is stored. Its
-//! first record goes with the periodic save (or at once if an admission does not fit),
-//! in the persister's next batch, and every later grant needs a stored lease as above. A
+//! *provisional* first lease ([`QuotaActor::with_first_grant`]: two starts, two tokens in
+//! all, no retry) and grants its first two admissions as its bucket and window allow,
+//! before anything of it is stored. Its first record goes with the periodic save (or at
+//! once if an admission does not fit: a third, a larger one, or a retry), in the
+//! persister's next batch, and every later grant needs a stored lease as above. A
 //! coordinator killed before that record lands leaves no record of the key, and its
-//! successor charges every key without a record that one grant
+//! successor charges every key without a record the whole provisional lease
 //! (`tollgate_quota::unrecorded`), so the bound is the same.
 //!
 //! What a SIGKILL can still cost (never over-admission; each bounded and left as is):
@@ -193,7 +194,7 @@ impl QuotaActor {
         self
     }
 
-    /// Let a key without a record make its first grant under a provisional lease, when
+    /// Let a key without a record make its first grants under a provisional lease, when
     /// `first` says it may (`crate::fresh_keys`) and the key has no calendar (an
     /// allowance counts its grants in the record) and is not in fleet mode. Call after
     /// [`Self::with_calendar`].
