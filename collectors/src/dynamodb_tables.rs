@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 
 use crate::operation;
 use crate::output::{DatasetReport, DynamoDbTable, Item};
-use crate::{CollectorRun, Operation, ReportBuilder, ServiceClient};
+use crate::{CollectorRun, Operation, ReportBuilder};
 
 /// The resource type of the items.
 pub const TYPE: &str = crate::dataset::Dataset::DynamoDbTables.native_type();

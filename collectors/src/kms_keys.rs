@@ -10,7 +10,7 @@ use futures_util::future::join_all;
 
 use crate::operation;
 use crate::output::{format_date_time, DatasetReport, Item, KmsKey};
-use crate::{CollectorRun, Operation, ReportBuilder, ServiceClient};
+use crate::{CollectorRun, Operation, ReportBuilder};
 
 /// Keys described at once.
 pub const BATCH: usize = 10;

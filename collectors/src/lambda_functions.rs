@@ -10,7 +10,7 @@ use futures_util::future::join_all;
 
 use crate::operation;
 use crate::output::{DatasetReport, Item, LambdaFunction};
-use crate::{CollectorRun, Operation, ReportBuilder, ServiceClient};
+use crate::{CollectorRun, Operation, ReportBuilder};
 use tollgate_engine::aws::CallError;
 
 /// Functions whose version listings run at once.

@@ -17,7 +17,7 @@ use futures_util::future::join_all;
 use crate::operation;
 use crate::output::{DatasetReport, Item, S3Bucket};
 use crate::resource::Resource;
-use crate::{CollectorRun, Operation, ReportBuilder, ServiceClient};
+use crate::{CollectorRun, Operation, ReportBuilder};
 use tollgate_engine::aws::{CallError, CallErrorKind};
 
 /// The resource type of the items.

@@ -14,7 +14,7 @@ use tollgate_quota::datapoints::{MetricDataRequest, MetricQuery};
 
 use super::plan::{Batch, Window, PERIOD_S};
 use crate::operation;
-use crate::{Operation, ServiceClient};
+use crate::Operation;
 use tollgate_engine::aws::{AwsGate, CallContext, CallError};
 
 /// The operation every page is.

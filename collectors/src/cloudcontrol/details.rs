@@ -25,7 +25,7 @@ use super::model::{is_identifiers_only, item, properties_of};
 use super::schemas::CcType;
 use super::{Charges, GET_RESOURCE};
 use crate::output::{CoverageStatus, Item};
-use crate::{CollectorRun, ReportBuilder, ServiceClient};
+use crate::{CollectorRun, ReportBuilder};
 
 /// Reads in flight per type and region (each one admitted by the gate, which paces them).
 const READS_IN_FLIGHT: usize = 8;

@@ -10,7 +10,7 @@ use super::model::{item, properties_of};
 use super::schemas::CcType;
 use super::{Charges, LIST_RESOURCES};
 use crate::output::Item;
-use crate::{CollectorRun, ReportBuilder, ServiceClient};
+use crate::{CollectorRun, ReportBuilder};
 
 /// List `ty` in `region` (with `model` as the `ResourceModel`, for a child type) into
 /// `out`, its items in `item_region`, to the last page or the first failed one (whose

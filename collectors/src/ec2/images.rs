@@ -28,7 +28,7 @@ use super::page::{page, pages};
 use super::{per_region, Call};
 use crate::dataset::Ec2Type;
 use crate::output::Item;
-use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource, ServiceClient};
+use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource};
 
 const DESCRIBE_IMAGES: Operation = operation!("ec2", "DescribeImages");
 const DESCRIBE_IMAGE_ATTRIBUTE: Operation = operation!("ec2", "DescribeImageAttribute");

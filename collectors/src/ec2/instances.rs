@@ -21,7 +21,7 @@ use super::page::pages;
 use super::{per_region, Call};
 use crate::dataset::Ec2Type;
 use crate::output::Item;
-use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource, ServiceClient};
+use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource};
 
 const DESCRIBE_INSTANCES: Operation = operation!("ec2", "DescribeInstances");
 

@@ -12,7 +12,7 @@ use super::model;
 use super::page::{listing, page};
 use super::{per_region, Call};
 use crate::dataset::Ec2Type;
-use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource, ServiceClient};
+use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource};
 
 const DESCRIBE_INTERNET_GATEWAYS: Operation = operation!("ec2", "DescribeInternetGateways");
 

@@ -18,7 +18,7 @@ use super::model::{self, object, strings, text};
 use super::page::{listing, page};
 use super::{per_region, Call};
 use crate::dataset::Ec2Type;
-use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource, ServiceClient};
+use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource};
 
 const DESCRIBE_NETWORK_INTERFACES: Operation = operation!("ec2", "DescribeNetworkInterfaces");
 

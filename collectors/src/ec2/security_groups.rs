@@ -19,7 +19,7 @@ use super::model::{self, object};
 use super::page::{listing, page};
 use super::{per_region, Call};
 use crate::dataset::Ec2Type;
-use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource, ServiceClient};
+use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource};
 
 const DESCRIBE_SECURITY_GROUPS: Operation = operation!("ec2", "DescribeSecurityGroups");
 

@@ -17,7 +17,7 @@ use super::model::{self, text, time};
 use super::page::{listing, page};
 use super::{per_region, Call};
 use crate::dataset::Ec2Type;
-use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource, ServiceClient};
+use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource};
 
 const DESCRIBE_SNAPSHOTS: Operation = operation!("ec2", "DescribeSnapshots");
 

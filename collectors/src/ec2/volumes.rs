@@ -14,7 +14,7 @@ use super::model::{self, text};
 use super::page::{listing, page};
 use super::{per_region, Call};
 use crate::dataset::Ec2Type;
-use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource, ServiceClient};
+use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource};
 
 const DESCRIBE_VOLUMES: Operation = operation!("ec2", "DescribeVolumes");
 

@@ -15,7 +15,7 @@ use super::model::{self, strings, text, time};
 use super::page::{listing, page};
 use super::{per_region, Call};
 use crate::dataset::Ec2Type;
-use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource, ServiceClient};
+use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource};
 
 const DESCRIBE_VPC_ENDPOINTS: Operation = operation!("ec2", "DescribeVpcEndpoints");
 

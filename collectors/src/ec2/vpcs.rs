@@ -13,7 +13,7 @@ use super::model::{self, strings, text};
 use super::page::{listing, page};
 use super::{per_region, Call};
 use crate::dataset::Ec2Type;
-use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource, ServiceClient};
+use crate::{operation, CollectorRun, Operation, ReportBuilder, Resource};
 
 const DESCRIBE_VPCS: Operation = operation!("ec2", "DescribeVpcs");
 

@@ -15,16 +15,12 @@
 //!   operation or attempt timeout: the admission wait happens inside the SDK's attempt,
 //!   so an SDK timeout would cut it short. The scan deadline bounds the call instead.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aws_config::retry::RetryConfig;
-use aws_config::stalled_stream_protection::StalledStreamProtectionConfig;
-use aws_config::timeout::TimeoutConfig;
-use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_config::SdkConfig;
 use aws_credential_types::Credentials;
 use aws_smithy_async::time::TimeSource;
-use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
     SharedHttpConnector,
@@ -35,22 +31,8 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use tollgate_quota::Clock;
 
 use crate::aws::assume_role::AssumeRole;
-use crate::aws::dispatch::GateDispatch;
-
-/// Connect timeout of the inner client (the SDK's default for current behavior versions).
-pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(3_100);
-
-/// The process's shared inner HTTPS client (rustls over ring), built on first use.
-pub fn default_http_client() -> SharedHttpClient {
-    static CLIENT: OnceLock<SharedHttpClient> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            aws_smithy_http_client::Builder::new()
-                .tls_provider(Provider::Rustls(CryptoMode::Ring))
-                .build_https()
-        })
-        .clone()
-}
+use crate::aws::chain::{default_http_client, load_chain};
+use crate::aws::dispatch::{GateDispatch, UngatedRequest};
 
 /// Load the default credential chain (`profile` from the shared config files, or the
 /// default chain), the default `region` chain unless one is given, and `endpoint_url` for
@@ -95,27 +77,15 @@ pub async fn sdk_config_assuming(
     credentials: Option<Credentials>,
     role: Option<&AssumeRole>,
 ) -> SdkConfig {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .http_client(inner.clone())
-        .retry_config(RetryConfig::disabled())
-        .timeout_config(gated_timeouts())
-        .stalled_stream_protection(gated_stalled_stream_protection());
-    if let Some(profile) = profile {
-        loader = loader.profile_name(profile);
-    }
-    if let Some(region) = region {
-        loader = loader.region(Region::new(region.to_owned()));
-    }
-    if let Some(url) = endpoint_url {
-        loader = loader.endpoint_url(url);
-    }
-    if let Some(credentials) = credentials {
-        loader = loader.credentials_provider(credentials);
-    }
-    let mut sdk = loader.load().await;
-    if let Some(role) = role {
-        sdk = role.apply(sdk).await;
-    }
+    let sdk = load_chain(
+        inner.clone(),
+        profile,
+        region,
+        endpoint_url,
+        credentials,
+        role,
+    )
+    .await;
     // The credential providers captured the inner client while loading; service clients
     // get the gate's dispatch, which sends only inside a gated attempt.
     sdk.into_builder()
@@ -123,35 +93,10 @@ pub async fn sdk_config_assuming(
         .build()
 }
 
-/// Stalled-stream protection without its upload half. The admission wait happens inside
-/// the SDK's attempt while the request body is held, so upload protection (1 B/s after a
-/// 5 s grace period) would turn any admission wait past 5 s (a cooldown, a slow policy)
-/// into a "transient" dispatch failure. Response bodies are still protected.
-pub fn gated_stalled_stream_protection() -> StalledStreamProtectionConfig {
-    StalledStreamProtectionConfig::enabled()
-        .upload_enabled(false)
-        .download_enabled(true)
-        .build()
-}
-
-/// Connect timeout only: no operation or attempt timeout (module docs).
-pub fn gated_timeouts() -> TimeoutConfig {
-    TimeoutConfig::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .disable_operation_timeout()
-        .disable_operation_attempt_timeout()
-        .build()
-}
-
 /// An HTTP client whose every request fails, naming the fix (tests and embedders that
 /// want a client which can send only through a per-attempt override).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UngatedRefusal;
-
-/// The error an ungated request gets.
-#[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("tollgate: this AWS client sends only through AwsGate::call (every request needs admission): send it inside the call's closure, or pass the closure's gated HTTP client with customize().config_override(..)")]
-pub struct UngatedRequest;
 
 impl HttpClient for UngatedRefusal {
     fn http_connector(

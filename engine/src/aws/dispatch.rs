@@ -34,7 +34,6 @@ use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
 use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 
-use crate::aws::config::UngatedRequest;
 use crate::aws::gated::{gate_and_send, Attempt};
 
 tokio::task_local! {
@@ -50,6 +49,11 @@ pub(crate) fn in_attempt<F: Future>(
 ) -> impl Future<Output = F::Output> {
     ATTEMPT.scope(attempt, future)
 }
+
+/// The error an ungated request gets.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("tollgate: this AWS client sends only through AwsGate::call (every request needs admission): send it inside the call's closure, or pass the closure's gated HTTP client with customize().config_override(..)")]
+pub struct UngatedRequest;
 
 /// A second request inside one preparation's scope.
 #[derive(Debug, Clone, Copy, thiserror::Error)]

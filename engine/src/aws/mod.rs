@@ -38,6 +38,7 @@
 pub mod assume_role;
 pub mod backoff;
 pub mod call;
+mod chain;
 pub mod config;
 mod context;
 pub mod credentials;
@@ -57,9 +58,11 @@ mod unfiltered;
 pub use assume_role::{AssumeRole, RoleError};
 pub use backoff::{Jitter, RetrySettings, DEFAULT_MAX_ATTEMPTS};
 pub use call::AwsGate;
+pub use chain::{
+    default_http_client, gated_stalled_stream_protection, gated_timeouts, CONNECT_TIMEOUT,
+};
 pub use config::{
-    default_http_client, gated_stalled_stream_protection, gated_timeouts, sdk_config,
-    sdk_config_assuming, sdk_config_with, sdk_config_with_credentials, ClockTimeSource,
+    sdk_config, sdk_config_assuming, sdk_config_with, sdk_config_with_credentials, ClockTimeSource,
     UngatedRefusal,
 };
 /// The region used when neither the request nor the AWS configuration names one (STS
@@ -71,7 +74,7 @@ pub use credentials::{
     check_credentials, check_credentials_with, CredentialsCheck, CredentialsError,
     CredentialsErrorKind, CredentialsSource, CREDENTIALS_CHECK_TIMEOUT,
 };
-pub use dispatch::{GateDispatch, SecondRequest};
+pub use dispatch::{GateDispatch, SecondRequest, UngatedRequest};
 pub use error::{CallError, CallErrorKind};
 pub use gated::{GatedHttpClient, SignatureRefresh, SIGNED_REQUEST_MAX_WAIT};
 pub use identity::{isolated_admission, resolve_identity, CallerIdentity};

@@ -37,7 +37,7 @@ use aws_smithy_runtime_api::client::http::SharedHttpClient;
 pub use error::{CredentialsError, CredentialsErrorKind};
 use profile::{profile_facts, ProfileFacts};
 
-use crate::aws::config::{default_http_client, sdk_config_with_credentials};
+use crate::aws::chain::{default_http_client, load_chain};
 
 /// How long the check waits for the chain: the SDK's own credential cache gives a load
 /// the same 5 s, so nothing that would work during a scan is refused here.
@@ -103,11 +103,12 @@ pub async fn check_credentials_with(
             &defined,
         ));
     }
-    let sdk = sdk_config_with_credentials(
+    let sdk = load_chain(
         http,
         request.profile,
         first_region,
         request.endpoint_url,
+        None,
         None,
     )
     .await;
