@@ -32,8 +32,10 @@
 //! - [`telemetry`]: `aws: attempt` events and their sinks.
 //! - [`assume_role`]: `AssumeRole`, another account's credentials through STS on top
 //!   of the base chain.
-//! - [`config`]: `sdk_config` (retries disabled, credential providers ungated, the
-//!   dispatch installed), the shared inner HTTP client, a refusing client, the clock-driven time source.
+//! - `chain`: the credential chain as loaded (retries disabled, no operation timeout,
+//!   credential providers on the shared inner HTTP client), before the dispatch.
+//! - [`config`]: `sdk_config` (the chain with the dispatch installed), a refusing client,
+//!   the clock-driven time source.
 
 pub mod assume_role;
 pub mod backoff;

@@ -16,6 +16,7 @@ use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
+use futures_util::FutureExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tollgate_actors::clock::monotonic_now;
@@ -25,8 +26,8 @@ use tollgate_actors::{
 use tollgate_engine::aws::identity::resolve_identity;
 use tollgate_engine::aws::{
     gated_timeouts, AttemptEvent, AttemptOutcome, AwsGate, CallContext, CallErrorKind,
-    CallerIdentity, ClockTimeSource, Jitter, MemoryTelemetry, RetryOutcome, RetrySettings, ScanId,
-    UngatedRefusal,
+    CallerIdentity, ClockTimeSource, GateDispatch, Jitter, MemoryTelemetry, RetryOutcome,
+    RetrySettings, ScanId, UngatedRefusal,
 };
 use tollgate_quota::key::{AccountId, RunId};
 use tollgate_quota::{Owner, Partition, PolicyTable, Timestamp};
@@ -615,6 +616,83 @@ fn a_client_used_without_the_gate_sends_nothing() {
         );
         assert!(text.contains("AwsGate::call"), "{text}");
         assert!(h.fake.seen().is_empty());
+    });
+}
+
+/// A client whose HTTP client is the gate's dispatch (as every client built from
+/// `sdk_config`): no override needed inside `AwsGate::call`, and nothing sent outside it.
+fn dispatching_client(h: &Harness) -> aws_sdk_sts::Client {
+    let config = h
+        .client
+        .config()
+        .to_builder()
+        .http_client(GateDispatch::new(h.fake.client()))
+        .build();
+    aws_sdk_sts::Client::from_conf(config)
+}
+
+#[test]
+fn a_dispatching_client_sends_inside_a_gated_call_and_refuses_outside_it() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([throttle()], Reply::Identity);
+        let h = harness(fake, PolicyTable::defaults(), None);
+        let client = dispatching_client(&h);
+        let ctx = context(CancellationToken::new());
+        let account = h
+            .gate
+            .call(&ctx, "sts", "GetCallerIdentity", Some(REGION), |_| {
+                client.get_caller_identity().send()
+            })
+            .await
+            .unwrap();
+        assert_eq!(account.account(), Some("123456789012"));
+        // The throttle and the retry both went through final admission.
+        assert_eq!(h.fake.seen().len(), 2);
+        let dispatched: Vec<bool> = h.events().iter().map(|e| e.dispatched).collect();
+        assert_eq!(dispatched, [true, true]);
+
+        let err = client.get_caller_identity().send().await.unwrap_err();
+        let text = format!(
+            "{}",
+            aws_smithy_types::error::display::DisplayErrorContext(&err)
+        );
+        assert!(text.contains("AwsGate::call"), "{text}");
+        assert_eq!(h.fake.seen().len(), 2, "nothing left outside the gate");
+    });
+}
+
+#[test]
+fn a_second_request_inside_one_gated_attempt_is_refused_not_carried_on_its_grant() {
+    paused_system().block_on(async {
+        let fake = FakeAws::new([], Reply::Identity);
+        let h = harness(fake, PolicyTable::defaults(), None);
+        let client = dispatching_client(&h);
+        let ctx = context(CancellationToken::new());
+        let answer = h
+            .gate
+            .call(&ctx, "sts", "GetCallerIdentity", Some(REGION), |_| {
+                let client = client.clone();
+                async move {
+                    let first = client.get_caller_identity().send().await;
+                    let second = client.get_caller_identity().send().await;
+                    (first, second)
+                }
+                .map(|(first, second)| {
+                    let err = second.unwrap_err();
+                    let text = format!(
+                        "{}",
+                        aws_smithy_types::error::display::DisplayErrorContext(&err)
+                    );
+                    assert!(
+                        text.contains("one gated attempt sends one request"),
+                        "{text}"
+                    );
+                    first
+                })
+            })
+            .await;
+        assert!(answer.is_ok(), "{answer:?}");
+        assert_eq!(h.fake.seen().len(), 1, "one attempt, one request");
     });
 }
 

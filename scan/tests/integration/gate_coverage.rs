@@ -73,7 +73,7 @@ fn every_request_the_server_received_was_an_attempt_the_gate_admitted() {
         "ec2:DescribeImageAttribute",
         "cloudcontrol:ListResources",
         "cloudcontrol:GetResource",
-        "tagging:GetResources",
+        "tag:GetResources",
         "cloudwatch:GetMetricData",
     ] {
         assert!(
