@@ -19,7 +19,8 @@
 //! - [`registry`]: creates actors on first use (restoring stored state), retires idle ones
 //!   within seconds once their state is stored (`quota_actor::retire`), broadcasts
 //!   cancellation and status.
-//! - [`persist`]: the writer thread between actors and the store; fail-closed health.
+//! - [`persist`]: the writer thread between actors and the store (urgent records at once,
+//!   the others gathered up to 20 ms into one flush); fail-closed health.
 //! - `fresh_keys`: [`FreshKeys`], how keys without a record start: a new key's
 //!   provisional first grants before its first record is stored, and the charge for what
 //!   a crashed coordinator may have granted unrecorded.
