@@ -39,6 +39,21 @@ pub use tollgate_engine::report::{
     SlowedKey, ThrottlingSummary, ThrottlingTotals, LONG_WAIT_SECONDS,
 };
 
+/// Where a `--regions all` scan found its regions (the report's `regions_source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RegionsSource {
+    /// The Account Management API's `ListRegions` (enabled and enabled-by-default).
+    #[serde(rename = "account:ListRegions")]
+    ListRegions,
+    /// EC2 `DescribeRegions` (the regions enabled for the account), where `ListRegions`
+    /// was denied or unavailable: member accounts often lack `account:ListRegions`.
+    #[serde(rename = "ec2:DescribeRegions")]
+    DescribeRegions,
+    /// Neither answered: `--regions-fallback` (or the configured region), with a reason.
+    #[serde(rename = "fallback")]
+    Fallback,
+}
+
 /// One scan's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiscoveryReport {
@@ -59,6 +74,10 @@ pub struct DiscoveryReport {
     /// Absent when `ListRegions` answered, and without `--regions all`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regions_reason: Option<Reason>,
+    /// `--regions all` only: where the regions came from (`account:ListRegions`, else
+    /// `ec2:DescribeRegions` where ListRegions is denied or unavailable, else `fallback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regions_source: Option<RegionsSource>,
     /// Wall-clock start, RFC 3339 UTC.
     pub started_at: String,
     /// Wall-clock end, RFC 3339 UTC.

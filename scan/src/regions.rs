@@ -14,7 +14,7 @@
 //! from the environment when the value is built ([`KnownRegions::from_env`]), not cached
 //! in a process-wide static, so a test or an embedder can pass its own.
 
-use tollgate_collectors::output::{Reason, ReasonKind};
+use tollgate_collectors::output::{Reason, ReasonKind, RegionsSource};
 use tollgate_engine::aws::CallError;
 
 /// The region used when neither the request nor the AWS configuration names one.
@@ -135,6 +135,9 @@ pub enum RegionSource {
 /// The operation `--regions all` calls, as reasons name it.
 pub const LIST_REGIONS: &str = "account:ListRegions";
 
+/// The operation `--regions all` calls where `ListRegions` gives no answer.
+pub const DESCRIBE_REGIONS: &str = "ec2:DescribeRegions";
+
 /// The regions a scan covers and, when `ListRegions` did not decide them, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChosenRegions {
@@ -142,6 +145,39 @@ pub struct ChosenRegions {
     pub regions: Vec<String>,
     /// Why the fallback regions were scanned instead of the enabled ones.
     pub reason: Option<Reason>,
+    /// `--regions all` only: where the regions came from.
+    pub source: Option<RegionsSource>,
+}
+
+impl ChosenRegions {
+    /// Whether `ListRegions` decided the regions.
+    pub fn listed(&self) -> bool {
+        self.source == Some(RegionsSource::ListRegions)
+    }
+
+    /// Where `ListRegions` gave no answer: EC2 `DescribeRegions`' regions when it named
+    /// any (no reason: the enabled regions are scanned), otherwise the fallback as
+    /// chosen, its reason naming `DescribeRegions`' failure too.
+    pub fn or_described(self, described: ListRegionsAnswer) -> ChosenRegions {
+        let why = match described {
+            Ok(mut regions) if !regions.is_empty() => {
+                regions.sort_unstable();
+                regions.dedup();
+                return ChosenRegions {
+                    regions,
+                    reason: None,
+                    source: Some(RegionsSource::DescribeRegions),
+                };
+            }
+            Ok(_) => "it named no region".to_owned(),
+            Err(e) => e.to_string(),
+        };
+        let reason = self.reason.map(|mut r| {
+            r.message = format!("{}; {DESCRIBE_REGIONS} gave none either ({why})", r.message);
+            r
+        });
+        ChosenRegions { reason, ..self }
+    }
 }
 
 /// What `ListRegions` answered (`Ok`: the enabled regions' names).
@@ -169,6 +205,7 @@ pub fn choose_regions(
             return ChosenRegions {
                 regions,
                 reason: None,
+                source: Some(RegionsSource::ListRegions),
             };
         }
         Ok(_) => (
@@ -187,6 +224,7 @@ pub fn choose_regions(
     };
     let regions = fallback_regions();
     ChosenRegions {
+        source: Some(RegionsSource::Fallback),
         reason: Some(Reason {
             operation: LIST_REGIONS.to_owned(),
             field: None,
@@ -287,6 +325,49 @@ mod tests {
                 reason.message
             );
         }
+    }
+
+    #[test]
+    fn describe_regions_decides_where_list_regions_gave_nothing_and_its_failure_joins_the_reason() {
+        let denied = |code: &str| {
+            CallError::in_answer(
+                tollgate_engine::aws::CallErrorKind::Fatal,
+                "op",
+                Some(code.into()),
+                "not authorized",
+            )
+            .with_status(403)
+        };
+        let fallback = vec!["eu-west-1".to_string()];
+        let listed = choose_regions(Ok(vec!["us-east-1".into()]), &fallback, "ap-south-1");
+        assert!(listed.listed());
+        assert_eq!(listed.source, Some(RegionsSource::ListRegions));
+
+        let refused = choose_regions(
+            Err(denied("AccessDeniedException")),
+            &fallback,
+            "ap-south-1",
+        );
+        assert!(!refused.listed());
+        let described = refused
+            .clone()
+            .or_described(Ok(vec!["us-west-2".into(), "eu-west-1".into()]));
+        assert_eq!(described.regions, ["eu-west-1", "us-west-2"]);
+        assert_eq!(described.reason, None);
+        assert_eq!(described.source, Some(RegionsSource::DescribeRegions));
+
+        let neither = refused.or_described(Err(denied("UnauthorizedOperation")));
+        assert_eq!(neither.regions, ["eu-west-1"]);
+        assert_eq!(neither.source, Some(RegionsSource::Fallback));
+        let reason = neither.reason.expect("a reason");
+        assert_eq!(reason.operation, LIST_REGIONS);
+        assert_eq!(reason.code.as_deref(), Some("AccessDeniedException"));
+        assert!(
+            reason.message.contains(DESCRIBE_REGIONS)
+                && reason.message.contains("UnauthorizedOperation"),
+            "{}",
+            reason.message
+        );
     }
 
     #[test]

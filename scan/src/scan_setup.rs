@@ -20,7 +20,7 @@ use tollgate_quota::PolicyTable;
 
 use crate::regions::{choose_regions, ChosenRegions, ListRegionsAnswer, RegionSource};
 use crate::request::{DiscoveryRequest, FALLBACK_REGION};
-use tollgate_collectors::output::Reason;
+use tollgate_collectors::output::{Reason, RegionsSource};
 use tollgate_engine::aws::credentials::safe_description;
 use tollgate_engine::aws::primed::Primed;
 use tollgate_engine::aws::{
@@ -73,6 +73,8 @@ pub struct ScanSetup {
     pub identity_note: Option<String>,
     /// `--regions all`: why the fallback regions were scanned, when they were.
     pub regions_reason: Option<Reason>,
+    /// `--regions all`: where the regions came from.
+    pub regions_source: Option<RegionsSource>,
     /// The isolated admission of an unresolved scan; dropped with the scan.
     _isolated: Option<AdmissionRuntime>,
 }
@@ -162,14 +164,20 @@ async fn scan_regions(
         RegionSource::Listed if request.regions.is_empty() => ChosenRegions {
             regions: vec![configured.to_owned()],
             reason: None,
+            source: None,
         },
         RegionSource::Listed => ChosenRegions {
             regions: request.regions.clone(),
             reason: None,
+            source: None,
         },
         RegionSource::Enabled { fallback } => {
             let answer = enabled_regions(gate, &ctx, sdk, configured).await;
-            choose_regions(answer, fallback, configured)
+            let chosen = choose_regions(answer, fallback, configured);
+            if chosen.listed() {
+                return chosen;
+            }
+            chosen.or_described(described_regions(gate, &ctx, sdk, configured).await)
         }
     }
 }
@@ -222,7 +230,33 @@ pub async fn enabled_regions(
     }
 }
 
-/// The call context of a scan's own setup calls (`ListRegions`).
+/// The regions enabled for the gate's account by EC2 `DescribeRegions` (without
+/// `AllRegions`: those opted in or needing no opt-in), one gated call under the account's
+/// `ec2:DescribeRegions` key in `region`: where `ListRegions` is denied or unavailable
+/// (member accounts often lack `account:ListRegions`; seed 000).
+pub async fn described_regions(
+    gate: &AwsGate,
+    ctx: &CallContext,
+    sdk: &aws_config::SdkConfig,
+    region: &str,
+) -> ListRegionsAnswer {
+    let config = aws_sdk_ec2::config::Builder::from(sdk)
+        .region(aws_config::Region::new(region.to_owned()))
+        .build();
+    let client = aws_sdk_ec2::Client::from_conf(config);
+    let answer = gate
+        .call(ctx, "ec2", "DescribeRegions", Some(region), |_| {
+            client.describe_regions().send()
+        })
+        .await?;
+    Ok(answer
+        .regions()
+        .iter()
+        .filter_map(|r| r.region_name().map(str::to_owned))
+        .collect())
+}
+
+/// The call context of a scan's own setup calls (`ListRegions`, `DescribeRegions`).
 fn setup_context(
     scan_id: ScanId,
     deadline: tokio::time::Instant,
@@ -275,6 +309,7 @@ pub async fn prepare_member(
         },
         identity_note: None,
         regions_reason: chosen.reason,
+        regions_source: chosen.source,
         _isolated: None,
     })
 }
@@ -393,6 +428,7 @@ pub async fn prepare(
         sdk: context.sdk,
         regions: chosen.regions,
         regions_reason: chosen.reason,
+        regions_source: chosen.source,
         force_path_style: request.endpoint_url.is_some(),
         partition: identity.partition.as_str().to_string(),
         account: match &identity.account {

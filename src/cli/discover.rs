@@ -16,7 +16,7 @@ use anyhow::Context;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tollgate_collectors::cloudcontrol::Details;
 use tollgate_collectors::output::CoverageSummary;
-use tollgate_collectors::output::{Reason, ReasonKind};
+use tollgate_collectors::output::{Reason, ReasonKind, RegionsSource};
 use tollgate_collectors::DatasetProgress;
 use tollgate_collectors::{Dataset, DatasetStatus, DiscoveryReport};
 use tollgate_engine::aws::check_credentials;
@@ -551,6 +551,12 @@ pub(super) fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
     }
     if let Some(reason) = &report.regions_reason {
         writeln!(err, "regions: {}", reason.message)?;
+    }
+    if report.regions_source == Some(RegionsSource::DescribeRegions) {
+        writeln!(
+            err,
+            "regions: account:ListRegions gave no answer; the enabled regions came from ec2:DescribeRegions"
+        )?;
     }
     let width = report
         .datasets

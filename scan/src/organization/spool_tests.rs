@@ -43,6 +43,7 @@ fn report(account: &str, n: usize) -> DiscoveryReport {
         identity_note: None,
         regions: vec!["us-east-1".into()],
         regions_reason: None,
+        regions_source: None,
         started_at: "2026-12-06T00:00:00Z".into(),
         finished_at: "2026-12-06T00:01:00Z".into(),
         datasets: BTreeMap::from([(

@@ -411,6 +411,7 @@ impl Supervisor {
             account: setup.and_then(|s| s.account.clone()),
             identity_note: setup.and_then(|s| s.identity_note.clone()),
             regions_reason: setup.and_then(|s| s.regions_reason.clone()),
+            regions_source: setup.and_then(|s| s.regions_source),
             regions: setup
                 .map(|s| s.regions.clone())
                 .unwrap_or_else(|| scan.request.regions.clone()),

@@ -604,3 +604,60 @@ async fn a_cancelled_scan_reports_what_it_collected() {
         .collect();
     assert!(late.is_empty(), "reads dispatched after cancel: {late:#?}");
 }
+
+/// `--regions all` against moto, which has no Account `ListRegions`: the scan takes the
+/// account's regions from EC2 `DescribeRegions` (through the gate, under
+/// `ec2:DescribeRegions`), says so in `regions_source`, and scans them all rather than the
+/// fallback.
+#[tokio::test]
+async fn regions_all_takes_describe_regions_where_moto_has_no_list_regions() {
+    let moto = moto();
+    let sdk = sdk_config(&moto).await;
+    let ec2 = aws_sdk_ec2::Client::new(&sdk);
+    let mut expected: Vec<String> = ec2
+        .describe_regions()
+        .send()
+        .await
+        .unwrap()
+        .regions()
+        .iter()
+        .filter_map(|r| r.region_name().map(str::to_owned))
+        .collect();
+    expected.sort();
+    assert!(expected.len() > 1, "{expected:?}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = Engine::open(engine_config(&tmp.path().join("admission"), None)).unwrap();
+    let telemetry = MemoryTelemetry::new();
+    let discovery = engine.discovery(Some(Arc::new(telemetry.clone())));
+    let report = discovery
+        .discover(DiscoveryRequest {
+            regions: vec![REGION.into()],
+            datasets: vec![Dataset::KmsKeys],
+            region_source: tollgate_scan::regions::RegionSource::Enabled {
+                fallback: vec!["eu-west-3".into()],
+            },
+            endpoint_url: Some(moto.url.clone()),
+            timeout: Duration::from_secs(120),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    crate::assert_valid_report(&report);
+    discovery.shutdown();
+    engine.close().await.unwrap();
+
+    assert_eq!(
+        report.regions_source,
+        Some(tollgate_collectors::output::RegionsSource::DescribeRegions)
+    );
+    assert_eq!(report.regions, expected);
+    assert_eq!(report.regions_reason, None);
+    let kms = report.dataset(Dataset::KmsKeys).unwrap();
+    assert_eq!(kms.status, DatasetStatus::Complete, "{:#?}", kms.reasons);
+    let events = telemetry.events();
+    let asked = |operation: &str| events.iter().filter(|e| e.operation == operation).count();
+    assert!(asked("ListRegions") >= 1, "ListRegions was tried first");
+    assert_eq!(asked("DescribeRegions"), 1);
+    assert_eq!(asked("ListKeys"), expected.len(), "one listing per region");
+}

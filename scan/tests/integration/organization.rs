@@ -20,6 +20,7 @@ use std::time::Duration;
 use actix::Actor;
 use aws_credential_types::Credentials;
 use tollgate_actors::{paused_system, start_in_current_system, RuntimeConfig, TokioClock};
+use tollgate_collectors::output::RegionsSource;
 use tollgate_collectors::DatasetStatus;
 use tollgate_engine::aws::{
     sdk_config_with_credentials, AssumeRole, AwsGate, CallContext, CallerIdentity, MemoryTelemetry,
@@ -232,8 +233,45 @@ fn regions_all_follows_list_regions_per_account_and_a_refusal_falls_back_with_a_
             None
         );
     }
-    // One ListRegions per scanned account.
+    // One ListRegions per scanned account; DescribeRegions only where it was refused.
     assert_eq!(sim.stats().per_operation["account:ListRegions"].received, 3);
+    assert_eq!(sim.stats().per_operation["ec2:DescribeRegions"].received, 1);
+    assert!(
+        reason.message.contains("ec2:DescribeRegions")
+            && reason.message.contains("UnauthorizedOperation"),
+        "{}",
+        reason.message
+    );
+    let source = |account: &str| report.account(account).unwrap().unwrap().regions_source;
+    assert_eq!(source("111111111111"), Some(RegionsSource::ListRegions));
+    assert_eq!(source("222222222222"), Some(RegionsSource::ListRegions));
+    assert_eq!(source("333333333333"), Some(RegionsSource::Fallback));
+}
+
+#[test]
+fn regions_all_takes_describe_regions_where_list_regions_is_refused_and_says_so() {
+    // The member refusing ListRegions answers EC2 DescribeRegions (as member accounts
+    // without `account:ListRegions` do): its enabled regions, not the fallback.
+    let text = bundled::ORG.replace("describe_regions = \"deny\"\n", "");
+    assert_ne!(
+        text,
+        bundled::ORG,
+        "the scenario's member refuses DescribeRegions"
+    );
+    let sim = Simulator::new(Scenario::parse(&text, "org.toml, DescribeRegions allowed").unwrap());
+    let mut req = request(&[]);
+    req.scan.region_source = RegionSource::Enabled {
+        fallback: vec!["eu-central-1".into()],
+    };
+    let report = paused_system().block_on(scan(&sim, req, PolicyTable::defaults()));
+    let member = report.account("333333333333").unwrap().unwrap();
+    assert_eq!(member.regions, ["us-west-2"]);
+    assert_eq!(member.regions_source, Some(RegionsSource::DescribeRegions));
+    assert_eq!(member.regions_reason, None);
+    assert_eq!(items(&report)["333333333333"]["dynamodb-tables"], 1);
+    let stats = sim.stats();
+    assert_eq!(stats.per_operation["account:ListRegions"].received, 3);
+    assert_eq!(stats.per_operation["ec2:DescribeRegions"].served, 1);
 }
 
 /// An organization of `members` members, one table each, with a hub STS quota of 2/s.

@@ -39,6 +39,7 @@ fn unstarted_report(
         identity_note: None,
         regions: record.regions.clone(),
         regions_reason: None,
+        regions_source: None,
         started_at: at.clone(),
         finished_at: at,
         datasets: record
