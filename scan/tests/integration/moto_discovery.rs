@@ -633,7 +633,7 @@ async fn regions_all_takes_describe_regions_where_moto_has_no_list_regions() {
     let report = discovery
         .discover(DiscoveryRequest {
             regions: vec![REGION.into()],
-            datasets: vec![Dataset::KmsKeys],
+            datasets: vec![Dataset::DynamoDbTables],
             region_source: tollgate_scan::regions::RegionSource::Enabled {
                 fallback: vec!["eu-west-3".into()],
             },
@@ -653,11 +653,11 @@ async fn regions_all_takes_describe_regions_where_moto_has_no_list_regions() {
     );
     assert_eq!(report.regions, expected);
     assert_eq!(report.regions_reason, None);
-    let kms = report.dataset(Dataset::KmsKeys).unwrap();
-    assert_eq!(kms.status, DatasetStatus::Complete, "{:#?}", kms.reasons);
+    let tables = report.dataset(Dataset::DynamoDbTables).unwrap();
+    assert_eq!(tables.status, DatasetStatus::Complete, "{:#?}", tables.reasons);
     let events = telemetry.events();
     let asked = |operation: &str| events.iter().filter(|e| e.operation == operation).count();
     assert!(asked("ListRegions") >= 1, "ListRegions was tried first");
     assert_eq!(asked("DescribeRegions"), 1);
-    assert_eq!(asked("ListKeys"), expected.len(), "one listing per region");
+    assert_eq!(asked("ListTables"), expected.len(), "one listing per region");
 }
