@@ -534,6 +534,21 @@ fn reasons_line(reasons: &[Reason]) -> String {
         .join("; ")
 }
 
+/// `--regions all`: why the fallback regions were scanned, or that `DescribeRegions`
+/// named them where `ListRegions` gave no answer.
+fn print_regions_note(err: &mut impl Write, report: &DiscoveryReport) -> std::io::Result<()> {
+    if let Some(reason) = &report.regions_reason {
+        writeln!(err, "regions: {}", reason.message)?;
+    }
+    if report.regions_source == Some(RegionsSource::DescribeRegions) {
+        writeln!(
+            err,
+            "regions: account:ListRegions gave no answer; the enabled regions came from ec2:DescribeRegions"
+        )?;
+    }
+    Ok(())
+}
+
 /// The table on stderr after the scan.
 pub(super) fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
     let mut err = std::io::stderr().lock();
@@ -549,15 +564,7 @@ pub(super) fn print_summary(report: &DiscoveryReport) -> anyhow::Result<()> {
     if let Some(note) = &report.identity_note {
         writeln!(err, "note: {note}")?;
     }
-    if let Some(reason) = &report.regions_reason {
-        writeln!(err, "regions: {}", reason.message)?;
-    }
-    if report.regions_source == Some(RegionsSource::DescribeRegions) {
-        writeln!(
-            err,
-            "regions: account:ListRegions gave no answer; the enabled regions came from ec2:DescribeRegions"
-        )?;
-    }
+    print_regions_note(&mut err, report)?;
     let width = report
         .datasets
         .keys()

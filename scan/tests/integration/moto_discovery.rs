@@ -654,10 +654,19 @@ async fn regions_all_takes_describe_regions_where_moto_has_no_list_regions() {
     assert_eq!(report.regions, expected);
     assert_eq!(report.regions_reason, None);
     let tables = report.dataset(Dataset::DynamoDbTables).unwrap();
-    assert_eq!(tables.status, DatasetStatus::Complete, "{:#?}", tables.reasons);
+    assert_eq!(
+        tables.status,
+        DatasetStatus::Complete,
+        "{:#?}",
+        tables.reasons
+    );
     let events = telemetry.events();
     let asked = |operation: &str| events.iter().filter(|e| e.operation == operation).count();
     assert!(asked("ListRegions") >= 1, "ListRegions was tried first");
     assert_eq!(asked("DescribeRegions"), 1);
-    assert_eq!(asked("ListTables"), expected.len(), "one listing per region");
+    assert_eq!(
+        asked("ListTables"),
+        expected.len(),
+        "one listing per region"
+    );
 }
