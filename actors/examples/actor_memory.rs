@@ -34,7 +34,8 @@ use tollgate_actors::{
     paused_system, start_in_current_system, AdmissionHandle, RuntimeConfig, TokioClock, WaitOptions,
 };
 use tollgate_quota::{Handover, Outcome, Owner, Policy, QuotaKey, QuotaState, Timestamp};
-use tollgate_storage::{AdmissionDir, CoordinatorLock, QuotaStore, SledStore, StorageError};
+use tollgate_storage::forgetful::ForgetfulStore;
+use tollgate_storage::{AdmissionDir, CoordinatorLock, QuotaStore, SledStore};
 
 const REGIONS: [&str; 17] = [
     "us-east-1",
@@ -95,36 +96,6 @@ fn rss() -> i64 {
     status_bytes("VmRSS:")
 }
 
-/// A store that keeps nothing: the actors' memory alone is measured.
-struct Discard;
-
-impl QuotaStore for Discard {
-    fn load(&self, _: &str) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(None)
-    }
-    fn save(&self, _: &str, _: &[u8]) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn save_batch(&self, _: &[(String, Vec<u8>)]) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn remove(&self, _: &str) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn entries(&self) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        Ok(Vec::new())
-    }
-    fn flush(&self) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn describe(&self) -> String {
-        "a store that keeps nothing".into()
-    }
-    fn writes_block(&self) -> bool {
-        false
-    }
-}
-
 fn policy() -> Policy {
     Policy::new(10.0, 10.0, 10, 20).expect("a valid policy")
 }
@@ -155,7 +126,7 @@ fn per_key(bytes: i64, n: usize) -> i64 {
 /// Actors over a store that keeps nothing, retiring after `evict_after` idle.
 fn start(evict_after: Duration) -> AdmissionHandle {
     let config = RuntimeConfig {
-        store: Arc::new(Discard),
+        store: Arc::new(ForgetfulStore),
         owner: Owner {
             pid: std::process::id(),
             generation: 1,

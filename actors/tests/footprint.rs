@@ -20,7 +20,7 @@ use tollgate_actors::{
 };
 use tollgate_quota::breaker::FAILURE_THRESHOLD;
 use tollgate_quota::{Outcome, Owner, Policy, QuotaKey, Timestamp};
-use tollgate_storage::{QuotaStore, StorageError};
+use tollgate_storage::forgetful::ForgetfulStore;
 
 /// Heap bytes allocated and not yet freed, by the whole process.
 static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
@@ -56,37 +56,6 @@ static ALLOCATOR: Counting = Counting;
 
 fn live_bytes() -> isize {
     LIVE_BYTES.load(Ordering::Relaxed)
-}
-
-/// A store that keeps nothing: what is measured is the actors' memory, not the records
-/// (the sled store keeps those on disk behind its bounded cache).
-struct Forgetful;
-
-impl QuotaStore for Forgetful {
-    fn load(&self, _: &str) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(None)
-    }
-    fn save(&self, _: &str, _: &[u8]) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn save_batch(&self, _: &[(String, Vec<u8>)]) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn remove(&self, _: &str) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn entries(&self) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
-        Ok(Vec::new())
-    }
-    fn flush(&self) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn describe(&self) -> String {
-        "a store that keeps nothing".into()
-    }
-    fn writes_block(&self) -> bool {
-        false
-    }
 }
 
 const ACCOUNTS: u64 = 50;
@@ -180,7 +149,7 @@ const EVICT_AFTER: Duration = Duration::from_secs(300);
 fn an_organization_of_keys_used_once_shrinks_back_to_nothing_once_idle() {
     paused_system().block_on(async {
         let config = RuntimeConfig {
-            store: Arc::new(Forgetful),
+            store: Arc::new(ForgetfulStore),
             owner: Owner {
                 pid: std::process::id(),
                 generation: 1,

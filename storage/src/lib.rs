@@ -20,6 +20,8 @@
 //!   that tells a new coordinator whether its predecessor crashed.
 //! - [`process`]: pid liveness and our own pid and uid.
 //! - [`error`]: [`StorageError`] and its [`StorageErrorKind`].
+//! - [`forgetful`]: [`ForgetfulStore`](forgetful::ForgetfulStore), a store that keeps
+//!   nothing (memory measurements of the actors alone).
 //! - [`recovering`]: [`RecoveringStore`](recovering::RecoveringStore), a store that
 //!   refuses its first writes (a full disk being cleaned up), for recovery tests.
 //!
@@ -39,6 +41,7 @@
 
 pub mod dir;
 pub mod error;
+pub mod forgetful;
 pub mod lock;
 mod private_dir;
 pub mod process;

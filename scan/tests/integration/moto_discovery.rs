@@ -72,6 +72,24 @@ pub(crate) fn engine_config(dir: &std::path::Path, overrides: Option<&str>) -> E
     }
 }
 
+/// One discovery of `request` on a fresh engine over a temporary admission directory
+/// (policy `overrides` as `TOLLGATE_QUOTA_OVERRIDES` would give them): its report,
+/// validated against the schema, and the gate's attempt events.
+pub(crate) async fn discover_once(
+    overrides: Option<&str>,
+    request: DiscoveryRequest,
+) -> (DiscoveryReport, MemoryTelemetry) {
+    let tmp = tempfile::tempdir().unwrap();
+    let engine = Engine::open(engine_config(&tmp.path().join("admission"), overrides)).unwrap();
+    let telemetry = MemoryTelemetry::new();
+    let discovery = engine.discovery(Some(Arc::new(telemetry.clone())));
+    let report = discovery.discover(request).await.unwrap();
+    crate::assert_valid_report(&report);
+    discovery.shutdown();
+    engine.close().await.unwrap();
+    (report, telemetry)
+}
+
 /// What the test created, to compare with the report.
 struct Fixture {
     buckets: Vec<S3Bucket>,
@@ -346,26 +364,16 @@ async fn discovers_every_dataset_item_by_item() {
     let prefix = unique_prefix("all");
     let fixture = create_fixture(&moto, &prefix).await;
 
-    let tmp = tempfile::tempdir().unwrap();
-    let engine = Engine::open(engine_config(
-        &tmp.path().join("admission"),
+    let (report, telemetry) = discover_once(
         Some(KMS_ONE_RETRY),
-    ))
-    .unwrap();
-    let telemetry = MemoryTelemetry::new();
-    let discovery = engine.discovery(Some(Arc::new(telemetry.clone())));
-    let report = discovery
-        .discover(DiscoveryRequest {
+        DiscoveryRequest {
             regions: vec![REGION.into()],
             endpoint_url: Some(moto.url.clone()),
             timeout: Duration::from_secs(120),
             ..Default::default()
-        })
-        .await
-        .unwrap();
-    crate::assert_valid_report(&report);
-    discovery.shutdown();
-    engine.close().await.unwrap();
+        },
+    )
+    .await;
 
     // The envelope.
     assert_eq!(report.account.as_deref(), Some(MOTO_ACCOUNT));
@@ -626,12 +634,9 @@ async fn regions_all_takes_describe_regions_where_moto_has_no_list_regions() {
     expected.sort();
     assert!(expected.len() > 1, "{expected:?}");
 
-    let tmp = tempfile::tempdir().unwrap();
-    let engine = Engine::open(engine_config(&tmp.path().join("admission"), None)).unwrap();
-    let telemetry = MemoryTelemetry::new();
-    let discovery = engine.discovery(Some(Arc::new(telemetry.clone())));
-    let report = discovery
-        .discover(DiscoveryRequest {
+    let (report, telemetry) = discover_once(
+        None,
+        DiscoveryRequest {
             regions: vec![REGION.into()],
             datasets: vec![Dataset::DynamoDbTables],
             region_source: tollgate_scan::regions::RegionSource::Enabled {
@@ -640,12 +645,9 @@ async fn regions_all_takes_describe_regions_where_moto_has_no_list_regions() {
             endpoint_url: Some(moto.url.clone()),
             timeout: Duration::from_secs(120),
             ..Default::default()
-        })
-        .await
-        .unwrap();
-    crate::assert_valid_report(&report);
-    discovery.shutdown();
-    engine.close().await.unwrap();
+        },
+    )
+    .await;
 
     assert_eq!(
         report.regions_source,

@@ -9,7 +9,6 @@
 //! crate nothing else compiles (build minutes, issue 33 item 8).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{
@@ -18,13 +17,11 @@ use aws_sdk_dynamodb::types::{
 use tollgate_collectors::output::{CoverageStatus, TAGS_ONLY, TAGS_ONLY_DATASET};
 use tollgate_collectors::tagging::SWEEP_TYPE;
 use tollgate_collectors::DatasetStatus;
-use tollgate_engine::aws::telemetry::MemoryTelemetry;
-use tollgate_engine::Engine;
-use tollgate_scan::{DiscoveryRequest, EngineDiscovery};
+use tollgate_scan::DiscoveryRequest;
 use tollgate_testkit::http::Call;
 use tollgate_testkit::moto::{DedicatedMoto, Moto, KMS_ONE_RETRY, MOTO_ACCOUNT};
 
-use crate::moto_discovery::{empty_zip, engine_config, sdk_config, REGION};
+use crate::moto_discovery::{discover_once, empty_zip, sdk_config, REGION};
 
 type Tags = BTreeMap<String, String>;
 
@@ -167,26 +164,16 @@ async fn tags_match_get_resources_and_the_sns_topic_is_tags_only() {
     };
     let topic = create_tagged(&moto).await;
 
-    let tmp = tempfile::tempdir().unwrap();
-    let engine = Engine::open(engine_config(
-        &tmp.path().join("admission"),
+    let (report, telemetry) = discover_once(
         Some(KMS_ONE_RETRY),
-    ))
-    .unwrap();
-    let telemetry = MemoryTelemetry::new();
-    let discovery = engine.discovery(Some(Arc::new(telemetry.clone())));
-    let report = discovery
-        .discover(DiscoveryRequest {
+        DiscoveryRequest {
             regions: vec![REGION.into()],
             endpoint_url: Some(moto.url.clone()),
             timeout: Duration::from_secs(120),
             ..Default::default()
-        })
-        .await
-        .unwrap();
-    crate::assert_valid_report(&report);
-    discovery.shutdown();
-    engine.close().await.unwrap();
+        },
+    )
+    .await;
     let want = moto_tags(&moto).await;
     assert!(want.contains_key(&topic), "moto lists the topic: {want:#?}");
 
