@@ -10,7 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tollgate_actors::paused_system;
-use tollgate_actors::{start_in_current_system, FreshKeys, RuntimeConfig, TokioClock, WaitOptions};
+use tollgate_actors::{
+    start_in_current_system, AdmissionHandle, FreshKeys, ReservationGuard, RuntimeConfig,
+    TokioClock, WaitOptions,
+};
 use tollgate_quota::{Clock, Owner, Policy, QuotaKey, Timestamp};
 use tollgate_storage::{MemoryStore, PreviousShutdown, QuotaStore, StorageError};
 
@@ -78,6 +81,21 @@ fn provisional() -> FreshKeys {
     FreshKeys::after_open(PreviousShutdown::Fresh, None, START)
 }
 
+/// A reservation on the new key under `rate`/s with `burst`, from a runtime on `config`
+/// started at `START` (inside the paused system), with the runtime's clock and handle
+/// (kept alive for the test's length, as before).
+async fn new_key_slot(
+    config: RuntimeConfig,
+    rate: f64,
+    burst: f64,
+) -> (ReservationGuard, Arc<TokioClock>, AdmissionHandle) {
+    let clock = Arc::new(TokioClock::starting_at(START));
+    let handle = start_in_current_system(config, clock.clone());
+    let policy = Policy::new(rate, burst, 10, 20).unwrap();
+    let slot = handle.reserve(&key(), policy, WaitOptions::default()).await;
+    (slot.unwrap(), clock, handle)
+}
+
 /// Two admissions on a new key at `START` (rate 4, burst 2: both fit at once): the
 /// records stored by `START + 150 ms`, and whether one was stored when the grants came
 /// back.
@@ -85,11 +103,7 @@ fn first_admissions(fresh_keys: FreshKeys) -> (usize, bool) {
     let store = Arc::new(CountingStore::default());
     let config = config(store.clone(), fresh_keys);
     paused_system().block_on(async move {
-        let clock = Arc::new(TokioClock::starting_at(START));
-        let handle = start_in_current_system(config, clock.clone());
-        let policy = Policy::new(4.0, 2.0, 10, 20).unwrap();
-        let slot = handle.reserve(&key(), policy, WaitOptions::default()).await;
-        let slot = slot.unwrap();
+        let (slot, clock, _handle) = new_key_slot(config, 4.0, 2.0).await;
         for _ in 0..2 {
             let grant = slot.admit(1, false, WaitOptions::default()).await.unwrap();
             assert_eq!(grant.admitted_at, START);
@@ -120,12 +134,8 @@ fn a_burst_1_new_keys_second_admission_waits_for_a_token_not_for_a_record() {
     let store = Arc::new(CountingStore::default());
     let config = config(store.clone(), provisional());
     paused_system().block_on(async move {
-        let clock = Arc::new(TokioClock::starting_at(START));
-        let handle = start_in_current_system(config, clock.clone());
         // 20/s, burst 1: a token every 50 ms, before the periodic save (100 ms).
-        let policy = Policy::new(20.0, 1.0, 10, 20).unwrap();
-        let slot = handle.reserve(&key(), policy, WaitOptions::default()).await;
-        let slot = slot.unwrap();
+        let (slot, _clock, _handle) = new_key_slot(config, 20.0, 1.0).await;
         let first = slot.admit(1, false, WaitOptions::default()).await.unwrap();
         let second = slot.admit(1, false, WaitOptions::default()).await.unwrap();
         assert_eq!(first.admitted_at, START);
@@ -144,11 +154,7 @@ fn a_third_admission_before_the_first_record_waits_for_it() {
     let store = Arc::new(CountingStore::default());
     let config = config(store.clone(), provisional());
     paused_system().block_on(async move {
-        let clock = Arc::new(TokioClock::starting_at(START));
-        let handle = start_in_current_system(config, clock.clone());
-        let policy = Policy::new(20.0, 5.0, 10, 20).unwrap();
-        let slot = handle.reserve(&key(), policy, WaitOptions::default()).await;
-        let slot = slot.unwrap();
+        let (slot, _clock, _handle) = new_key_slot(config, 20.0, 5.0).await;
         for _ in 0..2 {
             slot.admit(1, false, WaitOptions::default()).await.unwrap();
         }
@@ -170,11 +176,7 @@ fn a_retry_on_a_new_key_waits_for_its_first_record() {
         let store = Arc::new(CountingStore::default());
         let config = config(store.clone(), provisional());
         paused_system().block_on(async move {
-            let clock = Arc::new(TokioClock::starting_at(START));
-            let handle = start_in_current_system(config, clock.clone());
-            let policy = Policy::new(20.0, 5.0, 10, 20).unwrap();
-            let slot = handle.reserve(&key(), policy, WaitOptions::default()).await;
-            let slot = slot.unwrap();
+            let (slot, _clock, _handle) = new_key_slot(config, 20.0, 5.0).await;
             if plain_first {
                 slot.admit(1, false, WaitOptions::default()).await.unwrap();
                 assert_eq!(store.writes(&key()), 0);
