@@ -42,6 +42,13 @@ pub struct Clients {
     cloudwatch: ClientCache<aws_sdk_cloudwatch::Client>,
     tagging: ClientCache<aws_sdk_resourcegroupstagging::Client>,
     cloudcontrol: ClientCache<aws_sdk_cloudcontrol::Client>,
+    ecs: ClientCache<aws_sdk_ecs::Client>,
+    elb: ClientCache<aws_sdk_elasticloadbalancing::Client>,
+    elbv2: ClientCache<aws_sdk_elasticloadbalancingv2::Client>,
+    logs: ClientCache<aws_sdk_cloudwatchlogs::Client>,
+    cloudtrail: ClientCache<aws_sdk_cloudtrail::Client>,
+    route53: ClientCache<aws_sdk_route53::Client>,
+    emr: ClientCache<aws_sdk_emr::Client>,
 }
 
 /// Where a scan's clients point.
@@ -87,93 +94,38 @@ impl ServiceClient for aws_sdk_s3::Client {
     }
 }
 
-impl ServiceClient for aws_sdk_lambda::Client {
-    fn build(settings: ClientSettings<'_>) -> Self {
-        let config = aws_sdk_lambda::config::Builder::from(settings.sdk)
-            .region(region(settings))
-            .build();
-        aws_sdk_lambda::Client::from_conf(config)
-    }
+/// `impl ServiceClient` for a service whose client needs only its region (every one but
+/// S3's): `regional!(aws_sdk_ecs, ecs)` builds `aws_sdk_ecs::Client`s into `Clients::ecs`.
+macro_rules! regional {
+    ($($sdk:ident => $cache:ident),* $(,)?) => {$(
+        impl ServiceClient for $sdk::Client {
+            fn build(settings: ClientSettings<'_>) -> Self {
+                let config = $sdk::config::Builder::from(settings.sdk)
+                    .region(region(settings))
+                    .build();
+                $sdk::Client::from_conf(config)
+            }
 
-    fn cache(clients: &Clients) -> &ClientCache<Self> {
-        &clients.lambda
-    }
+            fn cache(clients: &Clients) -> &ClientCache<Self> {
+                &clients.$cache
+            }
+        }
+    )*};
 }
 
-impl ServiceClient for aws_sdk_dynamodb::Client {
-    fn build(settings: ClientSettings<'_>) -> Self {
-        let config = aws_sdk_dynamodb::config::Builder::from(settings.sdk)
-            .region(region(settings))
-            .build();
-        aws_sdk_dynamodb::Client::from_conf(config)
-    }
-
-    fn cache(clients: &Clients) -> &ClientCache<Self> {
-        &clients.dynamodb
-    }
-}
-
-impl ServiceClient for aws_sdk_ec2::Client {
-    fn build(settings: ClientSettings<'_>) -> Self {
-        let config = aws_sdk_ec2::config::Builder::from(settings.sdk)
-            .region(region(settings))
-            .build();
-        aws_sdk_ec2::Client::from_conf(config)
-    }
-
-    fn cache(clients: &Clients) -> &ClientCache<Self> {
-        &clients.ec2
-    }
-}
-
-impl ServiceClient for aws_sdk_kms::Client {
-    fn build(settings: ClientSettings<'_>) -> Self {
-        let config = aws_sdk_kms::config::Builder::from(settings.sdk)
-            .region(region(settings))
-            .build();
-        aws_sdk_kms::Client::from_conf(config)
-    }
-
-    fn cache(clients: &Clients) -> &ClientCache<Self> {
-        &clients.kms
-    }
-}
-
-impl ServiceClient for aws_sdk_cloudwatch::Client {
-    fn build(settings: ClientSettings<'_>) -> Self {
-        let config = aws_sdk_cloudwatch::config::Builder::from(settings.sdk)
-            .region(region(settings))
-            .build();
-        aws_sdk_cloudwatch::Client::from_conf(config)
-    }
-
-    fn cache(clients: &Clients) -> &ClientCache<Self> {
-        &clients.cloudwatch
-    }
-}
-
-impl ServiceClient for aws_sdk_resourcegroupstagging::Client {
-    fn build(settings: ClientSettings<'_>) -> Self {
-        let config = aws_sdk_resourcegroupstagging::config::Builder::from(settings.sdk)
-            .region(region(settings))
-            .build();
-        aws_sdk_resourcegroupstagging::Client::from_conf(config)
-    }
-
-    fn cache(clients: &Clients) -> &ClientCache<Self> {
-        &clients.tagging
-    }
-}
-
-impl ServiceClient for aws_sdk_cloudcontrol::Client {
-    fn build(settings: ClientSettings<'_>) -> Self {
-        let config = aws_sdk_cloudcontrol::config::Builder::from(settings.sdk)
-            .region(region(settings))
-            .build();
-        aws_sdk_cloudcontrol::Client::from_conf(config)
-    }
-
-    fn cache(clients: &Clients) -> &ClientCache<Self> {
-        &clients.cloudcontrol
-    }
-}
+regional!(
+    aws_sdk_lambda => lambda,
+    aws_sdk_dynamodb => dynamodb,
+    aws_sdk_ec2 => ec2,
+    aws_sdk_kms => kms,
+    aws_sdk_cloudwatch => cloudwatch,
+    aws_sdk_resourcegroupstagging => tagging,
+    aws_sdk_cloudcontrol => cloudcontrol,
+    aws_sdk_ecs => ecs,
+    aws_sdk_elasticloadbalancing => elb,
+    aws_sdk_elasticloadbalancingv2 => elbv2,
+    aws_sdk_cloudwatchlogs => logs,
+    aws_sdk_cloudtrail => cloudtrail,
+    aws_sdk_route53 => route53,
+    aws_sdk_emr => emr,
+);

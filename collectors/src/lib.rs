@@ -35,6 +35,8 @@
 //! - [`s3_buckets`], [`lambda_functions`], [`dynamodb_tables`], [`kms_keys`]: one file per
 //!   dataset.
 //! - [`ec2`]: the fifteen EC2 types, one file each, and their shared listing and model.
+//! - [`services`]: seed 000's other services (ECS, ELB, ELBv2, Logs, CloudTrail,
+//!   Route 53, EMR), eleven types, one file each.
 #![forbid(unsafe_code)]
 
 pub mod dataset;
@@ -54,6 +56,7 @@ pub mod progress;
 pub mod report_builder;
 pub mod resource;
 pub mod s3_buckets;
+pub mod services;
 pub mod tagging;
 pub mod types;
 
@@ -295,6 +298,7 @@ pub fn native_operations(dataset: Dataset) -> Vec<Operation> {
         Dataset::DynamoDbTables => dynamodb_tables::OPERATIONS.to_vec(),
         Dataset::KmsKeys => kms_keys::OPERATIONS.to_vec(),
         Dataset::Ec2(ty) => ec2::calls(ty).iter().map(|c| c.operation).collect(),
+        Dataset::Service(ty) => services::operations(ty),
         Dataset::CloudControl(_) => Vec::new(),
     }
 }
@@ -307,6 +311,7 @@ pub async fn collect(dataset: Dataset, run: &CollectorRun) -> DatasetReport {
         Dataset::DynamoDbTables => dynamodb_tables::collect(run).await,
         Dataset::KmsKeys => kms_keys::collect(run).await,
         Dataset::Ec2(ty) => ec2::collect(run, ty).await,
+        Dataset::Service(ty) => services::collect(run, ty).await,
         Dataset::CloudControl(id) => cloudcontrol::collect(run, id.info()).await,
     }
 }

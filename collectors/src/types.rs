@@ -62,7 +62,11 @@ pub struct TypeInfo {
 }
 
 /// The names tollgate uses for types CloudFormation does not have.
-pub const NOT_CLOUDFORMATION: &[&str] = &["AWS::EC2::Snapshot", "AWS::EC2::Image"];
+pub const NOT_CLOUDFORMATION: &[&str] = &[
+    "AWS::EC2::Snapshot",
+    "AWS::EC2::Image",
+    "AWS::ECS::ContainerInstance",
+];
 
 /// Every known type, sorted by name.
 pub fn catalog() -> Vec<TypeInfo> {
@@ -192,6 +196,50 @@ mod tests {
             CollectedBy::Cloudcontrol,
             "EC2's other types stay with Cloud Control"
         );
+    }
+
+    #[test]
+    fn seed_000s_other_services_are_native_rows_on_their_budgets_and_left_the_sweep() {
+        let rows = catalog();
+        let row = |t: &str| rows.iter().find(|r| r.resource_type == t).unwrap();
+        for t in crate::dataset::ServiceType::ALL {
+            let r = row(t.resource_type());
+            assert_eq!(r.collected_by, CollectedBy::Native, "{t:?}");
+            assert!(r.default && !r.default_sweep, "{t:?}");
+            assert_eq!(
+                r.global,
+                t == crate::dataset::ServiceType::Route53HostedZone
+            );
+        }
+        assert_eq!(
+            row("AWS::ECS::Service").charges,
+            vec!["ecs:cluster-resource-read", "ecs:service-read"]
+        );
+        assert_eq!(
+            row("AWS::ElasticLoadBalancing::LoadBalancer").charges,
+            vec!["elasticloadbalancing:all-requests"]
+        );
+        assert_eq!(
+            row("AWS::ElasticLoadBalancingV2::Listener").charges,
+            vec!["elasticloadbalancingv2:all-requests"]
+        );
+        assert_eq!(
+            row("AWS::Logs::LogGroup").charges,
+            vec!["logs:DescribeLogGroups", "logs:DescribeLogStreams"]
+        );
+        assert_eq!(
+            row("AWS::Route53::HostedZone").charges,
+            vec!["route53:all-requests"]
+        );
+        assert_eq!(
+            row("AWS::EMR::Cluster").charges,
+            vec![
+                "emr:ListClusters",
+                "emr:DescribeCluster",
+                "emr:ListInstances"
+            ]
+        );
+        assert!(!row("AWS::ECS::ContainerInstance").cloudformation);
     }
 
     #[test]

@@ -220,6 +220,9 @@ pub const DEFAULT_ROWS: &[DefaultRow] = &[
     // type's underlying operations, on their own rows.
     local("cloudcontrol", "ListResources", FALLBACK_RATE, FALLBACK_BURST, CLOUDCONTROL),
     local("cloudcontrol", "GetResource", FALLBACK_RATE, FALLBACK_BURST, CLOUDCONTROL),
+    // The EMR collector's listing (collectors/src/services/emr.rs): seed 000 gives
+    // DescribeCluster and ListInstances figures, not ListClusters'.
+    local("emr", "ListClusters", FALLBACK_RATE, FALLBACK_BURST, FALLBACK),
 ];
 
 /// Cloud Control publishes no request rate.
@@ -336,6 +339,7 @@ mod tests {
                 "organizations:DescribeOrganization",
                 "cloudcontrol:ListResources",
                 "cloudcontrol:GetResource",
+                "emr:ListClusters",
             ]
         );
         // Each note agrees with its mark.
@@ -457,6 +461,18 @@ mod tests {
             ("account", "ListRegions"),
             ("resource-explorer-2", "ListIndexes"),
             ("ec2", "DescribeRegions"),
+            // Seed 000's other datasets (collectors/src/services).
+            ("ecs", "ListClusters"),
+            ("ecs", "DescribeServices"),
+            ("elasticloadbalancing", "DescribeLoadBalancers"),
+            ("elasticloadbalancingv2", "DescribeListeners"),
+            ("logs", "DescribeLogGroups"),
+            ("logs", "DescribeLogStreams"),
+            ("cloudtrail", "DescribeTrails"),
+            ("route53", "ListHostedZones"),
+            ("emr", "ListClusters"),
+            ("emr", "DescribeCluster"),
+            ("emr", "ListInstances"),
         ];
         for &(service, op) in calls {
             let group = operation_group(service, op);
