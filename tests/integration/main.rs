@@ -17,6 +17,7 @@ mod inventory_kill;
 mod moto_cli;
 mod moto_ec2;
 mod moto_org;
+mod moto_services;
 mod org_demo_cli;
 mod replay_cli;
 mod service_api;
