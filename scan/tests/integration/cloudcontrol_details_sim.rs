@@ -4,9 +4,9 @@
 //! the type's `handlers.read.permissions`; the item then holds the full resource model,
 //! its tags in `tags`.
 //!
-//! The simulator's log groups are listed with `LogGroupName` alone (`list_properties`),
-//! as AWS's list handler does; a read spends `logs:DescribeLogGroups` and
-//! `logs:GetDataProtectionPolicy` on the server, whose quota for the latter is 2/s
+//! The simulator's ECR repositories are listed with `RepositoryName` alone (`list_properties`),
+//! as AWS's list handler does; a read spends `ecr:DescribeRepositories` and
+//! `ecr:GetLifecyclePolicy` on the server, whose quota for the latter is 2/s
 //! against Cloud Control's 100/s. Charged by the gate, the 40 reads are never throttled;
 //! charged to Cloud Control's key alone (`Charges::OwnKeyOnly`, what other tools do),
 //! they are (the test the first can lose to).
@@ -28,13 +28,13 @@ default = { kind = "fixed", ms = 20 }
 [quotas.operations]
 "cloudcontrol:ListResources" = { rate_per_second = 100, burst = 100 }
 "cloudcontrol:GetResource" = { rate_per_second = 100, burst = 100 }
-"logs:GetDataProtectionPolicy" = { rate_per_second = 2, burst = 2 }
+"ecr:GetLifecyclePolicy" = { rate_per_second = 2, burst = 2 }
 
 [[cloudcontrol.types]]
-type = "AWS::Logs::LogGroup"
-list_operations = ["logs:DescribeLogGroups"]
-read_operations = ["logs:DescribeLogGroups", "logs:GetDataProtectionPolicy"]
-list_properties = ["LogGroupName"]
+type = "AWS::ECR::Repository"
+list_operations = ["ecr:DescribeRepositories"]
+read_operations = ["ecr:DescribeRepositories", "ecr:GetLifecyclePolicy"]
+list_properties = ["RepositoryName"]
 
 [[cloudcontrol.types]]
 type = "AWS::SQS::Queue"
@@ -42,11 +42,11 @@ list_operations = ["sqs:ListQueues"]
 read_operations = ["sqs:GetQueueAttributes"]
 
 [[cloudcontrol.resource_sets]]
-type = "AWS::Logs::LogGroup"
+type = "AWS::ECR::Repository"
 region = "us-east-1"
 count = 40
-prefix = "/app"
-properties = { RetentionInDays = 30, Tags = [{ Key = "team", Value = "core" }] }
+prefix = "app"
+properties = { ImageTagMutability = "IMMUTABLE", Tags = [{ Key = "team", Value = "core" }] }
 
 [[cloudcontrol.resource_sets]]
 type = "AWS::SQS::Queue"
@@ -59,7 +59,7 @@ prefix = "queue"
 const POLICIES: &str = r#"{
     "cloudcontrol:ListResources": {"ratePerSecond": 100, "burst": 100},
     "cloudcontrol:GetResource": {"ratePerSecond": 100, "burst": 100},
-    "logs:GetDataProtectionPolicy": {"ratePerSecond": 2, "burst": 2}
+    "ecr:GetLifecyclePolicy": {"ratePerSecond": 2, "burst": 2}
 }"#;
 
 fn dataset(name: &str) -> Dataset {
@@ -70,7 +70,7 @@ fn sweep(details: Details, charges: Charges) -> (Run, tollgate_sim::Stats) {
     let sim = Simulator::new(Scenario::parse(SCENARIO, "details").unwrap());
     let policies = PolicyTable::with_overrides(POLICIES, "test policies").unwrap();
     let run = paused_system().block_on(discover_with(&sim, policies, |r| {
-        r.datasets = vec![dataset("AWS::Logs::LogGroup"), dataset("AWS::SQS::Queue")];
+        r.datasets = vec![dataset("AWS::ECR::Repository"), dataset("AWS::SQS::Queue")];
         r.tags = tollgate_collectors::tagging::TagSweep::Skip;
         r.cloudcontrol = charges;
         r.details = details;
@@ -82,28 +82,28 @@ fn sweep(details: Details, charges: Charges) -> (Run, tollgate_sim::Stats) {
 fn details_read_each_identifiers_only_item_once_charged_to_the_read_operations() {
     let (run, stats) = sweep(Details::Read, Charges::Underlying);
     assert_eq!(run.report.overall_status(), DatasetStatus::Complete);
-    let groups = run.report.dataset(dataset("AWS::Logs::LogGroup")).unwrap();
-    assert_eq!(groups.items.len(), 40);
-    for item in &groups.items {
+    let repositories = run.report.dataset(dataset("AWS::ECR::Repository")).unwrap();
+    assert_eq!(repositories.items.len(), 40);
+    for item in &repositories.items {
         let r = item.resource();
-        assert_eq!(r.properties["RetentionInDays"], 30, "{r:?}");
-        assert_eq!(r.properties["LogGroupName"], r.id.as_str());
+        assert_eq!(r.properties["ImageTagMutability"], "IMMUTABLE", "{r:?}");
+        assert_eq!(r.properties["RepositoryName"], r.id.as_str());
         assert!(r
             .arn
             .as_deref()
-            .is_some_and(|a| a.starts_with("arn:aws:logs:")));
+            .is_some_and(|a| a.starts_with("arn:aws:ecr:")));
         assert_eq!(r.tags["team"], "core", "tags moved to `tags`");
         assert!(!r.properties.contains_key("Tags"));
     }
-    assert_eq!(groups.coverage[0].status, CoverageStatus::Complete);
-    // One read per log group; the queues were listed in full and are not read.
+    assert_eq!(repositories.coverage[0].status, CoverageStatus::Complete);
+    // One read per repository; the queues were listed in full and are not read.
     let get = &stats.per_operation["cloudcontrol:GetResource"];
     assert_eq!((get.served, get.throttled), (40, 0), "{get:?}");
-    let policy = &stats.per_operation["logs:GetDataProtectionPolicy"];
+    let policy = &stats.per_operation["ecr:GetLifecyclePolicy"];
     assert_eq!(
         (policy.served, policy.throttled),
         (40, 0),
-        "each read charged to logs:GetDataProtectionPolicy by the gate: {policy:?}"
+        "each read charged to ecr:GetLifecyclePolicy by the gate: {policy:?}"
     );
     assert!(!stats.per_operation.contains_key("sqs:GetQueueAttributes"));
     // 40 reads at the read operation's 2/s after its burst of 2: about 19 s.
@@ -113,10 +113,10 @@ fn details_read_each_identifiers_only_item_once_charged_to_the_read_operations()
 #[test]
 fn with_the_underlying_charge_off_the_reads_are_throttled_by_the_read_operation() {
     let (_, stats) = sweep(Details::Read, Charges::OwnKeyOnly);
-    let policy = &stats.per_operation["logs:GetDataProtectionPolicy"];
+    let policy = &stats.per_operation["ecr:GetLifecyclePolicy"];
     assert!(
         policy.throttled > 0,
-        "Cloud Control's own key alone lets the reads overrun the logs quota: {policy:?}"
+        "Cloud Control's own key alone lets the reads overrun the ECR quota: {policy:?}"
     );
 }
 
@@ -124,12 +124,12 @@ fn with_the_underlying_charge_off_the_reads_are_throttled_by_the_read_operation(
 fn without_details_no_item_is_read_and_identifiers_only_items_stay_as_listed() {
     let (run, stats) = sweep(Details::Listed, Charges::Underlying);
     assert!(!stats.per_operation.contains_key("cloudcontrol:GetResource"));
-    let groups = run.report.dataset(dataset("AWS::Logs::LogGroup")).unwrap();
-    assert_eq!(groups.items.len(), 40);
-    let first = groups.items[0].resource();
+    let repositories = run.report.dataset(dataset("AWS::ECR::Repository")).unwrap();
+    assert_eq!(repositories.items.len(), 40);
+    let first = repositories.items[0].resource();
     assert_eq!(
         first.properties.keys().collect::<Vec<_>>(),
-        ["LogGroupName"],
+        ["RepositoryName"],
         "{first:?}"
     );
     assert!(first.tags.is_empty());
@@ -144,28 +144,28 @@ fn a_failed_read_keeps_the_listed_item_and_makes_the_dataset_partial_with_its_re
     let sim = Simulator::new(Scenario::parse(&scenario, "details-failing").unwrap());
     let policies = PolicyTable::with_overrides(POLICIES, "test policies").unwrap();
     let run = paused_system().block_on(discover_with(&sim, policies, |r| {
-        r.datasets = vec![dataset("AWS::Logs::LogGroup")];
+        r.datasets = vec![dataset("AWS::ECR::Repository")];
         r.tags = tollgate_collectors::tagging::TagSweep::Skip;
         r.details = Details::Read;
     }));
-    let groups = run.report.dataset(dataset("AWS::Logs::LogGroup")).unwrap();
+    let repositories = run.report.dataset(dataset("AWS::ECR::Repository")).unwrap();
     assert_eq!(
-        groups.status,
+        repositories.status,
         DatasetStatus::Partial,
         "{:?}",
-        groups.reasons
+        repositories.reasons
     );
-    assert_eq!(groups.items.len(), 40, "every listed item stays");
-    assert!(groups
+    assert_eq!(repositories.items.len(), 40, "every listed item stays");
+    assert!(repositories
         .items
         .iter()
-        .all(|i| i.resource().properties.keys().collect::<Vec<_>>() == ["LogGroupName"]));
-    let reason = &groups.reasons[0];
+        .all(|i| i.resource().properties.keys().collect::<Vec<_>>() == ["RepositoryName"]));
+    let reason = &repositories.reasons[0];
     assert_eq!(
         (reason.operation.as_str(), reason.field.as_deref()),
         ("cloudcontrol:GetResource", Some("properties"))
     );
-    let entry = &groups.coverage[0];
+    let entry = &repositories.coverage[0];
     assert_eq!(entry.status, CoverageStatus::Partial);
     assert!(
         entry
