@@ -514,3 +514,55 @@ fn metric_data_pages_charge_their_datapoint_budget_on_every_attempt() {
     key("us-east-1/cloudwatch:GetMetricData:recent-datapoints");
     key("us-west-2/cloudwatch:GetMetricData:older-datapoints");
 }
+
+// ---------------------------------------------------------------- EMR (issue 36)
+
+/// Seed 000's EMR budgets, as the collector spends them (one `DescribeCluster` and one
+/// `ListInstances` per cluster): 10 clusters' calls wanted at once, the script naming no
+/// policy, so seed 000's defaults apply: `emr:ListInstances` 0.5/s burst 1 (below 1/s, at
+/// most one start in 2 s) and `emr:DescribeCluster` 1/s burst 1, separate keys. Each
+/// paces to its ideal on its own: instances reads at 0, 2, ..., 18 s, descriptions at 0,
+/// 1, ..., 9 s; the run ends at the slower key's ideal, 18 s plus the last answer's 50 ms.
+#[test]
+fn emr_list_instances_paces_to_seed_000s_half_a_call_a_second() {
+    let report = replay_fixture("emr-list-instances.json");
+    let at = |prefix: &str| -> Vec<u64> {
+        let mut at: Vec<u64> = report
+            .requests
+            .iter()
+            .filter(|r| r.id.starts_with(prefix))
+            .flat_map(|r| r.attempts.iter().map(|a| a.dispatched_at_ms))
+            .collect();
+        at.sort_unstable();
+        at
+    };
+    assert_eq!(
+        at("instances-"),
+        (0..10).map(|i| i * 2_000).collect::<Vec<u64>>()
+    );
+    assert_eq!(
+        at("describe-"),
+        (0..10).map(|i| i * 1_000).collect::<Vec<u64>>()
+    );
+    assert!(report
+        .requests
+        .iter()
+        .all(|r| r.result == RequestResult::Success));
+    assert_near_ideal(&report, ideal_ms(10, 0.5, 1.0) + 50.0);
+    let key = |suffix: &str| {
+        report
+            .keys
+            .iter()
+            .find(|k| k.key.ends_with(suffix))
+            .unwrap_or_else(|| panic!("no key {suffix}"))
+    };
+    let instances = key("eu-west-1/emr:ListInstances");
+    assert_eq!(instances.state.policy.rate_per_second(), 0.5);
+    assert_eq!(
+        key("eu-west-1/emr:DescribeCluster")
+            .state
+            .policy
+            .rate_per_second(),
+        1.0
+    );
+}

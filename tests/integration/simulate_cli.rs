@@ -123,6 +123,7 @@ fn demo_discovers_the_bundled_account_completely() {
     assert_eq!(
         datasets.keys().collect::<Vec<_>>(),
         [
+            "AWS::CloudTrail::Trail",
             "AWS::EC2::EIP",
             "AWS::EC2::Image",
             "AWS::EC2::Instance",
@@ -138,9 +139,18 @@ fn demo_discovers_the_bundled_account_completely() {
             "AWS::EC2::VPC",
             "AWS::EC2::VPCEndpoint",
             "AWS::EC2::Volume",
+            "AWS::ECS::Cluster",
+            "AWS::ECS::ContainerInstance",
+            "AWS::ECS::Service",
+            "AWS::EMR::Cluster",
+            "AWS::ElasticLoadBalancing::LoadBalancer",
+            "AWS::ElasticLoadBalancingV2::Listener",
+            "AWS::ElasticLoadBalancingV2::LoadBalancer",
+            "AWS::ElasticLoadBalancingV2::TargetGroup",
             "AWS::IAM::Role",
             "AWS::Lambda::Alias",
             "AWS::Logs::LogGroup",
+            "AWS::Route53::HostedZone",
             "AWS::SNS::Topic",
             "AWS::SQS::Queue",
             "dynamodb-tables",
@@ -163,6 +173,27 @@ fn demo_discovers_the_bundled_account_completely() {
     .map(|d| datasets[*d]["items"].as_array().unwrap().len())
     .sum();
     assert_eq!(items, 44 + 12 + 8 + 10);
+    // Seed 000's other services, natively: the bundled scenario's few of each.
+    for (ty, want) in [
+        ("AWS::ECS::Cluster", 1),
+        ("AWS::ECS::Service", 2),
+        ("AWS::ECS::ContainerInstance", 1),
+        ("AWS::ElasticLoadBalancing::LoadBalancer", 1),
+        ("AWS::ElasticLoadBalancingV2::LoadBalancer", 1),
+        ("AWS::ElasticLoadBalancingV2::TargetGroup", 1),
+        ("AWS::ElasticLoadBalancingV2::Listener", 1),
+        ("AWS::Logs::LogGroup", 4),
+        ("AWS::CloudTrail::Trail", 1),
+        ("AWS::Route53::HostedZone", 2),
+        ("AWS::EMR::Cluster", 1),
+    ] {
+        let got = datasets[ty]["items"].as_array().unwrap();
+        assert_eq!(got.len(), want, "{ty}: {got:?}");
+    }
+    let zones = datasets["AWS::Route53::HostedZone"]["items"]
+        .as_array()
+        .unwrap();
+    assert!(zones.iter().all(|z| z["region"] == "global"), "{zones:?}");
     // Every scan collects EC2 natively: the bundled scenario's resources in both regions
     // (each instance's root volume and interface included; its own AMIs and snapshots).
     let scenario = tollgate_sim::Scenario::parse(tollgate_sim::bundled::DEMO, "demo.toml").unwrap();
@@ -212,11 +243,10 @@ fn demo_discovers_the_bundled_account_completely() {
         .unwrap_or_else(|| panic!("{stderr}"));
     assert_eq!(reads.split_whitespace().nth(2), Some("2"), "{reads}");
     // The demo sweeps its scenario's Cloud Control types: 2 roles (global, listed once),
-    // 2 aliases (listed per function), 2 log groups, 1 topic, 2 queues.
+    // 2 aliases (listed per function), 1 topic, 2 queues.
     let swept: Vec<(&str, usize)> = [
         "AWS::IAM::Role",
         "AWS::Lambda::Alias",
-        "AWS::Logs::LogGroup",
         "AWS::SNS::Topic",
         "AWS::SQS::Queue",
     ]
@@ -228,7 +258,6 @@ fn demo_discovers_the_bundled_account_completely() {
         [
             ("AWS::IAM::Role", 2),
             ("AWS::Lambda::Alias", 2),
-            ("AWS::Logs::LogGroup", 2),
             ("AWS::SNS::Topic", 1),
             ("AWS::SQS::Queue", 2)
         ]

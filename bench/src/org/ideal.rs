@@ -305,9 +305,9 @@ mod tests {
         // account-region's bucket (2/s, burst 2): 1 s, plus the member's path; the
         // 100 roles' 4 pages on IAM's global bucket (2/s, burst 3) take 0.5 s.
         let b = binding(&s, true);
-        // (ECS's 4 ListClusters pages at 2/s burst 2: 1 s too.)
+        // (ECR's 4 DescribeRepositories pages at 2/s burst 2: 1 s too.)
         assert!(
-            b.what.ends_with("sqs:ListQueues") || b.what.contains(" ecs:"),
+            b.what.ends_with("sqs:ListQueues") || b.what.contains(" ecr:"),
             "{b:?}"
         );
         assert!((b.seconds - (1.0 + path(1))).abs() < 1e-9, "{b:?}");

@@ -78,8 +78,8 @@ pub struct OrgArgs {
     #[arg(long, default_value_t = 0)]
     pub ec2_per_region: usize,
     /// The whole estate: the scan collects every native type (EC2's included) and sweeps
-    /// five Cloud Control types (`scenario::SWEPT`: IAM roles, SQS queues, log groups,
-    /// SNS topics, ECS clusters) with the tagging sweep, in every account; the members'
+    /// five Cloud Control types (`scenario::SWEPT`: IAM roles, SQS queues, Kinesis streams,
+    /// SNS topics, ECR repositories) with the tagging sweep, in every account; the members'
     /// underlying list operations (`iam:ListRoles`, ...) have server quotas far below
     /// Cloud Control's own, and the ideal counts them. Sets `--ec2-per-region` and
     /// `--cloudcontrol-per-region` to 5 and 60 unless given.
@@ -771,11 +771,11 @@ mod tests {
         })
         .unwrap();
         let table = PolicyTable::with_overrides(&overrides(&s), "bench org").unwrap();
-        // ECS's ListClusters (2/s burst 2 at the server) is charged to tollgate's
-        // cluster-resource-read group; IAM's and SQS's keys are their operations'. One
-        // token under each: the rate, a burst one smaller (at most the rate).
+        // ECR's DescribeRepositories (2/s burst 2 at the server), IAM's and SQS's keys
+        // are their operations'. One token under each: the rate, a burst one smaller
+        // (at most the rate).
         for (service, operation, rate, burst) in [
-            ("ecs", "ListClusters", 2.0, 1.0),
+            ("ecr", "DescribeRepositories", 2.0, 1.0),
             ("iam", "ListRoles", 2.0, 1.0),
             ("sqs", "ListQueues", 2.0, 1.0),
         ] {

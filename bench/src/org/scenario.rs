@@ -55,17 +55,9 @@ pub struct Shape {
 pub const SWEPT: &[(&str, bool, &[&str])] = &[
     ("AWS::IAM::Role", true, &["iam:ListRoles"]),
     ("AWS::SQS::Queue", false, &["sqs:ListQueues"]),
-    (
-        "AWS::Logs::LogGroup",
-        false,
-        &["logs:DescribeLogGroups", "logs:ListTagsForResource"],
-    ),
+    ("AWS::Kinesis::Stream", false, &["kinesis:ListStreams"]),
     ("AWS::SNS::Topic", false, &["sns:ListTopics"]),
-    (
-        "AWS::ECS::Cluster",
-        false,
-        &["ecs:ListClusters", "ecs:DescribeClusters"],
-    ),
+    ("AWS::ECR::Repository", false, &["ecr:DescribeRepositories"]),
 ];
 
 /// Every account's server quotas of underlying operations when it has Cloud Control
@@ -80,7 +72,7 @@ pub const SWEPT: &[(&str, bool, &[&str])] = &[
 pub const UNDERLYING_QUOTAS: &[(&str, f64, u32, &[&str])] = &[
     ("iam:ListRoles", 2.0, 3, &[]),
     ("sqs:ListQueues", 2.0, 2, &[]),
-    ("ecs:ListClusters", 2.0, 2, &[]),
+    ("ecr:DescribeRepositories", 2.0, 2, &[]),
     ("cloudcontrol:ListResources", 50.0, 50, &[]),
 ];
 

@@ -176,3 +176,82 @@ fn a_failed_read_keeps_the_listed_item_and_makes_the_dataset_partial_with_its_re
         "{entry:?}"
     );
 }
+
+/// SageMaker endpoints and their configurations (seed 000's datasets) through the Cloud
+/// Control sweep: listed with their ARN alone, each read with `--details` charged to seed
+/// 000's budget for the SageMaker operation underneath (5/s, burst 1), which the server
+/// enforces as AWS would. The gate's own defaults (no override) keep every read within it.
+#[test]
+fn sagemaker_endpoints_go_through_cloud_control_with_reads_on_seed_000s_sagemaker_budgets() {
+    let scenario = r#"
+account = "123456789012"
+regions = ["us-east-1"]
+[quotas.operations]
+"cloudcontrol:ListResources" = { rate_per_second = 100, burst = 100 }
+"cloudcontrol:GetResource" = { rate_per_second = 100, burst = 100 }
+"sagemaker:DescribeEndpoint" = { rate_per_second = 5, burst = 1 }
+"sagemaker:DescribeEndpointConfig" = { rate_per_second = 5, burst = 1 }
+
+[[cloudcontrol.types]]
+type = "AWS::SageMaker::Endpoint"
+list_operations = ["sagemaker:ListEndpoints"]
+read_operations = ["sagemaker:DescribeEndpoint", "sagemaker:ListTags"]
+list_properties = ["EndpointArn"]
+
+[[cloudcontrol.types]]
+type = "AWS::SageMaker::EndpointConfig"
+list_operations = ["sagemaker:ListEndpointConfigs"]
+read_operations = ["sagemaker:DescribeEndpointConfig", "sagemaker:ListTags"]
+list_properties = ["EndpointConfigArn"]
+
+[[cloudcontrol.resource_sets]]
+type = "AWS::SageMaker::Endpoint"
+region = "us-east-1"
+count = 20
+prefix = "endpoint"
+properties = { EndpointConfigName = "serving" }
+
+[[cloudcontrol.resource_sets]]
+type = "AWS::SageMaker::EndpointConfig"
+region = "us-east-1"
+count = 20
+prefix = "config"
+"#;
+    let sim = Simulator::new(Scenario::parse(scenario, "sagemaker").unwrap());
+    let policies = PolicyTable::with_overrides(
+        r#"{"cloudcontrol:ListResources": {"ratePerSecond": 100, "burst": 100},
+            "cloudcontrol:GetResource": {"ratePerSecond": 100, "burst": 100}}"#,
+        "test policies",
+    )
+    .unwrap();
+    let types = ["AWS::SageMaker::Endpoint", "AWS::SageMaker::EndpointConfig"];
+    let run = paused_system().block_on(discover_with(&sim, policies, |r| {
+        r.datasets = types.iter().map(|t| dataset(t)).collect();
+        r.tags = tollgate_collectors::tagging::TagSweep::Skip;
+        r.details = Details::Read;
+    }));
+    let stats = sim.stats();
+    assert_eq!(run.report.overall_status(), DatasetStatus::Complete);
+    for ty in types {
+        let items = &run.report.dataset(dataset(ty)).unwrap().items;
+        assert_eq!(items.len(), 20, "{ty}");
+        assert!(
+            items.iter().all(|i| i.resource().properties.len() > 1),
+            "{ty}: read in full"
+        );
+    }
+    for op in [
+        "sagemaker:DescribeEndpoint",
+        "sagemaker:DescribeEndpointConfig",
+    ] {
+        let s = &stats.per_operation[op];
+        assert_eq!((s.served, s.throttled), (20, 0), "{op}: {s:?}");
+    }
+    // Both budgets at 5/s after a burst of 1, side by side: about 3.8 s, never sooner.
+    assert!(run.elapsed.as_secs_f64() >= 3.8, "{:?}", run.elapsed);
+    assert!(
+        dataset(types[0]).is_cloudcontrol()
+            && Dataset::default_sweep().contains(&dataset(types[0])),
+        "in the default sweep"
+    );
+}
