@@ -5,15 +5,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 use tollgate_collectors::catalog::setup::{Change, InitPlan, InitReport};
 use tollgate_collectors::catalog::{Evidence, RegionState};
-use tollgate_engine::aws::telemetry::NoTelemetry;
-use tollgate_engine::throttling::ScanTelemetry;
 use tollgate_engine::Engine;
 use tollgate_scan::catalog::{catalog_init, catalog_status, CatalogStatus};
 use tollgate_scan::request::AssumeRole;
@@ -22,6 +19,7 @@ use tollgate_scan::DiscoveryRequest;
 use tollgate_service::parse_duration;
 
 use super::discover::{preflight, region_flags, ScanEnv, ScanFlags};
+use super::discover_catalog::deps;
 
 /// Exit code of a status with an unavailable region.
 const EXIT_PARTIAL: u8 = 2;
@@ -144,13 +142,7 @@ where
     rt.block_on(async move {
         preflight(&request).await?;
         let engine = Engine::open(config)?;
-        let deps = SupervisorDeps {
-            admission: engine.admission(),
-            policies: engine.policies().clone(),
-            telemetry: ScanTelemetry::new(telemetry.unwrap_or_else(|| Arc::new(NoTelemetry))),
-            http: tollgate_engine::aws::default_http_client(),
-            fleet_notes: engine.fleet_notes(),
-        };
+        let deps = deps(&engine, telemetry);
         let cancel = CancellationToken::new();
         let on_interrupt = cancel.clone();
         tokio::spawn(async move {

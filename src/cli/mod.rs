@@ -4,6 +4,7 @@ mod bench;
 mod catalog;
 mod demo;
 mod discover;
+mod discover_catalog;
 mod discover_org;
 mod fleet;
 mod history;

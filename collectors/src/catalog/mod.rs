@@ -12,8 +12,12 @@
 //! - [`model`]: what status reports (per region: index, default view, or why not).
 //! - [`status`]: the regional probes, at most [`status::STATUS_WORKERS`] at once.
 //! - [`setup`]: `catalog init`: indexes, the aggregator, the default view.
+//! - [`search`]: catalog collection for `discover --catalog` (types and regions that
+//!   hold resources); [`plan`]: which datasets such a scan loads, and where.
 
 pub mod model;
+pub mod plan;
+pub mod search;
 pub mod setup;
 pub mod status;
 
