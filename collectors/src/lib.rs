@@ -25,6 +25,8 @@
 //!   checked-in data.
 //! - [`types`]: every type tollgate knows (`tollgate types`): native, Cloud Control or
 //!   tags-only.
+//! - [`catalog`]: the Resource Explorer catalog: `catalog status` probes and `catalog
+//!   init`'s set-up, on the regional `resource-explorer-2:non-search` budget.
 //! - [`actor`]: `CollectorActor` and the message it sends the supervisor.
 //! - [`clients`]: the run's SDK clients, one generic builder and cache per service.
 //! - [`operation`]: `Operation`, an operation named once for calls and reports.
@@ -44,6 +46,7 @@ pub mod output;
 
 pub mod activity;
 pub mod actor;
+pub mod catalog;
 pub mod clients;
 pub mod cloudcontrol;
 pub mod coverage;

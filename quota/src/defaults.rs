@@ -202,6 +202,8 @@ pub const DEFAULT_ROWS: &[DefaultRow] = &[
     row("cloudwatch", OLDER_DATAPOINTS_GROUP, 396_000.0, 396_000.0, "Datapoints/s when StartTime is older than 3 hours (CloudWatch quotas)."),
     row("lambda", "control-plane", 15.0, 1.0, "Shared by the function/version listing operations (Lambda quotas)."),
     row("resource-explorer-2", "non-search", 3.0, 1.0, "Account/region budget for non-search operations (Resource Explorer quotas)."),
+    local("resource-explorer-2", "Search", FALLBACK_RATE, FALLBACK_BURST, "Account/region; seed 000 gives Search no figure, so the fallback's as a local budget, not a verified AWS quota."),
+    local("resource-explorer-2", "setup", 3.0, 1.0, "tollgate's own: holds `catalog init`'s concurrency and retry allowance, charged beside resource-explorer-2:non-search (whose rate binds), so set-up retries never spend catalog collection's; a local budget, not a verified AWS quota."),
     row("sagemaker", "DescribeEndpoint", 5.0, 1.0, "Account/region operation quota (SageMaker quotas)."),
     row("sagemaker", "DescribeEndpointConfig", 5.0, 1.0, "Account/region operation quota (SageMaker quotas)."),
     local("s3", "GetBucketLifecycleConfiguration", 10.0, 10.0, S3),
@@ -330,6 +332,8 @@ mod tests {
         assert_eq!(
             unverified,
             [
+                "resource-explorer-2:Search",
+                "resource-explorer-2:setup",
                 "s3:GetBucketLifecycleConfiguration",
                 "s3:ListBucketIntelligentTieringConfigurations",
                 "s3:ListBuckets",

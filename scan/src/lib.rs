@@ -15,10 +15,13 @@
 //! - [`scan_setup`]: the one scan context, for single-account and member scans alike.
 //! - [`supervisor`]: `Supervisor` — scans, attribution, cancellation, report assembly.
 //! - [`organization`]: organization scans — fair order, one deadline, one report.
+//! - [`catalog`]: the Resource Explorer catalog commands (`catalog status`, `catalog
+//!   init`) on the scan's set-up and lifecycle.
 //! - [`discovery`]: `Discovery` — the supervisor on its own actor thread;
 //!   `discover(request) -> DiscoveryReport`, scan handles with progress and cancellation.
 #![forbid(unsafe_code)]
 
+pub mod catalog;
 pub mod discovery;
 pub mod organization;
 pub mod regions;

@@ -101,6 +101,12 @@ pub struct DiscoverArgs {
     /// default.
     #[arg(long)]
     pub details: bool,
+    /// Ask Resource Explorer first (Search through the default view, where an index
+    /// exists) which types and regions hold resources, and load only those datasets;
+    /// types it does not index are swept as usual; without an index, says so and scans
+    /// normally (docs/discovery.md, "Catalog").
+    #[arg(long, conflicts_with = "organization")]
+    pub catalog: bool,
     #[command(flatten)]
     pub scan: ScanFlags,
 }
@@ -329,6 +335,14 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
             None => ReportTo::Stdout,
         };
         let store = args.scan.store.as_deref();
+        let request = match args.catalog {
+            true => super::discover_catalog::narrow(&engine, request, telemetry.clone()).await?,
+            false => Some(request),
+        };
+        let Some(request) = request else {
+            engine.close().await?;
+            return Ok(ExitCode::from(EXIT_COMPLETE));
+        };
         let outcome = run_scan(&engine, request, report_to, telemetry, store).await;
         engine.close().await?;
         outcome

@@ -1,8 +1,10 @@
 //! Command-line definitions (clap) and dispatch. Each subcommand lives in its own file.
 
 mod bench;
+mod catalog;
 mod demo;
 mod discover;
+mod discover_catalog;
 mod discover_org;
 mod fleet;
 mod history;
@@ -113,6 +115,9 @@ pub enum Command {
     /// Show one resource's versions in the inventory store, newest first, with the fields
     /// each changed (docs/inventory.md).
     History(history::HistoryArgs),
+    /// The Resource Explorer catalog: `status` (each region's index and default view)
+    /// and `init` (turn it on: indexes, an aggregator, a default view; explicit only).
+    Catalog(catalog::CatalogArgs),
     /// Fleet mode (one quota across hosts on DynamoDB): `init` creates the table and
     /// prints the IAM policy; `status` shows each key's item. Settings: TOLLGATE_FLEET_*.
     Fleet(fleet::FleetArgs),
@@ -137,6 +142,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Scans(args) => scans::run(args),
         Command::Bench(args) => bench::run(args, cli.verbose),
         Command::Fleet(args) => fleet::run(args),
+        Command::Catalog(args) => catalog::run(args),
         Command::Resources(args) => store::resources(args),
         Command::Changes(args) => store::changes(args),
         Command::History(args) => history::run(args),

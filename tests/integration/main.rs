@@ -8,6 +8,7 @@
 
 mod service_support;
 
+mod catalog_cli;
 mod cli;
 mod first_run;
 mod fleet_cli;

@@ -7,5 +7,8 @@
 #[path = "../../../engine/tests/integration/common/sts_gate.rs"]
 mod sts_gate;
 
+mod catalog_init;
+mod catalog_kit;
+mod catalog_status;
 mod credentials_mid_scan;
 mod unfiltered_budget;

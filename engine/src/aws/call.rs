@@ -113,6 +113,19 @@ impl AwsGate {
         self.edit(|g| g.retry = retry)
     }
 
+    /// The same gate with at most `attempts` physical attempts per call, its other retry
+    /// settings kept: a caller whose calls must give up early (the catalog's status
+    /// probes: at most 2 attempts, each admitted) takes such a copy, sharing admission,
+    /// policies, telemetry and the inner client with this one.
+    pub fn with_max_attempts(self, attempts: std::num::NonZeroU32) -> Self {
+        self.edit(|g| g.retry.max_attempts = attempts)
+    }
+
+    /// The physical attempts per call this gate allows.
+    pub fn max_attempts(&self) -> std::num::NonZeroU32 {
+        self.inner.retry.max_attempts
+    }
+
     /// Send attempt events to `sink` as well as to `tracing`.
     pub fn with_telemetry(self, sink: Arc<dyn TelemetrySink>) -> Self {
         self.edit(|g| g.telemetry = sink)
@@ -218,6 +231,50 @@ impl AwsGate {
             ..retry::Beside::default()
         };
         retry::run(&self.inner, ctx, (service, operation), key, beside, send).await
+    }
+
+    /// Make one call exactly as [`AwsGate::call`], except that its concurrency
+    /// reservation and retry allowance are those of `allowance` (a group of the same
+    /// service and region: `resource-explorer-2:setup`), not the operation's: every
+    /// physical attempt, retries included, charges the operation's key (its rate, shared
+    /// with every other caller) and the allowance key at one instant, as a Cloud Control
+    /// call charges its underlying operations.
+    ///
+    /// Why: two kinds of work on one AWS budget keep separate retry allowances. Seed 000's
+    /// catalog collection and its set-up mutations both draw on the regional
+    /// `resource-explorer-2:non-search` budget, but a set-up meeting throttles must not
+    /// spend the retries collection needs; set-up calls here, with its allowance on a key
+    /// of its own. A throttle answer is fed back to the allowance key (the caller's own
+    /// work slows), not to the operation's.
+    pub async fn call_with_allowance<T, E, F, Fut>(
+        &self,
+        ctx: &CallContext,
+        (service, operation): (&str, &str),
+        region: Option<&str>,
+        allowance: &str,
+        send: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnMut(GatedHttpClient) -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let own = QuotaKey::new(
+            &self.inner.partition,
+            &self.inner.account,
+            region,
+            service,
+            allowance,
+        )
+        .map_err(|e| CallError::new(CallErrorKind::Admission, operation, e.to_string()))?;
+        let rate = [(service.to_owned(), operation.to_owned())];
+        let plan = UnderlyingPlan::new(&own, &rate, &self.inner.policies)
+            .map_err(|e| CallError::new(CallErrorKind::Admission, operation, e.to_string()))?;
+        let beside = retry::Beside {
+            underlying: Some(Arc::new(plan)),
+            ..retry::Beside::default()
+        };
+        retry::run(&self.inner, ctx, (service, operation), own, beside, send).await
     }
 
     /// Make one CloudWatch `GetMetricData` call (one page: pass the `NextToken` into the

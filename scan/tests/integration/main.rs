@@ -8,6 +8,7 @@
 //! with `cargo test --workspace --locked --test integration FILE::`.
 
 mod activity;
+mod catalog_scan;
 mod cloudcontrol_details_sim;
 mod cloudcontrol_parents_sim;
 mod cloudcontrol_sim;
