@@ -36,7 +36,9 @@
 //! - [`report_builder`]: `ReportBuilder`, the status and reasons rules.
 //! - [`s3_buckets`], [`lambda_functions`], [`dynamodb_tables`], [`kms_keys`]: one file per
 //!   dataset.
-//! - [`ec2`]: the fifteen EC2 types, one file each, and their shared listing and model.
+//! - [`ec2`]: the seventeen EC2 types, one file each, and their shared listing and model.
+//! - [`pricing`]: transit gateway attachments' hourly prices from the public price list
+//!   (`--pricing`): one unauthenticated read per region, kept per process.
 //! - [`services`]: seed 000's other services (ECS, ELB, ELBv2, Logs, CloudTrail,
 //!   Route 53, EMR), eleven types, one file each.
 #![forbid(unsafe_code)]
@@ -55,6 +57,7 @@ pub mod ec2;
 pub mod kms_keys;
 pub mod lambda_functions;
 pub mod operation;
+pub mod pricing;
 pub mod progress;
 pub mod report_builder;
 pub mod resource;
@@ -105,6 +108,9 @@ pub struct CollectorRun {
     /// A child type's parent items (Cloud Control types that need a parent); `None`
     /// for every other dataset.
     pub parents: Option<cloudcontrol::ParentListing>,
+    /// `--pricing`: where the public price list is, and the process's kept reads;
+    /// `None` (the default): no price is read.
+    pub pricing: Option<pricing::Pricing>,
     clients: Clients,
 }
 
@@ -174,6 +180,7 @@ impl CollectorRun {
             cloudcontrol: cloudcontrol::Charges::default(),
             details: cloudcontrol::Details::default(),
             parents: None,
+            pricing: None,
             clients: Clients::default(),
         }
     }
@@ -187,6 +194,12 @@ impl CollectorRun {
     /// With Cloud Control's identifiers-only items read in full, or not.
     pub fn with_cloudcontrol_details(mut self, details: cloudcontrol::Details) -> Self {
         self.details = details;
+        self
+    }
+
+    /// With prices read from the public price list (`--pricing`).
+    pub fn with_pricing(mut self, pricing: Option<pricing::Pricing>) -> Self {
+        self.pricing = pricing;
         self
     }
 

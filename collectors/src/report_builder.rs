@@ -97,6 +97,36 @@ impl ReportBuilder {
         }
     }
 
+    /// An optional value (a public price) could not be had: `field` is `null` on the
+    /// items, `message` says why, and the status stays what it was: nothing asked of AWS
+    /// is missing.
+    pub fn optional_missing(
+        &mut self,
+        operation: &str,
+        field: &str,
+        kind: ReasonKind,
+        code: Option<String>,
+        message: String,
+    ) {
+        let found = self.reasons.iter_mut().find(|r| {
+            r.operation == operation
+                && r.field.as_deref() == Some(field)
+                && r.kind == kind
+                && r.code == code
+        });
+        match found {
+            Some(existing) => existing.count += 1,
+            None => self.reasons.push(Reason {
+                operation: operation.to_string(),
+                field: Some(field.to_string()),
+                kind,
+                code,
+                message,
+                count: 1,
+            }),
+        }
+    }
+
     /// A finished report to add to (a phase after its collector, such as activity).
     pub fn from_report(report: DatasetReport) -> Self {
         ReportBuilder {

@@ -192,7 +192,7 @@ mod tests {
             "snapshots and AMIs are native, though not CloudFormation types"
         );
         assert_eq!(
-            row("AWS::EC2::TransitGateway").collected_by,
+            row("AWS::EC2::TransitGatewayRouteTable").collected_by,
             CollectedBy::Cloudcontrol,
             "EC2's other types stay with Cloud Control"
         );

@@ -61,7 +61,13 @@ pub struct DiscoveryRequest {
     /// its primary identifier only in full (`GetResource` each, charged to
     /// `cloudcontrol:GetResource` and the type's read operations). Off by default.
     pub details: Details,
+    /// `--pricing`: the public price list's base URL (`--pricing-url`, else
+    /// [`DEFAULT_PRICING_URL`]) to price transit gateway attachments and gateways from;
+    /// `None` (the default): no price is read.
+    pub pricing: Option<String>,
 }
+
+pub use tollgate_collectors::pricing::DEFAULT_URL as DEFAULT_PRICING_URL;
 
 impl Default for DiscoveryRequest {
     fn default() -> Self {
@@ -78,6 +84,7 @@ impl Default for DiscoveryRequest {
             tags: TagSweep::Sweep,
             cloudcontrol: Charges::Underlying,
             details: Details::Listed,
+            pricing: None,
         }
     }
 }
@@ -106,6 +113,9 @@ pub enum RequestError {
     /// The endpoint URL is not http(s).
     #[error("--endpoint-url {0:?} must start with http:// or https://")]
     BadEndpoint(String),
+    /// The price list URL is not an http(s) URL (the message says how).
+    #[error("{0}")]
+    BadPricingUrl(String),
     /// The role to assume is malformed (its field: `RoleError::field`).
     #[error(transparent)]
     BadRole(#[from] RoleError),
@@ -172,6 +182,9 @@ impl DiscoveryRequest {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(RequestError::BadEndpoint(url.clone()));
             }
+        }
+        if let Some(url) = &self.pricing {
+            tollgate_collectors::pricing::valid_url(url).map_err(RequestError::BadPricingUrl)?;
         }
         if let Some(role) = &self.role {
             role.validate()?;

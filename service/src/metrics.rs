@@ -568,6 +568,7 @@ mod tests {
             cleanup_outcome: None,
             datapoints: None,
             unfiltered_quota: None,
+            region: None,
         }
     }
 

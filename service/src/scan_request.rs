@@ -284,6 +284,8 @@ impl ScanFields {
                 true => Details::Read,
                 false => Details::Listed,
             },
+            // The service does not price (yet): `discover --pricing` does.
+            pricing: None,
         };
         request.validate().map_err(|e| match e {
             RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {

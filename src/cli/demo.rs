@@ -84,6 +84,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             timeout: args.scan.timeout,
             credentials: Some(demo_credentials()),
             details: super::discover::details(args.details),
+            // The simulator serves the price list too: the demo prices its transit
+            // gateways from it, and nothing leaves the machine.
+            pricing: Some(server.endpoint_url()),
             ..Default::default()
         };
         let report_to = match &args.output {

@@ -101,6 +101,15 @@ pub struct DiscoverArgs {
     /// default.
     #[arg(long)]
     pub details: bool,
+    /// Price transit gateway attachments, and gateways as their sum, from AWS's public
+    /// price list: one unauthenticated read per region (no account quota), 5 s timeout;
+    /// a price it cannot read is null with a reason. Off by default.
+    #[arg(long)]
+    pub pricing: bool,
+    /// The price list's base URL (implies --pricing; default
+    /// https://pricing.us-east-1.amazonaws.com).
+    #[arg(long, value_name = "URL")]
+    pub pricing_url: Option<String>,
     /// Ask Resource Explorer first (Search through the default view, where an index
     /// exists) which types and regions hold resources, and load only those datasets;
     /// types it does not index are swept as usual; without an index, says so and scans
@@ -109,6 +118,15 @@ pub struct DiscoverArgs {
     pub catalog: bool,
     #[command(flatten)]
     pub scan: ScanFlags,
+}
+
+/// `--pricing` / `--pricing-url`: the price list's base URL, or no pricing.
+pub(super) fn pricing(on: bool, url: Option<String>) -> Option<String> {
+    match (on, url) {
+        (_, Some(url)) => Some(url),
+        (true, None) => Some(tollgate_scan::request::DEFAULT_PRICING_URL.to_string()),
+        (false, None) => None,
+    }
 }
 
 /// The Cloud Control sweep's `--details` setting.
@@ -318,6 +336,7 @@ pub fn run(args: DiscoverArgs) -> anyhow::Result<ExitCode> {
         tags: tag_sweep(args.no_tags, &args.types),
         cloudcontrol: tollgate_collectors::cloudcontrol::Charges::from_env(),
         details: details(args.details),
+        pricing: pricing(args.pricing, args.pricing_url),
     }
     .validate()
     .map_err(|e| match e {

@@ -35,6 +35,7 @@ fn request(args: DiscoverArgs) -> anyhow::Result<OrganizationRequest> {
         tags: super::discover::tag_sweep(args.no_tags, &args.types),
         cloudcontrol: tollgate_collectors::cloudcontrol::Charges::from_env(),
         details: super::discover::details(args.details),
+        pricing: super::discover::pricing(args.pricing, args.pricing_url),
         ..Default::default()
     };
     let flags = args.organization;

@@ -34,6 +34,12 @@ pub enum Ec2Type {
     Snapshot,
     /// `AWS::EC2::Subnet`.
     Subnet,
+    /// `AWS::EC2::TransitGateway`, with an hourly price under `--pricing` (the sum of
+    /// its attachments': AWS charges per attachment-hour).
+    TransitGateway,
+    /// `AWS::EC2::TransitGatewayAttachment`: every attachment kind (VPC, VPN, peering,
+    /// Connect, Direct Connect gateway), with its hourly price under `--pricing`.
+    TransitGatewayAttachment,
     /// `AWS::EC2::VPC`.
     Vpc,
     /// `AWS::EC2::VPCEndpoint`.
@@ -44,7 +50,7 @@ pub enum Ec2Type {
 
 impl Ec2Type {
     /// Every one, sorted by type name (the order of the variants).
-    pub const ALL: [Ec2Type; 15] = [
+    pub const ALL: [Ec2Type; 17] = [
         Ec2Type::Eip,
         Ec2Type::Image,
         Ec2Type::Instance,
@@ -57,6 +63,8 @@ impl Ec2Type {
         Ec2Type::SecurityGroup,
         Ec2Type::Snapshot,
         Ec2Type::Subnet,
+        Ec2Type::TransitGateway,
+        Ec2Type::TransitGatewayAttachment,
         Ec2Type::Vpc,
         Ec2Type::VpcEndpoint,
         Ec2Type::Volume,
@@ -77,6 +85,8 @@ impl Ec2Type {
             Ec2Type::SecurityGroup => "AWS::EC2::SecurityGroup",
             Ec2Type::Snapshot => "AWS::EC2::Snapshot",
             Ec2Type::Subnet => "AWS::EC2::Subnet",
+            Ec2Type::TransitGateway => "AWS::EC2::TransitGateway",
+            Ec2Type::TransitGatewayAttachment => "AWS::EC2::TransitGatewayAttachment",
             Ec2Type::Vpc => "AWS::EC2::VPC",
             Ec2Type::VpcEndpoint => "AWS::EC2::VPCEndpoint",
             Ec2Type::Volume => "AWS::EC2::Volume",

@@ -1,4 +1,4 @@
-//! EC2, collected natively (issue 33, item 2): fifteen types, one file each, every call
+//! EC2, collected natively (issue 33, item 2; transit gateways: issue 36): seventeen types, one file each, every call
 //! through the gate on its own action's key, per region.
 //!
 //! Why natively rather than through the Cloud Control sweep? EC2 is the estate's centre
@@ -40,6 +40,8 @@ mod route_tables;
 mod security_groups;
 mod snapshots;
 mod subnets;
+mod transit_gateway_attachments;
+mod transit_gateways;
 mod volumes;
 mod vpc_endpoints;
 mod vpcs;
@@ -73,6 +75,10 @@ async fn collect_region(run: &CollectorRun, ty: Ec2Type, region: &str) -> Report
         Ec2Type::SecurityGroup => security_groups::collect_region(run, region).await,
         Ec2Type::Snapshot => snapshots::collect_region(run, region).await,
         Ec2Type::Subnet => subnets::collect_region(run, region).await,
+        Ec2Type::TransitGateway => transit_gateways::collect_region(run, region).await,
+        Ec2Type::TransitGatewayAttachment => {
+            transit_gateway_attachments::collect_region(run, region).await
+        }
         Ec2Type::Vpc => vpcs::collect_region(run, region).await,
         Ec2Type::VpcEndpoint => vpc_endpoints::collect_region(run, region).await,
         Ec2Type::Volume => volumes::collect_region(run, region).await,
@@ -105,6 +111,8 @@ pub fn calls(ty: Ec2Type) -> &'static [Call] {
         Ec2Type::SecurityGroup => security_groups::CALLS,
         Ec2Type::Snapshot => snapshots::CALLS,
         Ec2Type::Subnet => subnets::CALLS,
+        Ec2Type::TransitGateway => transit_gateways::CALLS,
+        Ec2Type::TransitGatewayAttachment => transit_gateway_attachments::CALLS,
         Ec2Type::Vpc => vpcs::CALLS,
         Ec2Type::VpcEndpoint => vpc_endpoints::CALLS,
         Ec2Type::Volume => volumes::CALLS,
@@ -168,8 +176,8 @@ mod tests {
         }
         assert_eq!(
             operations().len(),
-            16,
-            "15 listings and DescribeImageAttribute"
+            18,
+            "17 listings and DescribeImageAttribute"
         );
     }
 }

@@ -64,6 +64,12 @@ pub const KNOWN: &[Row] = &[
     // The primary identifier is the key's name; the ARN has its `key-...` id.
     ("ec2", "key-pair/", "AWS::EC2::KeyPair", IdFrom::Rest),
     ("ec2", "transit-gateway/", "AWS::EC2::TransitGateway", IdFrom::Rest),
+    (
+        "ec2",
+        "transit-gateway-attachment/",
+        "AWS::EC2::TransitGatewayAttachment",
+        IdFrom::Rest,
+    ),
     ("iam", "role/", "AWS::IAM::Role", IdFrom::LastSegment),
     ("iam", "user/", "AWS::IAM::User", IdFrom::LastSegment),
     ("iam", "group/", "AWS::IAM::Group", IdFrom::LastSegment),

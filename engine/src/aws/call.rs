@@ -131,6 +131,12 @@ impl AwsGate {
         self.edit(|g| g.telemetry = sink)
     }
 
+    /// Where this gate's attempt events go (a collector's calls outside AWS, such as a
+    /// public price list read, record theirs there too).
+    pub fn telemetry(&self) -> &Arc<dyn TelemetrySink> {
+        &self.inner.telemetry
+    }
+
     /// The partition every key uses.
     pub fn partition(&self) -> &Partition {
         &self.inner.partition

@@ -294,6 +294,7 @@ impl AttemptReport<'_> {
             cleanup_outcome: None,
             datapoints: None,
             unfiltered_quota: None,
+            region: None,
         }
     }
 

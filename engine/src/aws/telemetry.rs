@@ -172,6 +172,10 @@ pub struct AttemptEvent {
     /// and on an attempt that was never admitted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unfiltered_quota: Option<String>,
+    /// The region of a call without a quota key that names one (a public price list
+    /// read); absent otherwise (`quota` names the region).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
 impl AttemptEvent {
@@ -286,6 +290,7 @@ mod tests {
             cleanup_outcome: None,
             datapoints: None,
             unfiltered_quota: None,
+            region: None,
         }
     }
 

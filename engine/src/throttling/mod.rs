@@ -269,6 +269,7 @@ mod tests {
             cleanup_outcome: None,
             datapoints: None,
             unfiltered_quota: None,
+            region: None,
         }
     }
 

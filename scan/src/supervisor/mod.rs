@@ -73,6 +73,7 @@ use tollgate_collectors::output::{
     rfc3339, DatasetReport, DatasetStatus, DiscoveryReport, FleetDegraded, Reason, ReasonKind,
     TAGS_ONLY_DATASET,
 };
+use tollgate_collectors::pricing::{self, PriceBook, Pricing};
 use tollgate_collectors::tagging::{self, RegionSweep, TagSweep, TaggingRun};
 use tollgate_collectors::{CollectorActor, CollectorRun, Progress};
 use tollgate_engine::aws::{CallContext, ScanId};
@@ -95,6 +96,9 @@ pub struct Supervisor {
     organizations: std::collections::HashSet<ScanId>,
     /// A sample of the admission runtime is in flight.
     sampling: bool,
+    /// The public price list's reads (`--pricing`), kept for every scan of this
+    /// supervisor: an organization's accounts share each region's.
+    prices: Arc<PriceBook>,
 }
 
 struct Scan {
@@ -160,6 +164,7 @@ impl Supervisor {
             scans: HashMap::new(),
             organizations: std::collections::HashSet::new(),
             sampling: false,
+            prices: Arc::default(),
         }
     }
 
@@ -269,7 +274,10 @@ impl Supervisor {
                 scan.progress[&dataset].clone(),
             )
             .with_cloudcontrol_charges(scan.request.cloudcontrol)
-            .with_cloudcontrol_details(scan.request.details);
+            .with_cloudcontrol_details(scan.request.details)
+            .with_pricing(
+                (scan.request.pricing.as_deref()).map(|url| Pricing::new(url, self.prices.clone())),
+            );
             if let Some(items) = parent_items {
                 run = run.with_parents(items);
             }
@@ -401,6 +409,9 @@ impl Supervisor {
         };
         if scan.finished.is_some() {
             return;
+        }
+        if scan.request.pricing.is_some() {
+            pricing::apply::gateways(&mut scan.reports);
         }
         let setup = scan.setup.as_deref();
         let report = DiscoveryReport {

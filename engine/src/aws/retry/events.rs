@@ -101,6 +101,7 @@ impl Events<'_> {
             cleanup_outcome: None,
             datapoints: record.datapoints,
             unfiltered_quota: record.unfiltered.as_ref().map(|b| b.key.to_string()),
+            region: None,
         }
     }
 

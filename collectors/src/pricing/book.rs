@@ -1,0 +1,244 @@
+//! `PriceBook`: the offer files read so far, one per price list URL and region, shared by
+//! every scan of a process (one per supervisor), so an organization scan reads each
+//! region's offer once, not once per account.
+//!
+//! Concurrent readers of one region wait for the same read. A read is cancelled by
+//! dropping its future (the scan's cancellation does): another reader then starts it
+//! again, and nothing half-read is kept. A price list read is kept [`KEEP_READ`] (seed
+//! 000 keeps its public price evidence 12 hours; prices change monthly at most), a failure
+//! [`KEEP_FAILURE`], so that a price list that is down costs an organization scan one
+//! timeout a minute, not one per account. Expiry uses tokio's clock (paused in tests).
+//!
+//! Each read emits one attempt event (service `AWS Public Pricing`, operation
+//! `GetPublicPriceList`, no quota key: the price list is no account's quota), as seed 000's
+//! telemetry does; a read dropped half-way emits one `cancelled`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+use tollgate_engine::aws::telemetry::{
+    emit, AttemptEvent, AttemptOutcome, Attribution, RetryOutcome, TelemetrySink,
+};
+
+use super::fetch::{self, FetchError, HttpClient};
+use super::offer::{self, OfferError, RegionPrices};
+
+/// How long a read offer file is used.
+pub const KEEP_READ: Duration = Duration::from_secs(12 * 3600);
+
+/// How long a failed read stands before the price list is asked again.
+pub const KEEP_FAILURE: Duration = Duration::from_secs(60);
+
+/// The telemetry service name of a price list read (seed 000's).
+pub const SERVICE: &str = "AWS Public Pricing";
+
+/// The telemetry operation of a price list read (seed 000's).
+pub const OPERATION: &str = "GetPublicPriceList";
+
+/// Why a region has no prices.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PriceError {
+    /// The offer file was not read.
+    #[error("{url}: {error}")]
+    Fetch {
+        /// The offer file's URL.
+        url: String,
+        /// What went wrong.
+        error: FetchError,
+    },
+    /// It was read but is not an offer file.
+    #[error("{url}: {error}")]
+    Offer {
+        /// The offer file's URL.
+        url: String,
+        /// What is wrong with it.
+        error: OfferError,
+    },
+}
+
+impl PriceError {
+    /// Whether the price list did not answer in time.
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            PriceError::Fetch {
+                error: FetchError::Timeout,
+                ..
+            }
+        )
+    }
+
+    /// The HTTP status the price list answered, when it answered one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            PriceError::Fetch { error, .. } => error.status(),
+            PriceError::Offer { .. } => None,
+        }
+    }
+}
+
+type Read = Result<Arc<RegionPrices>, PriceError>;
+
+#[derive(Debug)]
+struct Entry {
+    at: Instant,
+    read: Read,
+}
+
+/// The process's price list reads.
+#[derive(Debug, Default)]
+pub struct PriceBook {
+    client: OnceLock<Result<HttpClient, FetchError>>,
+    entries: Mutex<HashMap<String, Arc<OnceCell<Entry>>>>,
+}
+
+impl PriceBook {
+    /// An empty book.
+    pub fn new() -> Self {
+        PriceBook::default()
+    }
+
+    /// The prices of `url`'s offer file for `region`: the kept read, or a new one (the
+    /// event attributed to `attribution` and recorded in `sink`).
+    pub async fn region(
+        &self,
+        url: &str,
+        region: &str,
+        sink: &dyn TelemetrySink,
+        attribution: &Attribution,
+    ) -> Read {
+        let cell = self.cell(url);
+        let entry = cell
+            .get_or_init(|| async {
+                let read = self.read(url, region, sink, attribution).await;
+                Entry {
+                    at: Instant::now(),
+                    read,
+                }
+            })
+            .await;
+        entry.read.clone()
+    }
+
+    /// The cell of `url`, a fresh one when the kept read has expired.
+    fn cell(&self, url: &str) -> Arc<OnceCell<Entry>> {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let cell = entries.entry(url.to_string()).or_default();
+        let expired = cell.get().is_some_and(|e| {
+            let keep = match e.read {
+                Ok(_) => KEEP_READ,
+                Err(_) => KEEP_FAILURE,
+            };
+            e.at.elapsed() >= keep
+        });
+        if expired {
+            *cell = Arc::default();
+        }
+        cell.clone()
+    }
+
+    async fn read(
+        &self,
+        url: &str,
+        region: &str,
+        sink: &dyn TelemetrySink,
+        attribution: &Attribution,
+    ) -> Read {
+        let mut event = Event::start(region, attribution, sink);
+        let client = self.client.get_or_init(fetch::client).clone();
+        let fetched = match client {
+            Ok(client) => fetch::get(&client, url).await,
+            Err(e) => Err(e),
+        };
+        let read = match fetched {
+            Ok((status, body)) => {
+                event.status = Some(status);
+                offer::parse(&body, region)
+                    .map(Arc::new)
+                    .map_err(|error| PriceError::Offer {
+                        url: url.into(),
+                        error,
+                    })
+            }
+            Err(error) => {
+                event.status = error.status();
+                Err(PriceError::Fetch {
+                    url: url.into(),
+                    error,
+                })
+            }
+        };
+        event.finish(match &read {
+            Ok(_) => AttemptOutcome::Success,
+            Err(e) if e.is_timeout() => AttemptOutcome::DeadlineExceeded,
+            Err(_) => AttemptOutcome::Fatal,
+        });
+        read
+    }
+}
+
+/// One read's telemetry: emitted when the read ends, or as `cancelled` when it is
+/// dropped before.
+struct Event<'a> {
+    region: String,
+    attribution: Attribution,
+    sink: &'a dyn TelemetrySink,
+    started: Instant,
+    status: Option<u16>,
+    emitted: bool,
+}
+
+impl<'a> Event<'a> {
+    fn start(region: &str, attribution: &Attribution, sink: &'a dyn TelemetrySink) -> Self {
+        Event {
+            region: region.to_string(),
+            attribution: attribution.clone(),
+            sink,
+            started: Instant::now(),
+            status: None,
+            emitted: false,
+        }
+    }
+
+    fn finish(&mut self, outcome: AttemptOutcome) {
+        if std::mem::replace(&mut self.emitted, true) {
+            return;
+        }
+        let retry_outcome = match outcome {
+            AttemptOutcome::Success => RetryOutcome::Done,
+            AttemptOutcome::Cancelled => RetryOutcome::Cancelled,
+            _ => RetryOutcome::NotRetryable,
+        };
+        let event = AttemptEvent {
+            service: SERVICE.to_string(),
+            operation: OPERATION.to_string(),
+            quota: None,
+            attempt: 1,
+            retry_count: 0,
+            started_at_ms: 0,
+            preparation_count: 1,
+            queue_duration_ms: 0,
+            transport_duration_ms: self.started.elapsed().as_millis() as u64,
+            dispatched: true,
+            status_code: self.status,
+            outcome,
+            retry_outcome,
+            error_code: None,
+            attribution: self.attribution.clone(),
+            cleanup_outcome: None,
+            datapoints: None,
+            unfiltered_quota: None,
+            region: Some(self.region.clone()),
+        };
+        emit(self.sink, &event);
+    }
+}
+
+impl Drop for Event<'_> {
+    fn drop(&mut self) {
+        self.finish(AttemptOutcome::Cancelled);
+    }
+}
