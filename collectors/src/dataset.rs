@@ -3,7 +3,7 @@
 //! and the one place that maps them to collectors.
 //!
 //! [`Dataset::catalog`] is every dataset tollgate can collect: the native ones (the
-//! four first datasets, fifteen EC2 types and eleven types of seed 000's other services,
+//! four first datasets, seventeen EC2 types and eleven types of seed 000's other services,
 //! [`Dataset::native`]) and every type the
 //! Cloud Control sweep can list that no native collector lists ([`Dataset::CloudControl`],
 //! about 1,600: the top-level ones, and the children whose parent type the table names,
@@ -15,7 +15,7 @@
 //!
 //! Why every native type is in the defaults and the Cloud Control sweep is not: a
 //! native listing costs one paginated call per page on its service's own key (an empty
-//! account costs 15 EC2 calls and 13 others per region, and one Route 53 call), while
+//! account costs 17 EC2 calls and 13 others per region, and one Route 53 call), while
 //! the sweep's 33 types spend the underlying services' quotas too (`--types cloudcontrol`
 //! asks for that).
 

@@ -110,7 +110,7 @@ fn types_json_lists_every_native_and_cloudcontrol_type_and_discover_refuses_an_u
         swept > 1_000,
         "every listable type (top-level, or with a known parent type): {swept}"
     );
-    // The native rows: the four first datasets, fifteen EC2 types and eleven of seed
+    // The native rows: the four first datasets, seventeen EC2 types and eleven of seed
     // 000's other services; a type tollgate does not know is refused by `--types` before
     // any credential is read.
     let native: Vec<&str> = rows
@@ -118,7 +118,7 @@ fn types_json_lists_every_native_and_cloudcontrol_type_and_discover_refuses_an_u
         .filter(|r| r["collected_by"] == "native")
         .map(|r| r["resource_type"].as_str().unwrap())
         .collect();
-    assert_eq!(native.len(), 30, "{native:?}");
+    assert_eq!(native.len(), 32, "{native:?}");
     assert!(native.contains(&"AWS::Route53::HostedZone"), "{native:?}");
     assert!(native.contains(&"AWS::EC2::KeyPair"), "{native:?}");
     let out = tollgate(&["discover", "--types", "AWS::Nope::Thing"], &[]);

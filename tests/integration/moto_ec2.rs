@@ -30,7 +30,7 @@ const OTHER_ACCOUNT: &str = "210987654321";
 const SOURCE_AMI: &str = "ami-12c6146b";
 
 /// The natively collected types (`tollgate types`: `native`) and their ARNs' kind.
-const NATIVE: [(&str, &str); 15] = [
+const NATIVE: [(&str, &str); 17] = [
     ("AWS::EC2::EIP", "elastic-ip"),
     ("AWS::EC2::Image", "image"),
     ("AWS::EC2::Instance", "instance"),
@@ -43,6 +43,11 @@ const NATIVE: [(&str, &str); 15] = [
     ("AWS::EC2::SecurityGroup", "security-group"),
     ("AWS::EC2::Snapshot", "snapshot"),
     ("AWS::EC2::Subnet", "subnet"),
+    ("AWS::EC2::TransitGateway", "transit-gateway"),
+    (
+        "AWS::EC2::TransitGatewayAttachment",
+        "transit-gateway-attachment",
+    ),
     ("AWS::EC2::VPC", "vpc"),
     ("AWS::EC2::VPCEndpoint", "vpc-endpoint"),
     ("AWS::EC2::Volume", "volume"),
@@ -113,6 +118,26 @@ fn populate(moto: &Moto, region: &str, n: usize) -> Amis {
             ),
         ),
         "subnetId",
+    );
+    let gateway = first(
+        &ec2(
+            moto,
+            region,
+            &format!(
+                "Action=CreateTransitGateway&Description=core+network&{}",
+                tagged("transit-gateway", "team", "network")
+            ),
+        ),
+        "transitGatewayId",
+    );
+    ec2(
+        moto,
+        region,
+        &format!(
+            "Action=CreateTransitGatewayVpcAttachment&TransitGatewayId={gateway}&VpcId={vpc}\
+             &SubnetIds.1={subnet}&{}",
+            tagged("transit-gateway-attachment", "team", "network")
+        ),
     );
     let group = first(
         &ec2(
@@ -373,6 +398,26 @@ async fn moto_lists(url: &str, region: &str) -> BTreeMap<&'static str, Listing> 
         let id = t.launch_template_id().unwrap();
         put("AWS::EC2::LaunchTemplate", id, id, t.tags());
     }
+    for g in ec2
+        .describe_transit_gateways()
+        .send()
+        .await
+        .unwrap()
+        .transit_gateways()
+    {
+        let id = g.transit_gateway_id().unwrap();
+        put("AWS::EC2::TransitGateway", id, id, g.tags());
+    }
+    for a in ec2
+        .describe_transit_gateway_attachments()
+        .send()
+        .await
+        .unwrap()
+        .transit_gateway_attachments()
+    {
+        let id = a.transit_gateway_attachment_id().unwrap();
+        put("AWS::EC2::TransitGatewayAttachment", id, id, a.tags());
+    }
     for k in ec2.describe_key_pairs().send().await.unwrap().key_pairs() {
         put(
             "AWS::EC2::KeyPair",
@@ -509,6 +554,20 @@ fn discover_ec2_reports_exactly_what_moto_lists_in_two_regions_with_arns_tags_an
         let keys = items(&report, "AWS::EC2::KeyPair", region);
         let key = &keys[&format!("deploy-{region}")];
         assert_eq!(key["tags"], json!({"owner": "ops"}));
+        // The transit gateway and its VPC attachment; without --pricing, no price.
+        let gateways = items(&report, "AWS::EC2::TransitGateway", region);
+        assert_eq!(gateways.len(), 1, "{gateways:?}");
+        let (gateway, g) = gateways.iter().next().unwrap();
+        assert_eq!(g["tags"], json!({"team": "network"}));
+        assert_eq!(g["properties"]["Description"], "core network");
+        let attachments = items(&report, "AWS::EC2::TransitGatewayAttachment", region);
+        assert_eq!(attachments.len(), 1, "{attachments:?}");
+        let a = &attachments.values().next().unwrap()["properties"];
+        assert_eq!(a["TransitGatewayId"], gateway.as_str());
+        assert_eq!(a["ResourceType"], "vpc");
+        assert_eq!(a["VpcId"], a["ResourceId"]);
+        assert!(vpcs.contains_key(a["VpcId"].as_str().unwrap()), "{a}");
+        assert!(a.get("HourlyPrice").is_none() && g["properties"].get("HourlyPrice").is_none());
     }
 
     // Every tagged EC2 resource the tagging API lists was merged into its item by ARN:

@@ -136,6 +136,8 @@ fn demo_discovers_the_bundled_account_completely() {
             "AWS::EC2::SecurityGroup",
             "AWS::EC2::Snapshot",
             "AWS::EC2::Subnet",
+            "AWS::EC2::TransitGateway",
+            "AWS::EC2::TransitGatewayAttachment",
             "AWS::EC2::VPC",
             "AWS::EC2::VPCEndpoint",
             "AWS::EC2::Volume",

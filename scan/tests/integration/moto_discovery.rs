@@ -381,11 +381,11 @@ async fn discovers_every_dataset_item_by_item() {
     assert_eq!(report.regions, [REGION]);
     assert!(report.scan_id.starts_with("scan-"));
     assert!(report.started_at <= report.finished_at);
-    // Every native type (the four first datasets, EC2's fifteen: moto's default VPC,
+    // Every native type (the four first datasets, EC2's seventeen: moto's default VPC,
     // subnets and security groups are there, and the other services' eleven) and the
     // tagging sweep's `tags-only` entry.
     assert_eq!(report.datasets.len(), Dataset::defaults().len() + 1);
-    assert_eq!(Dataset::defaults().len(), 4 + 15 + 11);
+    assert_eq!(Dataset::defaults().len(), 4 + 17 + 11);
 
     // s3-buckets: counts right, Intelligent-Tiering null with one counted reason.
     let mut buckets = mine(
