@@ -17,6 +17,7 @@ mod moto_discovery;
 mod moto_tagging;
 mod organization;
 mod organization_memory;
+mod pricing_sim;
 mod simulation;
 mod supervisor;
 mod throttled_dataset;
