@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
+use tollgate_actors::clock::{monotonic_now, since};
 use tollgate_engine::aws::telemetry::{
     emit, AttemptEvent, AttemptOutcome, Attribution, RetryOutcome, TelemetrySink,
 };
@@ -115,7 +116,7 @@ impl PriceBook {
             .get_or_init(|| async {
                 let read = self.read(url, region, sink, attribution).await;
                 Entry {
-                    at: Instant::now(),
+                    at: monotonic_now(),
                     read,
                 }
             })
@@ -132,7 +133,7 @@ impl PriceBook {
                 Ok(_) => KEEP_READ,
                 Err(_) => KEEP_FAILURE,
             };
-            e.at.elapsed() >= keep
+            since(e.at) >= keep
         });
         if expired {
             *cell = Arc::default();
@@ -197,7 +198,7 @@ impl<'a> Event<'a> {
             region: region.to_string(),
             attribution: attribution.clone(),
             sink,
-            started: Instant::now(),
+            started: monotonic_now(),
             status: None,
             emitted: false,
         }
@@ -221,7 +222,7 @@ impl<'a> Event<'a> {
             started_at_ms: 0,
             preparation_count: 1,
             queue_duration_ms: 0,
-            transport_duration_ms: self.started.elapsed().as_millis() as u64,
+            transport_duration_ms: since(self.started).as_millis() as u64,
             dispatched: true,
             status_code: self.status,
             outcome,
