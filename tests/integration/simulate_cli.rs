@@ -196,6 +196,19 @@ fn demo_discovers_the_bundled_account_completely() {
         .as_array()
         .unwrap();
     assert!(zones.iter().all(|z| z["region"] == "global"), "{zones:?}");
+    // The demo prices its transit gateway from the simulator's price list: two
+    // attachments at 0.05 an hour, the gateway their sum.
+    let price = |ty: &str| -> Vec<f64> {
+        let items = datasets[ty]["items"].as_array().unwrap();
+        let prices = items
+            .iter()
+            .map(|i| i["properties"]["HourlyPrice"].as_f64());
+        prices.map(|p| p.expect("priced")).collect()
+    };
+    assert_eq!(price("AWS::EC2::TransitGatewayAttachment"), [0.05, 0.05]);
+    let gateway = price("AWS::EC2::TransitGateway");
+    assert_eq!(gateway.len(), 1);
+    assert!((gateway[0] - 0.1).abs() < 1e-9, "{gateway:?}");
     // Every scan collects EC2 natively: the bundled scenario's resources in both regions
     // (each instance's root volume and interface included; its own AMIs and snapshots).
     let scenario = tollgate_sim::Scenario::parse(tollgate_sim::bundled::DEMO, "demo.toml").unwrap();
