@@ -80,6 +80,11 @@ pub struct ScanFields {
     /// Read Cloud Control items listed with their identifier only in full
     /// (`details = true`; one `GetResource` each).
     pub details: bool,
+    /// Price transit gateway attachments and gateways from the public price list
+    /// (`pricing = true`, or a `pricing_url`; `discover --pricing`).
+    pub pricing: bool,
+    /// The price list's base URL (implies `pricing`).
+    pub pricing_url: Option<String>,
     /// With `regions = ["all"]`: the regions scanned where `ListRegions` gives no answer.
     pub regions_fallback: Vec<String>,
     /// Scan every member account of the caller's organization.
@@ -284,8 +289,11 @@ impl ScanFields {
                 true => Details::Read,
                 false => Details::Listed,
             },
-            // The service does not price (yet): `discover --pricing` does.
-            pricing: None,
+            pricing: match (self.pricing, self.pricing_url) {
+                (_, Some(url)) => Some(url),
+                (true, None) => Some(tollgate_scan::request::DEFAULT_PRICING_URL.to_string()),
+                (false, None) => None,
+            },
         };
         request.validate().map_err(|e| match e {
             RequestError::BadRegion(_) | RequestError::UnknownRegion(_) => {
@@ -299,6 +307,7 @@ impl ScanFields {
                 format!("{url:?} must start with http:// or https://"),
             ),
             RequestError::BadRole(e) => FieldError::new(e.field(), e.to_string()),
+            RequestError::BadPricingUrl(message) => FieldError::new("pricing_url", message),
             other => FieldError::new("request", other.to_string()),
         })
     }
@@ -318,6 +327,8 @@ pub struct JoinKey {
     datasets: Vec<Dataset>,
     metrics: bool,
     details: Details,
+    /// The price list's URL, when priced.
+    pricing: Option<String>,
     /// An organization scan's role and filters (never equal to a one-account scan's).
     organization: Option<OrganizationKey>,
 }
@@ -347,6 +358,7 @@ impl JoinKey {
             datasets: request.datasets.clone(),
             metrics: request.metrics,
             details: request.details,
+            pricing: request.pricing.clone(),
             organization: request.organization().map(|org| OrganizationKey {
                 role_name: org.role_name.clone(),
                 external_id: org.external_id.clone(),

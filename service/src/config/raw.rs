@@ -64,6 +64,12 @@ pub struct RawTarget {
     /// per item); default false.
     #[serde(default)]
     pub details: bool,
+    /// Price transit gateway attachments and gateways from the public price list;
+    /// default false.
+    #[serde(default)]
+    pub pricing: bool,
+    /// The price list's base URL (implies `pricing`).
+    pub pricing_url: Option<Spanned<String>>,
     pub regions_fallback: Option<Spanned<Vec<String>>>,
     pub organization: Option<Spanned<bool>>,
     pub role_name: Option<Spanned<String>>,

@@ -83,6 +83,8 @@ fn fields(
         session_name: target.session_name.as_ref().map(|r| r.get_ref().clone()),
         metrics: target.metrics,
         details: target.details,
+        pricing: target.pricing,
+        pricing_url: target.pricing_url.as_ref().map(|u| u.get_ref().clone()),
         regions_fallback: list(&target.regions_fallback),
         organization: target.organization.as_ref().is_some_and(|o| *o.get_ref()),
         role_name: target.role_name.as_ref().map(|r| r.get_ref().clone()),
@@ -110,6 +112,7 @@ fn span_of(target: &RawTarget, field: &str) -> Option<Range<usize>> {
         "accounts" => target.accounts.as_ref().map(|r| r.span()),
         "exclude_accounts" => target.exclude_accounts.as_ref().map(|r| r.span()),
         "max_accounts_in_flight" => target.max_accounts_in_flight.as_ref().map(|r| r.span()),
+        "pricing_url" => target.pricing_url.as_ref().map(|r| r.span()),
         _ => Some(target.name.span()),
     }
 }

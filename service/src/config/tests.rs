@@ -67,6 +67,27 @@ fn a_target_reads_cloud_control_details_only_when_it_says_details_true() {
 }
 
 #[test]
+fn a_target_prices_transit_gateways_only_when_it_says_pricing_or_names_a_price_list() {
+    let config = parse(
+        "[[target]]\nname = \"priced\"\npricing = true\n\
+         [[target]]\nname = \"local\"\npricing_url = \"http://127.0.0.1:9\"\n\
+         [[target]]\nname = \"plain\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        config.targets["priced"].pricing.as_deref(),
+        Some("https://pricing.us-east-1.amazonaws.com")
+    );
+    assert_eq!(
+        config.targets["local"].pricing.as_deref(),
+        Some("http://127.0.0.1:9")
+    );
+    assert_eq!(config.targets["plain"].pricing, None);
+    let err = parse("[[target]]\nname = \"x\"\npricing_url = \"pricing\"\n").unwrap_err();
+    assert_eq!(err.line, Some(3), "{err}");
+}
+
+#[test]
 fn an_empty_file_gives_the_defaults() {
     assert_eq!(parse("").unwrap(), ServiceConfig::default());
 }

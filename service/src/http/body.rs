@@ -55,6 +55,10 @@ struct RawSubmission {
     session_name: Option<String>,
     #[serde(default, deserialize_with = "present")]
     details: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    pricing: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    pricing_url: Option<String>,
 }
 
 /// A member that is present must hold a value of its type (`null` is not one), as the
@@ -164,6 +168,8 @@ fn parse_scan(
         exclude_accounts: raw.exclude_accounts.unwrap_or_default(),
         max_accounts_in_flight: raw.max_accounts_in_flight,
         details: raw.details.unwrap_or(false),
+        pricing: raw.pricing.unwrap_or(false),
+        pricing_url: raw.pricing_url,
         ..ScanFields::default()
     };
     let request = fields
@@ -211,6 +217,25 @@ mod tests {
         );
         let refused = parse(r#"{"details":"yes"}"#).unwrap_err();
         assert!(format!("{refused:?}").contains("details"), "{refused:?}");
+    }
+
+    #[test]
+    fn pricing_is_off_unless_asked_and_a_pricing_url_implies_it() {
+        let (_, plain) = parse(r#"{"regions":["us-east-1"]}"#).unwrap();
+        assert_eq!(plain.pricing, None);
+        let (_, priced) = parse(r#"{"regions":["us-east-1"],"pricing":true}"#).unwrap();
+        assert_eq!(
+            priced.pricing.as_deref(),
+            Some(tollgate_scan::request::DEFAULT_PRICING_URL)
+        );
+        let (_, local) = parse(r#"{"pricing_url":"http://127.0.0.1:9"}"#).unwrap();
+        assert_eq!(local.pricing.as_deref(), Some("http://127.0.0.1:9"));
+        let refused = parse(r#"{"pricing_url":"ftp://x"}"#).unwrap_err();
+        let text = format!("{refused:?}");
+        assert!(
+            text.contains("pricing_url") && text.contains("http://"),
+            "{text}"
+        );
     }
 
     #[test]
