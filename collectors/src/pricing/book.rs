@@ -243,3 +243,75 @@ impl Drop for Event<'_> {
         self.finish(AttemptOutcome::Cancelled);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tollgate_engine::aws::MemoryTelemetry;
+
+    /// A port nothing listens on: every read fails at once (connection refused).
+    fn closed_port() -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        format!("http://127.0.0.1:{port}/offers/v1.0/aws/AmazonVPC/current/us-east-1/index.json")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_read_stands_for_a_minute_then_the_price_list_is_asked_again() {
+        let book = PriceBook::new();
+        let telemetry = MemoryTelemetry::new();
+        let who = Attribution::new("scan-1".into(), "ec2", &[]);
+        let url = closed_port();
+        let first = book.region(&url, "us-east-1", &telemetry, &who).await;
+        let error = first.unwrap_err();
+        // Refused at once on loopback (or, were the refusal slow, the 5 s timeout).
+        assert!(
+            matches!(
+                error,
+                PriceError::Fetch {
+                    error: FetchError::Transport(_) | FetchError::Timeout,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains(&url), "{error}");
+        tokio::time::advance(KEEP_FAILURE - Duration::from_secs(1)).await;
+        let kept = book.region(&url, "us-east-1", &telemetry, &who).await;
+        assert_eq!(kept.unwrap_err(), error, "the same failure, not a new read");
+        assert_eq!(telemetry.events().len(), 1);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let _ = book.region(&url, "us-east-1", &telemetry, &who).await;
+        let events = telemetry.events();
+        assert_eq!(events.len(), 2, "read again once the failure expired");
+        assert!(events.iter().all(|e| e.service == SERVICE
+            && e.operation == OPERATION
+            && e.quota.is_none()
+            && e.region.as_deref() == Some("us-east-1")
+            && matches!(
+                e.outcome,
+                AttemptOutcome::Fatal | AttemptOutcome::DeadlineExceeded
+            )));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_dropped_half_way_is_recorded_cancelled_and_not_kept() {
+        // A listener that accepts and never answers: the read waits until dropped.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/index.json", listener.local_addr().unwrap());
+        let book = PriceBook::new();
+        let telemetry = MemoryTelemetry::new();
+        let who = Attribution::new("scan-1".into(), "ec2", &[]);
+        let read = book.region(&url, "eu-west-1", &telemetry, &who);
+        let dropped = tokio::time::timeout(Duration::from_secs(1), read).await;
+        assert!(dropped.is_err(), "still waiting at 1 s");
+        let events = telemetry.events();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].outcome, AttemptOutcome::Cancelled);
+        // Nothing was kept: the next read asks again (and times out at 5 s).
+        let next = book.region(&url, "eu-west-1", &telemetry, &who).await;
+        assert!(next.unwrap_err().is_timeout());
+        drop(listener);
+    }
+}
