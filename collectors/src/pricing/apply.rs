@@ -20,8 +20,10 @@ use crate::dataset::Ec2Type;
 use crate::output::{DatasetReport, DatasetStatus, ReasonKind};
 use crate::{CollectorRun, Dataset, Item, ReportBuilder};
 
-/// Attachment states that no longer bill.
-const NOT_BILLED: [&str; 6] = [
+/// Attachment states that do not bill: not yet accepted, or no longer there.
+const NOT_BILLED: [&str; 8] = [
+    "initiatingRequest",
+    "pendingAcceptance",
     "deleting",
     "deleted",
     "failed",
@@ -50,13 +52,14 @@ pub async fn attachments(run: &CollectorRun, region: &str, out: &mut ReportBuild
         attribution = attribution.with_account(account);
     }
     let sink = run.gate.telemetry().clone();
+    let at_ms = run.gate.admission().now().as_micros() / 1_000;
     let read = tokio::select! {
         biased;
         _ = run.ctx.cancel.cancelled() => {
             out.cancelled();
             return;
         }
-        read = pricing.book.region(&url, region, sink.as_ref(), &attribution) => read,
+        read = pricing.book.region(&url, region, sink.as_ref(), &attribution, at_ms) => read,
     };
     let prices = match read {
         Ok(prices) => prices,
@@ -87,10 +90,11 @@ pub async fn attachments(run: &CollectorRun, region: &str, out: &mut ReportBuild
         }
         r.properties.insert(FIELD.to_string(), number(price));
     }
-    for kind in unpriced {
+    if !unpriced.is_empty() {
         let message = format!(
-            "the price list for {region} has no attachment-hour price of a {kind:?} \
-             attachment ({url}); its HourlyPrice is null"
+            "the price list for {region} has no attachment-hour price of a {} attachment \
+             ({url}); their HourlyPrice is null",
+            unpriced.join(", ")
         );
         out.optional_missing(
             REASON_OPERATION,
@@ -118,63 +122,48 @@ fn number(price: Option<f64>) -> Value {
 }
 
 /// After every dataset of a priced scan is in: each transit gateway's `HourlyPrice` is
-/// the sum of its attachments'.
-pub fn gateways(reports: &mut BTreeMap<Dataset, DatasetReport>) {
+/// the sum of the attachments billed to its owner, the scan's `account`. AWS bills an
+/// attachment's hours to its resource's owner (a VPC attached from another account is
+/// that account's bill), so an attachment whose `ResourceOwnerId` is another account is
+/// left out of the sum; a gateway another account shares with this one is priced in its
+/// owner's scan, `null` here.
+pub fn gateways(reports: &mut BTreeMap<Dataset, DatasetReport>, account: Option<&str>) {
     let gateways = Dataset::Ec2(Ec2Type::TransitGateway);
-    let attachments = Dataset::Ec2(Ec2Type::TransitGatewayAttachment);
     if !reports.contains_key(&gateways) {
         return;
     }
-    // (region, gateway id) → the sum, `None` once one attachment has no price.
-    let mut sums: HashMap<(String, String), Option<f64>> = HashMap::new();
-    let why_not = match reports.get(&attachments) {
-        None => Some(format!(
-            "the scan did not list {} (add it to --types)",
-            Ec2Type::TransitGatewayAttachment.resource_type()
-        )),
-        Some(r) if r.status != DatasetStatus::Complete => Some(format!(
-            "the listing of {} is {}",
-            Ec2Type::TransitGatewayAttachment.resource_type(),
-            r.status.as_str()
-        )),
-        Some(r) => {
-            for item in &r.items {
-                let Item::Resource(a) = item else { continue };
-                let (Some(region), Some(id)) = (
-                    a.region.clone(),
-                    a.properties.get("TransitGatewayId").and_then(Value::as_str),
-                ) else {
-                    continue;
-                };
-                let price = a.properties.get(FIELD).and_then(Value::as_f64);
-                let sum = sums.entry((region, id.to_string())).or_insert(Some(0.0));
-                *sum = sum.zip(price).map(|(s, p)| s + p);
-            }
-            None
-        }
-    };
+    let (sums, why_not) = sums(reports, account);
     let Some(report) = reports.remove(&gateways) else {
         return;
     };
     let mut out = ReportBuilder::from_report(report);
-    let mut unknown = 0;
+    let mut reasons: Vec<String> = Vec::new();
     for item in out.items_mut() {
         let Item::Resource(g) = item else { continue };
+        let owner = g.properties.get("OwnerId").and_then(Value::as_str);
+        let shared = owner.zip(account).filter(|(o, a)| o != a).map(|(o, _)| o);
         let key = (g.region.clone().unwrap_or_default(), g.id.clone());
-        let price = match why_not {
-            Some(_) => None,
-            None => sums.get(&key).copied().unwrap_or(Some(0.0)),
+        let price = match (shared, &why_not) {
+            (Some(owner), _) => Err(format!(
+                "a gateway account {owner} shares with this one is priced in its owner's scan"
+            )),
+            (None, Some(why)) => Err(format!(
+                "a gateway's price is its attachments' sum, but {why}"
+            )),
+            (None, None) => sums.get(&key).copied().unwrap_or(Some(0.0)).ok_or_else(|| {
+                "a gateway's price is its attachments' sum, and an attachment of it has no \
+                 price (see that dataset's reasons)"
+                    .to_string()
+            }),
         };
-        unknown += usize::from(price.is_none());
-        g.properties.insert(FIELD.to_string(), number(price));
+        if let Err(why) = &price {
+            if !reasons.contains(why) {
+                reasons.push(why.clone());
+            }
+        }
+        g.properties.insert(FIELD.to_string(), number(price.ok()));
     }
-    if unknown > 0 {
-        let message = match why_not {
-            Some(why) => format!("a gateway's price is its attachments' sum, but {why}"),
-            None => "a gateway's price is its attachments' sum, and an attachment of it has \
-                     no price (see that dataset's reasons)"
-                .to_string(),
-        };
+    for message in reasons {
         out.optional_missing(
             REASON_OPERATION,
             FIELD,
@@ -184,6 +173,50 @@ pub fn gateways(reports: &mut BTreeMap<Dataset, DatasetReport>) {
         );
     }
     reports.insert(gateways, out.finish());
+}
+
+/// (region, gateway id) → the sum of the prices of the attachments billed to `account`
+/// (`None` once one of them has no price); or why there is none.
+type Sums = HashMap<(String, String), Option<f64>>;
+
+fn sums(
+    reports: &BTreeMap<Dataset, DatasetReport>,
+    account: Option<&str>,
+) -> (Sums, Option<String>) {
+    let name = Ec2Type::TransitGatewayAttachment.resource_type();
+    let mut sums: Sums = HashMap::new();
+    let report = match reports.get(&Dataset::Ec2(Ec2Type::TransitGatewayAttachment)) {
+        None => {
+            return (
+                sums,
+                Some(format!("the scan did not list {name} (add it to --types)")),
+            )
+        }
+        Some(r) if r.status != DatasetStatus::Complete => {
+            return (
+                sums,
+                Some(format!("the listing of {name} is {}", r.status.as_str())),
+            )
+        }
+        Some(r) => r,
+    };
+    for item in &report.items {
+        let Item::Resource(a) = item else { continue };
+        let text = |name: &str| a.properties.get(name).and_then(Value::as_str);
+        let (Some(region), Some(id)) = (a.region.clone(), text("TransitGatewayId")) else {
+            continue;
+        };
+        let billed_elsewhere = text("ResourceOwnerId")
+            .zip(account)
+            .is_some_and(|(o, a)| o != a);
+        if billed_elsewhere {
+            continue;
+        }
+        let price = a.properties.get(FIELD).and_then(Value::as_f64);
+        let sum = sums.entry((region, id.to_string())).or_insert(Some(0.0));
+        *sum = sum.zip(price).map(|(s, p)| s + p);
+    }
+    (sums, None)
 }
 
 #[cfg(test)]
@@ -243,7 +276,7 @@ mod tests {
             Dataset::Ec2(Ec2Type::TransitGatewayAttachment),
             report(attachments, DatasetStatus::Complete),
         );
-        gateways(&mut reports);
+        gateways(&mut reports, None);
         let sum = price_of(&reports, "tgw-1").as_f64().unwrap();
         assert!((sum - 0.12).abs() < 1e-9, "{sum}");
         assert_eq!(price_of(&reports, "tgw-2"), Value::Null);
@@ -273,7 +306,7 @@ mod tests {
                     report(listed, status),
                 );
             }
-            gateways(&mut reports);
+            gateways(&mut reports, None);
             assert_eq!(price_of(&reports, "tgw-1"), Value::Null, "{attachments:?}");
             let reason = &reports[&Dataset::Ec2(Ec2Type::TransitGateway)].reasons[0];
             assert!(
@@ -281,5 +314,36 @@ mod tests {
                 "{reason:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_gateway_sums_only_what_its_owner_is_billed_and_a_shared_one_is_priced_by_its_owner() {
+        let mut reports = BTreeMap::new();
+        let own = gateway("tgw-1").property("OwnerId", "111111111111");
+        let shared = gateway("tgw-2").property("OwnerId", "222222222222");
+        let foreign =
+            attachment("b", "tgw-1", json!(0.05)).property("ResourceOwnerId", "333333333333");
+        let attachments = vec![
+            attachment("a", "tgw-1", json!(0.05)).property("ResourceOwnerId", "111111111111"),
+            foreign,
+            attachment("c", "tgw-2", json!(0.05)).property("ResourceOwnerId", "111111111111"),
+        ];
+        reports.insert(
+            Dataset::Ec2(Ec2Type::TransitGateway),
+            report(vec![own, shared], DatasetStatus::Complete),
+        );
+        reports.insert(
+            Dataset::Ec2(Ec2Type::TransitGatewayAttachment),
+            report(attachments, DatasetStatus::Complete),
+        );
+        gateways(&mut reports, Some("111111111111"));
+        assert_eq!(
+            price_of(&reports, "tgw-1"),
+            json!(0.05),
+            "the other account's VPC is its bill"
+        );
+        assert_eq!(price_of(&reports, "tgw-2"), Value::Null);
+        let reasons = &reports[&Dataset::Ec2(Ec2Type::TransitGateway)].reasons;
+        assert!(reasons[0].message.contains("222222222222"), "{reasons:?}");
     }
 }

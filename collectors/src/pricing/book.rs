@@ -24,7 +24,7 @@ use tollgate_engine::aws::telemetry::{
     emit, AttemptEvent, AttemptOutcome, Attribution, RetryOutcome, TelemetrySink,
 };
 
-use super::fetch::{self, FetchError, HttpClient};
+use super::fetch::{self, FetchError, PriceClient};
 use super::offer::{self, OfferError, RegionPrices};
 
 /// How long a read offer file is used.
@@ -92,7 +92,7 @@ struct Entry {
 /// The process's price list reads.
 #[derive(Debug, Default)]
 pub struct PriceBook {
-    client: OnceLock<Result<HttpClient, FetchError>>,
+    client: OnceLock<PriceClient>,
     entries: Mutex<HashMap<String, Arc<OnceCell<Entry>>>>,
 }
 
@@ -103,18 +103,20 @@ impl PriceBook {
     }
 
     /// The prices of `url`'s offer file for `region`: the kept read, or a new one (the
-    /// event attributed to `attribution` and recorded in `sink`).
+    /// event attributed to `attribution`, started at `at_ms` Unix milliseconds on the
+    /// admission clock, and recorded in `sink`).
     pub async fn region(
         &self,
         url: &str,
         region: &str,
         sink: &dyn TelemetrySink,
         attribution: &Attribution,
+        at_ms: u64,
     ) -> Read {
         let cell = self.cell(url);
         let entry = cell
             .get_or_init(|| async {
-                let read = self.read(url, region, sink, attribution).await;
+                let read = self.read(url, region, sink, attribution, at_ms).await;
                 Entry {
                     at: monotonic_now(),
                     read,
@@ -147,13 +149,11 @@ impl PriceBook {
         region: &str,
         sink: &dyn TelemetrySink,
         attribution: &Attribution,
+        at_ms: u64,
     ) -> Read {
-        let mut event = Event::start(region, attribution, sink);
-        let client = self.client.get_or_init(fetch::client).clone();
-        let fetched = match client {
-            Ok(client) => fetch::get(&client, url).await,
-            Err(e) => Err(e),
-        };
+        let mut event = Event::start(region, attribution, sink, at_ms);
+        let client = self.client.get_or_init(fetch::client);
+        let fetched = fetch::get(client, url).await;
         let read = match fetched {
             Ok((status, body)) => {
                 event.status = Some(status);
@@ -188,17 +188,24 @@ struct Event<'a> {
     attribution: Attribution,
     sink: &'a dyn TelemetrySink,
     started: Instant,
+    at_ms: u64,
     status: Option<u16>,
     emitted: bool,
 }
 
 impl<'a> Event<'a> {
-    fn start(region: &str, attribution: &Attribution, sink: &'a dyn TelemetrySink) -> Self {
+    fn start(
+        region: &str,
+        attribution: &Attribution,
+        sink: &'a dyn TelemetrySink,
+        at_ms: u64,
+    ) -> Self {
         Event {
             region: region.to_string(),
             attribution: attribution.clone(),
             sink,
             started: monotonic_now(),
+            at_ms,
             status: None,
             emitted: false,
         }
@@ -219,7 +226,7 @@ impl<'a> Event<'a> {
             quota: None,
             attempt: 1,
             retry_count: 0,
-            started_at_ms: 0,
+            started_at_ms: self.at_ms,
             preparation_count: 1,
             queue_duration_ms: 0,
             transport_duration_ms: since(self.started).as_millis() as u64,
@@ -263,7 +270,7 @@ mod tests {
         let telemetry = MemoryTelemetry::new();
         let who = Attribution::new("scan-1".into(), "ec2", &[]);
         let url = closed_port();
-        let first = book.region(&url, "us-east-1", &telemetry, &who).await;
+        let first = book.region(&url, "us-east-1", &telemetry, &who, 0).await;
         let error = first.unwrap_err();
         // Refused at once on loopback (or, were the refusal slow, the 5 s timeout).
         assert!(
@@ -278,11 +285,11 @@ mod tests {
         );
         assert!(error.to_string().contains(&url), "{error}");
         tokio::time::advance(KEEP_FAILURE - Duration::from_secs(1)).await;
-        let kept = book.region(&url, "us-east-1", &telemetry, &who).await;
+        let kept = book.region(&url, "us-east-1", &telemetry, &who, 0).await;
         assert_eq!(kept.unwrap_err(), error, "the same failure, not a new read");
         assert_eq!(telemetry.events().len(), 1);
         tokio::time::advance(Duration::from_secs(1)).await;
-        let _ = book.region(&url, "us-east-1", &telemetry, &who).await;
+        let _ = book.region(&url, "us-east-1", &telemetry, &who, 0).await;
         let events = telemetry.events();
         assert_eq!(events.len(), 2, "read again once the failure expired");
         assert!(events.iter().all(|e| e.service == SERVICE
@@ -303,14 +310,14 @@ mod tests {
         let book = PriceBook::new();
         let telemetry = MemoryTelemetry::new();
         let who = Attribution::new("scan-1".into(), "ec2", &[]);
-        let read = book.region(&url, "eu-west-1", &telemetry, &who);
+        let read = book.region(&url, "eu-west-1", &telemetry, &who, 0);
         let dropped = tokio::time::timeout(Duration::from_secs(1), read).await;
         assert!(dropped.is_err(), "still waiting at 1 s");
         let events = telemetry.events();
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].outcome, AttemptOutcome::Cancelled);
         // Nothing was kept: the next read asks again (and times out at 5 s).
-        let next = book.region(&url, "eu-west-1", &telemetry, &who).await;
+        let next = book.region(&url, "eu-west-1", &telemetry, &who, 0).await;
         assert!(next.unwrap_err().is_timeout());
         drop(listener);
     }

@@ -65,25 +65,74 @@ impl FetchError {
 }
 
 /// A client for the price list: HTTPS with the system's root certificates (and rustls
-/// over ring, the provider the SDK's client uses), or plain HTTP.
-pub fn client() -> Result<HttpClient, FetchError> {
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_provider_and_native_roots(std::sync::Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .map_err(|e| FetchError::Client(format!("the system's root certificates: {e}")))?
-        .https_or_http()
-        .enable_http1()
-        .build();
-    Ok(Client::builder(TokioExecutor::new()).build(https))
+/// over ring, the provider the SDK's client uses), or plain HTTP. Without root
+/// certificates (a minimal container) it still speaks plain HTTP; an `https://` read
+/// then fails at once with [`FetchError::Client`] saying so.
+pub struct PriceClient {
+    /// `None` only if no TLS configuration could be made at all.
+    client: Option<HttpClient>,
+    /// Why HTTPS is unavailable, when it is.
+    no_https: Option<String>,
+}
+
+impl std::fmt::Debug for PriceClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PriceClient")
+            .field("no_https", &self.no_https)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Build the client.
+pub fn client() -> PriceClient {
+    let provider = || std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let connector = match hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_native_roots(provider())
+    {
+        Ok(builder) => Ok((builder, None)),
+        Err(e) => {
+            // No roots: an empty store, so that plain HTTP still works.
+            let why = format!("no root certificates found on this system ({e})");
+            rustls::ClientConfig::builder_with_provider(provider())
+                .with_safe_default_protocol_versions()
+                .map(|c| {
+                    let config = c
+                        .with_root_certificates(rustls::RootCertStore::empty())
+                        .with_no_client_auth();
+                    let builder = hyper_rustls::HttpsConnectorBuilder::new();
+                    (builder.with_tls_config(config), Some(why.clone()))
+                })
+                .map_err(|tls| format!("{why}; no TLS configuration either: {tls}"))
+        }
+    };
+    match connector {
+        Ok((builder, no_https)) => {
+            let https = builder.https_or_http().enable_http1().build();
+            PriceClient {
+                client: Some(Client::builder(TokioExecutor::new()).build(https)),
+                no_https,
+            }
+        }
+        Err(why) => PriceClient {
+            client: None,
+            no_https: Some(why),
+        },
+    }
 }
 
 /// GET `url` and read its body, within [`TIMEOUT`]: the body on a success status,
 /// else why not.
-pub async fn get(client: &HttpClient, url: &str) -> Result<(u16, Bytes), FetchError> {
+pub async fn get(client: &PriceClient, url: &str) -> Result<(u16, Bytes), FetchError> {
     let uri: hyper::Uri = url
         .parse()
         .map_err(|e: hyper::http::uri::InvalidUri| FetchError::BadUrl(url.into(), e.to_string()))?;
+    let client = match (uri.scheme_str(), &client.client, &client.no_https) {
+        (Some("https"), _, Some(why)) | (_, None, Some(why)) => {
+            return Err(FetchError::Client(why.clone()))
+        }
+        (_, Some(client), _) => client,
+        (_, None, None) => return Err(FetchError::Client("no HTTP client".into())),
+    };
     let exchange = async {
         let request = hyper::Request::get(uri)
             .header(

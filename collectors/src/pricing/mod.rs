@@ -64,17 +64,37 @@ impl Pricing {
     }
 }
 
-/// Whether `url` can be a price list's base URL (`http://` or `https://`, a host).
+/// Whether `url` can be a price list's base URL: `http://` or `https://`, a host, a valid
+/// port if any, a path prefix if any, and neither a query nor a fragment (the offer's
+/// path is appended to it).
 pub fn valid_url(url: &str) -> Result<(), String> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-        .ok_or_else(|| format!("--pricing-url {url:?} must start with http:// or https://"))?;
-    match url.parse::<hyper::Uri>() {
-        Ok(_) if !rest.is_empty() && !rest.starts_with('/') => Ok(()),
-        Ok(_) => Err(format!("--pricing-url {url:?} names no host")),
-        Err(e) => Err(format!("--pricing-url {url:?} is not a URL: {e}")),
+    let bad = |why: &str| Err(format!("--pricing-url {url:?} {why}"));
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return bad("must start with http:// or https://");
     }
+    let uri = match url.parse::<hyper::Uri>() {
+        Ok(uri) => uri,
+        Err(e) => return bad(&format!("is not a URL: {e}")),
+    };
+    let Some(authority) = uri.authority() else {
+        return bad("names no host");
+    };
+    if uri.host().is_none_or(str::is_empty) {
+        return bad("names no host");
+    }
+    let has_port = authority
+        .as_str()
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| !p.ends_with(']'));
+    if has_port && authority.port_u16().is_none() {
+        return bad("has a port that is not a number from 1 to 65535");
+    }
+    if uri.query().is_some() || url.contains('#') {
+        return bad(
+            "must have no query (?...) or fragment (#...): the offer's path is appended to it",
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -60,8 +60,10 @@ pub struct OfferError(pub String);
 struct Offer {
     version: Option<String>,
     publication_date: Option<String>,
+    /// By SKU, sorted: when two products price one kind, the first SKU's wins, the same
+    /// one on every read.
     #[serde(default)]
-    products: HashMap<String, Product>,
+    products: BTreeMap<String, Product>,
     #[serde(default)]
     terms: Terms,
 }
@@ -75,13 +77,13 @@ struct Product {
 #[derive(Deserialize, Default)]
 struct Terms {
     #[serde(rename = "OnDemand", default)]
-    on_demand: HashMap<String, HashMap<String, Term>>,
+    on_demand: HashMap<String, BTreeMap<String, Term>>,
 }
 
 #[derive(Deserialize)]
 struct Term {
     #[serde(rename = "priceDimensions", default)]
-    price_dimensions: HashMap<String, Dimension>,
+    price_dimensions: BTreeMap<String, Dimension>,
 }
 
 #[derive(Deserialize)]
@@ -101,7 +103,7 @@ pub fn parse(bytes: &[u8], region: &str) -> Result<RegionPrices, OfferError> {
             continue;
         };
         if let Some(price) = hourly_price(offer.terms.on_demand.get(sku)) {
-            hourly.insert(kind_key(kind), price);
+            hourly.entry(kind_key(kind)).or_insert(price);
         }
     }
     Ok(RegionPrices {
@@ -123,8 +125,9 @@ fn attachment_hours<'a>(attributes: &'a HashMap<String, String>, region: &str) -
     }
 }
 
-/// The USD price of the first dimension priced per hour, when it is a number ≥ 0.
-fn hourly_price(terms: Option<&HashMap<String, Term>>) -> Option<f64> {
+/// The USD price of the first dimension (by term and rate code) priced per hour, when it
+/// is a number ≥ 0.
+fn hourly_price(terms: Option<&BTreeMap<String, Term>>) -> Option<f64> {
     let dimensions = terms?.values().flat_map(|t| t.price_dimensions.values());
     dimensions
         .filter(|d| {

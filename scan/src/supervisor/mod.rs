@@ -411,7 +411,8 @@ impl Supervisor {
             return;
         }
         if scan.request.pricing.is_some() {
-            pricing::apply::gateways(&mut scan.reports);
+            let account = scan.setup.as_ref().and_then(|s| s.account.clone());
+            pricing::apply::gateways(&mut scan.reports, account.as_deref());
         }
         let setup = scan.setup.as_deref();
         let report = DiscoveryReport {
