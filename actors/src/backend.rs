@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use actix::Addr;
 use futures_util::future::BoxFuture;
-use tollgate_quota::{Owner, Policy, ReservationId, Timestamp};
+use tollgate_quota::{Owner, Passage, Policy, ReservationId, Timestamp};
 
 use crate::cleanup::Cleanup;
 use crate::key::CanonicalKey;
@@ -47,7 +47,8 @@ pub(crate) trait AdmissionBackend: Send + Sync {
         key: CanonicalKey,
         policy: Policy,
         wait: WaitOptions,
-    ) -> BoxFuture<'_, Result<(ReservationId, Slot), AdmissionError>>;
+        pass: BreakerAsk,
+    ) -> BoxFuture<'_, Result<(Reserved, Slot), AdmissionError>>;
 
     /// Have the current tokio runtime read the coordinator's answers; false when there is
     /// nothing to read (the actors run here) or outside a runtime.
@@ -82,24 +83,17 @@ impl AdmissionBackend for Arc<LocalAdmission> {
         key: CanonicalKey,
         policy: Policy,
         wait: WaitOptions,
-    ) -> BoxFuture<'_, Result<(ReservationId, Slot), AdmissionError>> {
+        pass: BreakerAsk,
+    ) -> BoxFuture<'_, Result<(Reserved, Slot), AdmissionError>> {
         Box::pin(async move {
-            let op = Operation::Reserve {
-                key: key.clone(),
-                policy,
-                timeout: wait.timeout,
-                scope: wait.scope,
-            };
-            let id = match self.serve(op, self.caller(), None).await? {
-                Answer::Reserved(id) => id,
-                other => return Err(other.unexpected()),
-            };
+            let op = reserve_op(key.clone(), policy, wait, pass);
+            let reserved = reserved_of(self.serve(op, self.caller(), None).await?)?;
             let actor = self.actor(&key, policy, false).await?;
             let slot = Slot::Local {
                 local: self.clone(),
                 actor,
             };
-            Ok((id, slot))
+            Ok((reserved, slot))
         })
     }
 
@@ -138,14 +132,15 @@ impl AdmissionBackend for RemoteClient {
         key: CanonicalKey,
         policy: Policy,
         wait: WaitOptions,
-    ) -> BoxFuture<'_, Result<(ReservationId, Slot), AdmissionError>> {
+        pass: BreakerAsk,
+    ) -> BoxFuture<'_, Result<(Reserved, Slot), AdmissionError>> {
         Box::pin(async move {
-            let (id, epoch) = remote_reserve(self, key, policy, wait).await?;
+            let (reserved, epoch) = remote_reserve(self, key, policy, wait, pass).await?;
             let slot = Slot::Remote {
                 client: self.clone(),
                 epoch: AtomicU64::new(epoch),
             };
-            Ok((id, slot))
+            Ok((reserved, slot))
         })
     }
 
@@ -162,23 +157,59 @@ impl AdmissionBackend for RemoteClient {
     }
 }
 
+/// Whether a reservation also passes its key's scope's breaker, in the same round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BreakerAsk {
+    /// Only the slot ([`Operation::Reserve`]).
+    No,
+    /// The slot, then the breaker's passage ([`Operation::ReservePass`]).
+    Pass,
+}
+
+/// What a reservation answered: its slot, and the breaker's passage when it was asked.
+pub(crate) type Reserved = (ReservationId, Option<Passage>);
+
+/// The operation that reserves as `pass` says.
+fn reserve_op(key: CanonicalKey, policy: Policy, wait: WaitOptions, pass: BreakerAsk) -> Operation {
+    let (timeout, scope) = (wait.timeout, wait.scope);
+    match pass {
+        BreakerAsk::No => Operation::Reserve {
+            key,
+            policy,
+            timeout,
+            scope,
+        },
+        BreakerAsk::Pass => Operation::ReservePass {
+            key,
+            policy,
+            timeout,
+            scope,
+        },
+    }
+}
+
+/// The reservation (and passage) in `answer`, or the out-of-protocol error.
+fn reserved_of(answer: Answer) -> Result<Reserved, AdmissionError> {
+    match answer {
+        Answer::Reserved(id) => Ok((id, None)),
+        Answer::ReservedPassed {
+            reservation,
+            passage,
+        } => Ok((reservation, Some(passage))),
+        other => Err(other.unexpected()),
+    }
+}
+
 /// A reservation through the coordinator, and the connection epoch that answered it.
 async fn remote_reserve(
     client: &RemoteClient,
     key: CanonicalKey,
     policy: Policy,
     wait: WaitOptions,
-) -> Result<(ReservationId, u64), AdmissionError> {
-    let op = Operation::Reserve {
-        key,
-        policy,
-        timeout: wait.timeout,
-        scope: wait.scope,
-    };
-    match client.call(op).await? {
-        (Answer::Reserved(id), epoch) => Ok((id, epoch)),
-        (other, _) => Err(other.unexpected()),
-    }
+    pass: BreakerAsk,
+) -> Result<(Reserved, u64), AdmissionError> {
+    let (answer, epoch) = client.call(reserve_op(key, policy, wait, pass)).await?;
+    Ok((reserved_of(answer)?, epoch))
 }
 
 /// Where a held reservation's requests go.
@@ -273,9 +304,9 @@ impl Slot {
             return None;
         }
         Some(
-            remote_reserve(client, key.clone(), policy, wait)
+            remote_reserve(client, key.clone(), policy, wait, BreakerAsk::No)
                 .await
-                .map(|(fresh, answered_in)| {
+                .map(|((fresh, _), answered_in)| {
                     epoch.store(answered_in, Ordering::Release);
                     fresh
                 }),

@@ -16,11 +16,13 @@ use tollgate_quota::{
     Grant, Outcome, Owner, Passage, Policy, ProbeId, Refusal, ReservationId, Timestamp,
 };
 
-use crate::backend::{AdmissionBackend, Slot};
+use crate::backend::{AdmissionBackend, BreakerAsk, Slot};
 use crate::key::CanonicalKey;
 use crate::local::LocalAdmission;
 use crate::messages::KeyStatus;
-use crate::ops::{Answer, BudgetCharge, CoordinationStatus, Operation};
+use crate::ops::{
+    Answer, BudgetCharge, CoordinationStatus, LastBreakerReport, LastFeedback, Operation,
+};
 use crate::remote::RemoteClient;
 use crate::AdmissionError;
 
@@ -128,15 +130,45 @@ impl AdmissionHandle {
         policy: Policy,
         wait: WaitOptions,
     ) -> Result<ReservationGuard, AdmissionError> {
+        let (guard, _) = self.reserve_asking(key, policy, wait, BreakerAsk::No).await?;
+        Ok(guard)
+    }
+
+    /// [`reserve`](Self::reserve), then [`breaker_pass`](Self::breaker_pass) within what
+    /// is left of `wait.timeout`, in one round trip to a coordinator: what a call does
+    /// first. A refused passage gives the slot back and answers the breaker's error.
+    pub async fn reserve_and_pass(
+        &self,
+        key: &QuotaKey,
+        policy: Policy,
+        wait: WaitOptions,
+    ) -> Result<(ReservationGuard, Passage), AdmissionError> {
+        let ask = match self.breakers {
+            BreakerUse::On => BreakerAsk::Pass,
+            BreakerUse::Off => BreakerAsk::No,
+        };
+        let (guard, passage) = self.reserve_asking(key, policy, wait, ask).await?;
+        Ok((guard, passage.unwrap_or(Passage::Go)))
+    }
+
+    async fn reserve_asking(
+        &self,
+        key: &QuotaKey,
+        policy: Policy,
+        wait: WaitOptions,
+        ask: BreakerAsk,
+    ) -> Result<(ReservationGuard, Option<Passage>), AdmissionError> {
         let key = CanonicalKey::new(key);
-        let (id, slot) = self.backend.reserve(key.clone(), policy, wait).await?;
-        Ok(ReservationGuard {
+        let ((id, passage), slot) = self.backend.reserve(key.clone(), policy, wait, ask).await?;
+        let guard = ReservationGuard {
             slot,
             key,
             policy,
+            breakers: self.breakers,
             id: AtomicU64::new(id.0),
             released: false,
-        })
+        };
+        Ok((guard, passage))
     }
 
     /// Passage through the circuit breaker of `key`'s scope (service + region + account,
@@ -243,6 +275,9 @@ pub struct ReservationGuard {
     slot: Slot,
     key: CanonicalKey,
     policy: Policy,
+    /// Whether the handle that reserved consults breakers (a release's breaker report
+    /// goes nowhere when it does not).
+    breakers: BreakerUse,
     /// The reservation; a remote guard may take a new one after a coordinator failover.
     id: AtomicU64,
     released: bool,
@@ -421,7 +456,29 @@ impl ReservationGuard {
         self.release_now()
     }
 
+    /// Release the slot with the call's last reports in the same message: `feedback` to
+    /// the key (as [`feedback`](Self::feedback) or [`refund_retry`](Self::refund_retry)
+    /// would send it) and `breaker` to the key's scope's breaker (as
+    /// [`AdmissionHandle::breaker_report`] would), done before the release, in that
+    /// order. One frame and one answer instead of three on a coordinator's socket.
+    pub fn release_with(
+        mut self,
+        feedback: Option<LastFeedback>,
+        breaker: Option<LastBreakerReport>,
+    ) -> Cleanup {
+        let breaker = breaker.filter(|_| self.breakers == BreakerUse::On);
+        self.release_carrying(feedback, breaker)
+    }
+
     fn release_now(&mut self) -> Cleanup {
+        self.release_carrying(None, None)
+    }
+
+    fn release_carrying(
+        &mut self,
+        feedback: Option<LastFeedback>,
+        breaker: Option<LastBreakerReport>,
+    ) -> Cleanup {
         if self.released {
             return Cleanup::Released;
         }
@@ -430,6 +487,8 @@ impl ReservationGuard {
             key: self.key.clone(),
             policy: self.policy,
             reservation: self.id(),
+            feedback,
+            breaker,
         })
     }
 }

@@ -98,7 +98,10 @@ pub use join::{connect, Admission};
 pub use key::CanonicalKey;
 pub use messages::{BreakerStatus, FleetDegradedSpell, KeyStatus};
 pub use offline_status::{read_offline, OfflineStatus, OfflineStatusError, StoredKeyStatus};
-pub use ops::{Answer, BudgetCharge, ClientInfo, CoordinationStatus, Operation};
+pub use ops::{
+    Answer, BudgetCharge, ClientInfo, CoordinationStatus, LastBreakerReport, LastFeedback,
+    Operation,
+};
 pub use remote::batch_writes;
 #[cfg(feature = "paused-clock")]
 pub use runtime::paused_system;

@@ -15,7 +15,9 @@ use std::time::Duration;
 use actix::{Addr, ArbiterHandle};
 use futures_util::FutureExt;
 use tokio::sync::oneshot;
-use tollgate_quota::{AdmitRequest, BreakerScope, Clock, Owner, Passage, Policy, Timestamp};
+use tollgate_quota::{
+    AdmitRequest, BreakerScope, Clock, Owner, Passage, Policy, ReservationId, Timestamp,
+};
 
 use crate::actor_cache::ActorCache;
 use crate::breaker_board::BreakerBoard;
@@ -208,19 +210,29 @@ impl LocalAdmission {
                 policy,
                 timeout,
                 scope,
+            } => Answer::Reserved(self.reserve_at(&key, policy, (now, timeout), scope, caller).await?),
+            Operation::ReservePass {
+                key,
+                policy,
+                timeout,
+                scope,
             } => {
-                let tag = caller.tag(scope);
-                let reservation = self
-                    .ask(&key, policy, |reply| Reserve {
-                        policy,
-                        owner: caller.owner,
-                        expires_at: now + timeout.max(DEFAULT_RESERVATION_TTL),
-                        deadline: now + timeout,
-                        tag,
-                        reply,
-                    })
-                    .await?;
-                Answer::Reserved(reservation)
+                let reservation = self.reserve_at(&key, policy, (now, timeout), scope, caller).await?;
+                let left = (now + timeout).saturating_since(self.now());
+                match self.breaker_pass(BreakerScope::of(key.quota_key()), left).await {
+                    Ok(passage) => Answer::ReservedPassed {
+                        reservation,
+                        passage,
+                    },
+                    Err(e) => {
+                        // Refused passage: the slot goes back before the caller hears.
+                        let owner = caller.owner;
+                        self.actor(&key, policy, false)
+                            .await?
+                            .do_send(Release { reservation, owner });
+                        return Err(e);
+                    }
+                }
             }
             Operation::Admit {
                 key,
@@ -276,6 +288,27 @@ impl LocalAdmission {
         })
     }
 
+    /// Take a slot of `key` for `caller`, waiting from `now` at most `timeout`.
+    async fn reserve_at(
+        &self,
+        key: &CanonicalKey,
+        policy: Policy,
+        (now, timeout): (Timestamp, Duration),
+        scope: Option<u64>,
+        caller: Caller,
+    ) -> Result<ReservationId, AdmissionError> {
+        let tag = caller.tag(scope);
+        self.ask(key, policy, |reply| Reserve {
+            policy,
+            owner: caller.owner,
+            expires_at: now + timeout.max(DEFAULT_RESERVATION_TTL),
+            deadline: now + timeout,
+            tag,
+            reply,
+        })
+        .await
+    }
+
     /// Do an operation that completes at once (`!op.may_wait()`) for `caller`: a message
     /// to the key's actor or to the breakers, a cancellation, the status.
     async fn serve_at_once(
@@ -326,11 +359,27 @@ impl LocalAdmission {
                 key,
                 policy,
                 reservation,
+                feedback,
+                breaker,
             } => {
                 let owner = caller.owner;
-                self.held_or_looked_up(held, &key, policy)
-                    .await?
-                    .do_send(Release { reservation, owner });
+                let actor = self.held_or_looked_up(held, &key, policy).await?;
+                // In the order of the separate messages they stand for (`ops`).
+                if let Some(f) = feedback {
+                    actor.do_send(Feedback {
+                        outcome: f.outcome,
+                        admitted_at: f.admitted_at,
+                        refund_retry: f.refund_retry,
+                    });
+                }
+                if let Some(b) = breaker {
+                    self.breakers.do_send(BreakerReport {
+                        scope: BreakerScope::of(key.quota_key()),
+                        outcome: b.outcome,
+                        probe: b.probe,
+                    });
+                }
+                actor.do_send(Release { reservation, owner });
                 Answer::Done
             }
             Operation::Cancel { scope } => {
@@ -339,6 +388,7 @@ impl LocalAdmission {
             Operation::Status => Answer::Status(self.status().await?),
             // Exhaustive on purpose: a new operation must be placed in one of the two.
             Operation::Reserve { .. }
+            | Operation::ReservePass { .. }
             | Operation::Admit { .. }
             | Operation::AdmitWithBudget { .. }
             | Operation::BreakerPass { .. } => {

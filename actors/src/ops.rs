@@ -47,6 +47,20 @@ pub enum Operation {
         /// Cancellation scope (scan id).
         scope: Option<u64>,
     },
+    /// [`Reserve`](Self::Reserve), then pass the key's scope's breaker within what is
+    /// left of the timeout, in one round trip: what every call does first. A refused
+    /// passage gives the slot back before it answers.
+    ReservePass {
+        /// The key.
+        key: CanonicalKey,
+        /// The caller's policy for the key.
+        policy: Policy,
+        /// Give up after waiting this long, for the slot and the passage together.
+        #[serde(rename = "timeout_ms", with = "millis")]
+        timeout: Duration,
+        /// Cancellation scope (scan id).
+        scope: Option<u64>,
+    },
     /// Final admission for one attempt under a held slot.
     Admit {
         /// The key.
@@ -129,7 +143,12 @@ pub enum Operation {
         /// The probe lease the call went under, if it was the probe.
         probe: Option<ProbeId>,
     },
-    /// Give a slot back.
+    /// Give a slot back, after the call's last reports when it carries them.
+    ///
+    /// A call ends by telling its key the last attempt's outcome, its scope's breaker
+    /// the answer, and giving the slot back: three messages the coordinator would decode,
+    /// serve and acknowledge one by one. Carried here they are one frame and one answer,
+    /// done in the order they were separate messages in: feedback, breaker, release.
     Release {
         /// The key.
         key: CanonicalKey,
@@ -137,6 +156,12 @@ pub enum Operation {
         policy: Policy,
         /// The slot.
         reservation: ReservationId,
+        /// The last attempt's feedback to the key, done before the release.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<LastFeedback>,
+        /// The last attempt's report to the key's breaker, done before the release.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        breaker: Option<LastBreakerReport>,
     },
     /// Cancel every queued waiter of a scope, across all processes.
     Cancel {
@@ -155,6 +180,7 @@ impl Operation {
         matches!(
             self,
             Operation::Reserve { .. }
+                | Operation::ReservePass { .. }
                 | Operation::Admit { .. }
                 | Operation::AdmitWithBudget { .. }
                 | Operation::BreakerPass { .. }
@@ -165,6 +191,7 @@ impl Operation {
     pub fn key(&self) -> Option<&CanonicalKey> {
         match self {
             Operation::Reserve { key, .. }
+            | Operation::ReservePass { key, .. }
             | Operation::Admit { key, .. }
             | Operation::AdmitWithBudget { key, .. }
             | Operation::Feedback { key, .. }
@@ -175,6 +202,28 @@ impl Operation {
             Operation::Cancel { .. } | Operation::Status => None,
         }
     }
+}
+
+/// The feedback an [`Operation::Release`] carries: what [`Operation::Feedback`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LastFeedback {
+    /// What happened.
+    pub outcome: Outcome,
+    /// The grant the attempt was admitted by.
+    pub admitted_at: Timestamp,
+    /// Return the retry unit the grant spent.
+    #[serde(default)]
+    pub refund_retry: bool,
+}
+
+/// The breaker report an [`Operation::Release`] carries: what
+/// [`Operation::BreakerReport`] says, for the release's key.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LastBreakerReport {
+    /// The service's answer (`None`: the call was never sent).
+    pub outcome: Option<Outcome>,
+    /// The probe lease, if the call was the probe.
+    pub probe: Option<ProbeId>,
 }
 
 /// One of the other keys of an [`Operation::AdmitWithBudget`]: a budget charged beside
@@ -197,6 +246,13 @@ pub struct BudgetCharge {
 pub enum Answer {
     /// `Reserve`: the slot taken.
     Reserved(ReservationId),
+    /// `ReservePass`: the slot taken and the breaker passed.
+    ReservedPassed {
+        /// The slot.
+        reservation: ReservationId,
+        /// The breaker's passage (`Go` or `Probe`).
+        passage: Passage,
+    },
     /// `Admit`: the attempt may start.
     Admitted {
         /// When (coordinator clock); feedback quotes it.
@@ -280,7 +336,7 @@ mod millis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tollgate_quota::{BreakerState, QuotaState};
+    use tollgate_quota::{BreakerState, ProbeLease, QuotaState};
 
     fn key() -> CanonicalKey {
         CanonicalKey::parse("aws/123456789012/us-east-1/logs:DescribeLogStreams").unwrap()
@@ -303,6 +359,12 @@ mod tests {
                 policy,
                 timeout: Duration::ZERO,
                 scope: None,
+            },
+            Operation::ReservePass {
+                key: key(),
+                policy,
+                timeout: second,
+                scope: Some(8),
             },
             Operation::Admit {
                 key: key(),
@@ -367,6 +429,22 @@ mod tests {
                 key: key(),
                 policy,
                 reservation: ReservationId(9),
+                feedback: None,
+                breaker: None,
+            },
+            Operation::Release {
+                key: key(),
+                policy,
+                reservation: ReservationId(10),
+                feedback: Some(LastFeedback {
+                    outcome: Outcome::Success,
+                    admitted_at: Timestamp::from_micros(12),
+                    refund_retry: false,
+                }),
+                breaker: Some(LastBreakerReport {
+                    outcome: Some(Outcome::Success),
+                    probe: Some(ProbeId(6)),
+                }),
             },
             Operation::Cancel { scope: 12 },
             Operation::Status,
@@ -380,6 +458,7 @@ mod tests {
             // Exhaustive on purpose: a new operation must be given a case above.
             match op {
                 Operation::Reserve { .. }
+                | Operation::ReservePass { .. }
                 | Operation::Admit { .. }
                 | Operation::AdmitWithBudget { .. }
                 | Operation::Feedback { .. }
@@ -405,6 +484,13 @@ mod tests {
             .snapshot(Timestamp::ZERO);
         let answers = vec![
             Answer::Reserved(ReservationId(4)),
+            Answer::ReservedPassed {
+                reservation: ReservationId(5),
+                passage: Passage::Probe(ProbeLease {
+                    id: ProbeId(3),
+                    expires_at: Timestamp::from_micros(9),
+                }),
+            },
             Answer::Admitted {
                 admitted_at: Timestamp::from_micros(7),
                 retry_spent: true,
@@ -458,8 +544,14 @@ mod tests {
                 .unwrap(),
             policy: Policy::with_rate(4.0, 2.0).unwrap(),
             reservation: ReservationId(9),
+            feedback: None,
+            breaker: None,
         })
         .unwrap();
+        assert!(
+            !json.contains("feedback") && !json.contains("breaker"),
+            "a release without reports says nothing of them: {json}"
+        );
         assert!(
             json.starts_with(
                 r#"{"release":{"key":"aws/123456789012/us-east-1/elasticloadbalancingv2:DescribeLoadBalancers","#

@@ -626,6 +626,8 @@ mod tests {
                     key: key.clone(),
                     policy,
                     reservation: first,
+                    feedback: None,
+                    breaker: None,
                 });
             };
             let (second, ()) = tokio::join!(client.call(reserve()), release_later);
@@ -731,6 +733,8 @@ mod tests {
                 key: key.clone(),
                 policy,
                 reservation: slot,
+                feedback: None,
+                breaker: None,
             });
             // Ask to close first (the first poll sends the command), then drop the
             // release: the connection is lost while the client settles.

@@ -34,6 +34,14 @@
 //!   for every process (`ReservationGuard::pause`); the call's own retry follows
 //!   [`crate::aws::backoff`]'s per-header rule.
 //!
+//! Why are some of these messages fused? Through a coordinator every message is a
+//! frame it decodes, serves and answers, and the gate's own cost is paid per call
+//! (issue 35). A call's first two steps, the reservation and the first attempt's
+//! breaker passage, are one round trip (`AdmissionHandle::reserve_and_pass`); its last
+//! three, the last attempt's feedback, its breaker report and the release, are one
+//! message (`ReservationGuard::release_with`). Each is done in the order the separate
+//! messages were, so what the key and the breaker see is unchanged.
+//!
 //! # Layout
 //! - [`decide`]: the pure decision after each preparation (done, prepare again, retry
 //!   after a delay, give up and why), with its table of cases.
@@ -43,10 +51,10 @@
 //!   scope's breaker; pure, with a table.
 //! - `failure`: how a preparation ended and the call error it leaves.
 //! - `events`: the attempt events this loop emits.
-//! - this file: the loop that applies decisions: it reserves, passes the breaker,
-//!   sends, hands the reports on, sleeps the backoff and emits telemetry. `run` drives
-//!   one step of a `Call` per state of [`tally::Next`] (`pass_breaker`, `prepare`,
-//!   `back_off`), then `finish`es with the release. It reads time only through
+//! - this file: the loop that applies decisions: it reserves (and passes the breaker
+//!   once), sends, hands the reports on, sleeps the backoff and emits telemetry. `run`
+//!   drives one step of a `Call` per state of [`tally::Next`] (`pass_breaker` before
+//!   each retry, `prepare`, `back_off`), then `finish`es with the release. It reads time only through
 //!   [`crate::clock::now`] (and the admission clock for `startedAtMs`).
 
 mod decide;
@@ -64,9 +72,10 @@ use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use tokio::time::{sleep, sleep_until, Instant};
 use tollgate_actors::{
-    batch_writes, AdmissionError, CanonicalKey, Cleanup, ReservationGuard, WaitOptions,
+    batch_writes, AdmissionError, CanonicalKey, Cleanup, LastBreakerReport, LastFeedback,
+    ReservationGuard, WaitOptions,
 };
-use tollgate_quota::{Outcome, Passage, ProbeId, QuotaKey};
+use tollgate_quota::{Grant, Outcome, Passage, ProbeId, QuotaKey};
 
 use crate::aws::backoff::random_unit;
 use crate::aws::context::{CallContext, GateInner};
@@ -125,9 +134,10 @@ where
         attribution: attribution(gate, ctx),
     };
     let stamp = Stamp::read(gate);
-    // The concurrency reservation, held across every retry.
-    let guard = match reserve(gate, ctx, &key).await {
-        Ok(guard) => Arc::new(guard),
+    // The concurrency reservation, held across every retry, and the first attempt's
+    // passage through the breaker, asked in the same round trip.
+    let (guard, probe) = match reserve(gate, ctx, &key).await {
+        Ok((guard, passage)) => (Arc::new(guard), probe_of(passage)),
         Err(e) => {
             let (result, mut event) = not_admitted(&events, &Tally::FIRST, stamp, &e, None);
             event.cleanup_outcome = Some(CleanupOutcome::Released);
@@ -144,11 +154,11 @@ where
         guard,
         tally: Tally::FIRST,
         stamp,
-        probe: None,
+        probe,
         last_failure: None,
         tail: None,
     };
-    let mut next = Next::PassBreaker;
+    let mut next = Next::Prepare;
     let (result, final_event) = loop {
         let step = match next {
             Next::PassBreaker => call.pass_breaker().await,
@@ -368,27 +378,25 @@ impl Call<'_> {
             tail,
             ..
         } = self;
-        let cleanup = batch_writes(|| {
-            if let Some((record, ended)) = &tail {
-                send_reports(gate, &guard, key, record, &mut probe, *ended);
-            }
-            release(guard)
+        let cleanup = batch_writes(|| match &tail {
+            Some((record, ended)) => settle(gate, guard, key, record, &mut probe, *ended),
+            None => release(guard),
         });
         final_event.cleanup_outcome = Some(cleanup);
         events.emit(&final_event);
     }
 }
 
-/// Take the call's concurrency reservation within its deadline (raced with its
-/// cancellation).
+/// Take the call's concurrency reservation and its first passage through the scope's
+/// breaker within its deadline (raced with its cancellation).
 async fn reserve(
     gate: &GateInner,
     ctx: &CallContext,
     key: &QuotaKey,
-) -> Result<ReservationGuard, AdmissionError> {
+) -> Result<(ReservationGuard, Passage), AdmissionError> {
     let policy = gate.policies.policy_for_key(key);
     let remaining = ctx.deadline.saturating_duration_since(clock::now());
-    let reserve = gate.admission.reserve(
+    let reserve = gate.admission.reserve_and_pass(
         key,
         policy,
         WaitOptions {
@@ -416,9 +424,14 @@ async fn pass_breaker(
         _ = ctx.cancel.cancelled() => Err(AdmissionError::Cancelled { key: CanonicalKey::new(key) }),
         passed = gate.admission.breaker_pass(key, time_left) => passed,
     };
-    match passed? {
-        Passage::Probe(lease) => Ok(Some(lease.id)),
-        Passage::Go | Passage::Wait { .. } => Ok(None),
+    Ok(probe_of(passed?))
+}
+
+/// The probe lease a passage gives its attempt, if it made it the probe.
+fn probe_of(passage: Passage) -> Option<ProbeId> {
+    match passage {
+        Passage::Probe(lease) => Some(lease.id),
+        Passage::Go | Passage::Wait { .. } => None,
     }
 }
 
@@ -493,6 +506,67 @@ fn send_reports(
     }
     if let Some(hint) = said.pause {
         guard.pause(hint);
+    }
+}
+
+/// Send the last preparation's reports ([`send_reports`]) and hand the reservation back:
+/// the key's feedback and the breaker's report ride on the release, one message to the
+/// coordinator where they were three (`Operation::Release`), in the same order. A pause
+/// (sent first otherwise, so it keeps its place) or a guard still shared falls back to
+/// separate messages.
+fn settle(
+    gate: &GateInner,
+    guard: Arc<ReservationGuard>,
+    key: &QuotaKey,
+    record: &AttemptRecord,
+    probe: &mut Option<ProbeId>,
+    end: PrepEnd,
+) -> CleanupOutcome {
+    let said = reports(end, Sent::of(record), record.status, record.retry_after);
+    let guard = match Arc::try_unwrap(guard) {
+        Ok(guard) if said.pause.is_none() => guard,
+        Ok(guard) => {
+            send_reports(gate, &guard, key, record, probe, end);
+            return release(Arc::new(guard));
+        }
+        Err(shared) => {
+            send_reports(gate, &shared, key, record, probe, end);
+            return release(shared);
+        }
+    };
+    let mut feedback = None;
+    if let Some(grant) = &record.grant {
+        if let (KeyReport::Feedback(outcome), Some(budget)) = (said.key, &record.unfiltered) {
+            gate.admission
+                .feedback_on(&budget.key, budget.policy, outcome, grant.admitted_at);
+        }
+        feedback = last_feedback(said.key, grant);
+    }
+    let breaker = said.breaker.map(|outcome| LastBreakerReport {
+        outcome: Some(outcome),
+        probe: probe.take(),
+    });
+    match guard.release_with(feedback, breaker) {
+        Cleanup::Released => CleanupOutcome::Released,
+        Cleanup::Queued => CleanupOutcome::Deferred,
+    }
+}
+
+/// What [`ReservationGuard::feedback`] or [`ReservationGuard::refund_retry`] would send
+/// for `report` on `grant`, to ride on the release.
+fn last_feedback(report: KeyReport, grant: &Grant) -> Option<LastFeedback> {
+    match report {
+        KeyReport::Feedback(outcome) => Some(LastFeedback {
+            outcome,
+            admitted_at: grant.admitted_at,
+            refund_retry: false,
+        }),
+        KeyReport::RefundRetry if grant.retry_spent => Some(LastFeedback {
+            outcome: Outcome::Fatal,
+            admitted_at: grant.admitted_at,
+            refund_retry: true,
+        }),
+        KeyReport::RefundRetry | KeyReport::Nothing => None,
     }
 }
 
