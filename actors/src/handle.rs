@@ -130,7 +130,9 @@ impl AdmissionHandle {
         policy: Policy,
         wait: WaitOptions,
     ) -> Result<ReservationGuard, AdmissionError> {
-        let (guard, _) = self.reserve_asking(key, policy, wait, BreakerAsk::No).await?;
+        let (guard, _) = self
+            .reserve_asking(key, policy, wait, BreakerAsk::No)
+            .await?;
         Ok(guard)
     }
 

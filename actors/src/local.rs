@@ -210,16 +210,24 @@ impl LocalAdmission {
                 policy,
                 timeout,
                 scope,
-            } => Answer::Reserved(self.reserve_at(&key, policy, (now, timeout), scope, caller).await?),
+            } => Answer::Reserved(
+                self.reserve_at(&key, policy, (now, timeout), scope, caller)
+                    .await?,
+            ),
             Operation::ReservePass {
                 key,
                 policy,
                 timeout,
                 scope,
             } => {
-                let reservation = self.reserve_at(&key, policy, (now, timeout), scope, caller).await?;
+                let reservation = self
+                    .reserve_at(&key, policy, (now, timeout), scope, caller)
+                    .await?;
                 let left = (now + timeout).saturating_since(self.now());
-                match self.breaker_pass(BreakerScope::of(key.quota_key()), left).await {
+                match self
+                    .breaker_pass(BreakerScope::of(key.quota_key()), left)
+                    .await
+                {
                     Ok(passage) => Answer::ReservedPassed {
                         reservation,
                         passage,

@@ -32,7 +32,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// The protocol version this build speaks. Version 5 charges any number of keys beside
+/// The protocol version this build speaks. Version 6 adds `reserve_pass` (a reservation
+/// and the breaker's passage in one round trip) and lets `release` carry the call's last
+/// `feedback` and `breaker` report (a version 5 coordinator would refuse the first and
+/// drop the others). Version 5 charges any number of keys beside
 /// an attempt's own (`admit_with_budget`'s `budgets` list; version 4 had one `budget`).
 /// Version 4 wraps the admission operations in
 /// one `op` request and one `answer` response (`{"op": {"reserve": {...}}}`, see
@@ -41,7 +44,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// and the circuit breakers (`pause`, `breaker_pass`, `breaker_report`; a version 2
 /// coordinator could not decode them). Version 2 tags messages externally
 /// (`{"admit": {...}}`); version 1 had `{"op": "admit", ...}`.
-pub const PROTOCOL_VERSION: u8 = 5;
+pub const PROTOCOL_VERSION: u8 = 6;
 
 /// The largest frame either side accepts (length field excluded).
 pub const MAX_FRAME_BYTES: usize = 64 * 1024;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tollgate_actors::{
-    paused_system, start_in_current_system, AdmissionError, AdmissionHandle, RuntimeConfig,
-    TokioClock, WaitOptions,
+    paused_system, start_in_current_system, AdmissionError, AdmissionHandle, LastBreakerReport,
+    LastFeedback, RuntimeConfig, TokioClock, WaitOptions,
 };
 use tollgate_quota::{BreakerState, Clock, Outcome, Owner, Passage, Policy, QuotaKey, Timestamp};
 use tollgate_storage::MemoryStore;
@@ -205,5 +205,134 @@ fn a_retry_after_pause_holds_back_another_process_waiter_until_it_ends() {
         let t = clock.now();
         let grant = theirs.admit(1, false, wait).await.unwrap();
         assert_eq!(grant.admitted_at, t + secs(300));
+    });
+}
+
+fn one_slot() -> Policy {
+    Policy::new(100.0, 10.0, 1, 10).unwrap()
+}
+
+fn wait(timeout: Duration) -> WaitOptions {
+    WaitOptions {
+        timeout,
+        scope: None,
+    }
+}
+
+#[test]
+fn a_reservation_that_asks_an_open_breaker_gives_its_slot_back_and_names_the_scope() {
+    paused_system().block_on(async {
+        let (handle, clock) = start();
+        fail_five(&handle).await;
+        let before = clock.now();
+        let err = handle
+            .reserve_and_pass(&key(), one_slot(), wait(secs(3)))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, AdmissionError::BreakerOpen { scope, .. } if scope == SCOPE),
+            "{err:?}"
+        );
+        assert_eq!(
+            clock.now(),
+            before,
+            "refused at once: the opening outlasts 3 s"
+        );
+        // The key's one slot went back before the refusal was answered.
+        let again = handle
+            .reserve(&key(), one_slot(), wait(secs(1)))
+            .await
+            .expect("the slot is free");
+        assert_eq!(clock.now(), before, "at once");
+        let status = handle.status().await.unwrap();
+        assert_eq!(status[0].state.reservations, 1, "only the new reservation");
+        drop(again);
+    });
+}
+
+#[test]
+fn a_reservation_that_asks_a_closed_breaker_holds_its_slot_and_goes() {
+    paused_system().block_on(async {
+        let (handle, _) = start();
+        let (guard, passage) = handle
+            .reserve_and_pass(&key(), one_slot(), wait(secs(3)))
+            .await
+            .unwrap();
+        assert_eq!(passage, Passage::Go);
+        let err = handle
+            .reserve(&key(), one_slot(), wait(secs(1)))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, AdmissionError::DeadlineExceeded { .. }),
+            "{err:?}"
+        );
+        drop(guard);
+        tokio::task::yield_now().await;
+        handle
+            .reserve(&key(), one_slot(), wait(secs(1)))
+            .await
+            .expect("free again once the guard is dropped");
+    });
+}
+
+#[test]
+fn a_release_carrying_the_last_reports_tells_the_key_and_the_breaker_then_frees_the_slot() {
+    paused_system().block_on(async {
+        let (handle, _) = start();
+        for _ in 0..5 {
+            let (guard, passage) = handle
+                .reserve_and_pass(&key(), one_slot(), wait(LONG))
+                .await
+                .expect("one slot, freed by each release before the next call");
+            assert_eq!(passage, Passage::Go);
+            let grant = guard.admit(1, false, wait(LONG)).await.unwrap();
+            let _ = guard.release_with(
+                Some(LastFeedback {
+                    outcome: Outcome::Transient,
+                    admitted_at: grant.admitted_at,
+                    refund_retry: false,
+                }),
+                Some(LastBreakerReport {
+                    outcome: Some(Outcome::Transient),
+                    probe: None,
+                }),
+            );
+            tokio::task::yield_now().await;
+        }
+        let status = handle.status().await.unwrap();
+        assert!(
+            status[0].state.penalty_steps > 0,
+            "the feedback deepened the penalty"
+        );
+        assert_eq!(status[0].state.reservations, 0, "every slot went back");
+        let err = handle.breaker_pass(&key(), secs(3)).await.unwrap_err();
+        assert!(
+            matches!(err, AdmissionError::BreakerOpen { .. }),
+            "five transient reports opened the breaker: {err:?}"
+        );
+    });
+}
+
+#[test]
+fn a_release_without_reports_tells_nobody() {
+    paused_system().block_on(async {
+        let (handle, _) = start();
+        for _ in 0..5 {
+            let (guard, _) = handle
+                .reserve_and_pass(&key(), one_slot(), wait(LONG))
+                .await
+                .unwrap();
+            let _grant = guard.admit(1, false, wait(LONG)).await.unwrap();
+            let _ = guard.release_with(None, None);
+            tokio::task::yield_now().await;
+        }
+        let status = handle.status().await.unwrap();
+        assert_eq!(status[0].state.penalty_steps, 0);
+        assert_eq!(status[0].state.reservations, 0);
+        assert_eq!(
+            handle.breaker_pass(&key(), Duration::ZERO).await.unwrap(),
+            Passage::Go
+        );
     });
 }

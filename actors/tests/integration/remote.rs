@@ -6,7 +6,10 @@
 use std::io::Write;
 use std::time::Duration;
 
-use tollgate_actors::{connect, Answer, CanonicalKey, CoordinatorSpec, Operation, WaitOptions};
+use tollgate_actors::{
+    connect, Answer, CanonicalKey, CoordinatorSpec, LastBreakerReport, LastFeedback, Operation,
+    WaitOptions,
+};
 use tollgate_quota::{Outcome, Policy, QuotaKey};
 use tollgate_storage::AdmissionDir;
 use tollgate_testkit::runtime;
@@ -392,4 +395,61 @@ fn cancelling_a_scope_through_a_closed_client_is_an_error_not_zero_waiters() {
         }
         coordinator.shutdown().await.unwrap();
     });
+}
+
+/// A call's fused messages through the socket: the reservation asks the breaker's
+/// passage in the same round trip, and the release carries the last reports, which the
+/// coordinator applies as it applied the separate messages (the penalty deepens, five
+/// transient answers open the scope, every slot goes back); an open breaker refuses the
+/// reservation and frees its slot.
+#[test]
+fn through_the_socket_a_reservation_passes_the_breaker_and_a_release_carries_the_reports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = AdmissionDir::at(tmp.path().join("adm")).unwrap();
+    let coordinator = connect(&dir, CoordinatorSpec::none()).unwrap();
+    let rt = runtime();
+    let client = connect(&dir, CoordinatorSpec::none()).unwrap();
+    assert!(!client.is_coordinator());
+    let one_slot = Policy::new(1000.0, 10.0, 1, 20).unwrap();
+    let wait = WaitOptions::default();
+    rt.block_on(async {
+        let handle = client.handle();
+        for _ in 0..5 {
+            let (guard, passage) = handle
+                .reserve_and_pass(&key(), one_slot, wait)
+                .await
+                .unwrap();
+            assert_eq!(passage, tollgate_quota::Passage::Go);
+            let grant = guard.admit(1, false, wait).await.unwrap();
+            let _ = guard.release_with(
+                Some(LastFeedback {
+                    outcome: Outcome::Transient,
+                    admitted_at: grant.admitted_at,
+                    refund_retry: false,
+                }),
+                Some(LastBreakerReport {
+                    outcome: Some(Outcome::Transient),
+                    probe: None,
+                }),
+            );
+        }
+        let short = WaitOptions {
+            timeout: Duration::from_secs(1),
+            scope: None,
+        };
+        let err = handle
+            .reserve_and_pass(&key(), one_slot, short)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, tollgate_actors::AdmissionError::BreakerOpen { .. }),
+            "{err:?}"
+        );
+        let status = handle.coordination().await.unwrap();
+        assert_eq!(status.keys[0].state.reservations, 0, "{status:?}");
+        assert!(status.keys[0].state.penalty_steps > 0, "{status:?}");
+        assert_eq!(status.breakers.len(), 1, "{status:?}");
+    });
+    rt.block_on(client.shutdown()).unwrap();
+    rt.block_on(coordinator.shutdown()).unwrap();
 }
