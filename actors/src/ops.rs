@@ -583,7 +583,10 @@ mod tests {
         let waiting: Vec<bool> = every_operation().iter().map(Operation::may_wait).collect();
         assert_eq!(
             waiting,
-            [true, true, true, true, false, false, true, false, false, false, false, false]
+            [
+                true, true, true, true, true, false, false, true, false, false, false, false,
+                false, false
+            ]
         );
     }
 }
