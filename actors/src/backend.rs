@@ -162,12 +162,17 @@ impl AdmissionBackend for RemoteClient {
 pub(crate) enum BreakerAsk {
     /// Only the slot ([`Operation::Reserve`]).
     No,
-    /// The slot, then the breaker's passage ([`Operation::ReservePass`]).
-    Pass,
+    /// The slot, then the breaker's passage ([`Operation::ReservePass`]), then a try of
+    /// the first attempt's admission at this cost, if any.
+    Pass {
+        /// The first attempt's cost, to try its admission at once.
+        try_admit: Option<u32>,
+    },
 }
 
-/// What a reservation answered: its slot, and the breaker's passage when it was asked.
-pub(crate) type Reserved = (ReservationId, Option<Passage>);
+/// What a reservation answered: its slot, the breaker's passage when it was asked, and
+/// the first attempt's grant instant when it was tried and granted.
+pub(crate) type Reserved = (ReservationId, Option<Passage>, Option<Timestamp>);
 
 /// The operation that reserves as `pass` says.
 fn reserve_op(key: CanonicalKey, policy: Policy, wait: WaitOptions, pass: BreakerAsk) -> Operation {
@@ -179,11 +184,12 @@ fn reserve_op(key: CanonicalKey, policy: Policy, wait: WaitOptions, pass: Breake
             timeout,
             scope,
         },
-        BreakerAsk::Pass => Operation::ReservePass {
+        BreakerAsk::Pass { try_admit } => Operation::ReservePass {
             key,
             policy,
             timeout,
             scope,
+            try_admit,
         },
     }
 }
@@ -191,11 +197,12 @@ fn reserve_op(key: CanonicalKey, policy: Policy, wait: WaitOptions, pass: Breake
 /// The reservation (and passage) in `answer`, or the out-of-protocol error.
 fn reserved_of(answer: Answer) -> Result<Reserved, AdmissionError> {
     match answer {
-        Answer::Reserved(id) => Ok((id, None)),
+        Answer::Reserved(id) => Ok((id, None, None)),
         Answer::ReservedPassed {
             reservation,
             passage,
-        } => Ok((reservation, Some(passage))),
+            admitted_at,
+        } => Ok((reservation, Some(passage), admitted_at)),
         other => Err(other.unexpected()),
     }
 }
@@ -306,7 +313,7 @@ impl Slot {
         Some(
             remote_reserve(client, key.clone(), policy, wait, BreakerAsk::No)
                 .await
-                .map(|((fresh, _), answered_in)| {
+                .map(|((fresh, _, _), answered_in)| {
                     epoch.store(answered_in, Ordering::Release);
                     fresh
                 }),

@@ -130,7 +130,7 @@ impl AdmissionHandle {
         policy: Policy,
         wait: WaitOptions,
     ) -> Result<ReservationGuard, AdmissionError> {
-        let (guard, _) = self
+        let (guard, _, _) = self
             .reserve_asking(key, policy, wait, BreakerAsk::No)
             .await?;
         Ok(guard)
@@ -139,18 +139,29 @@ impl AdmissionHandle {
     /// [`reserve`](Self::reserve), then [`breaker_pass`](Self::breaker_pass) within what
     /// is left of `wait.timeout`, in one round trip to a coordinator: what a call does
     /// first. A refused passage gives the slot back and answers the breaker's error.
+    ///
+    /// `try_admit`: also try the first attempt's admission at that cost, without
+    /// waiting; the grant, when the key admits it at once, is answered with the slot
+    /// (no retry unit spent), and the attempt then needs no admission of its own. When
+    /// it is not granted at once (others queue, no token now, a refusal), the answer
+    /// says nothing of it and the attempt asks at dispatch as usual.
     pub async fn reserve_and_pass(
         &self,
         key: &QuotaKey,
         policy: Policy,
         wait: WaitOptions,
-    ) -> Result<(ReservationGuard, Passage), AdmissionError> {
+        try_admit: Option<u32>,
+    ) -> Result<(ReservationGuard, Passage, Option<Grant>), AdmissionError> {
         let ask = match self.breakers {
-            BreakerUse::On => BreakerAsk::Pass,
+            BreakerUse::On => BreakerAsk::Pass { try_admit },
             BreakerUse::Off => BreakerAsk::No,
         };
-        let (guard, passage) = self.reserve_asking(key, policy, wait, ask).await?;
-        Ok((guard, passage.unwrap_or(Passage::Go)))
+        let (guard, passage, admitted_at) = self.reserve_asking(key, policy, wait, ask).await?;
+        let grant = admitted_at.map(|admitted_at| Grant {
+            admitted_at,
+            retry_spent: false,
+        });
+        Ok((guard, passage.unwrap_or(Passage::Go), grant))
     }
 
     async fn reserve_asking(
@@ -159,9 +170,10 @@ impl AdmissionHandle {
         policy: Policy,
         wait: WaitOptions,
         ask: BreakerAsk,
-    ) -> Result<(ReservationGuard, Option<Passage>), AdmissionError> {
+    ) -> Result<(ReservationGuard, Option<Passage>, Option<Timestamp>), AdmissionError> {
         let key = CanonicalKey::new(key);
-        let ((id, passage), slot) = self.backend.reserve(key.clone(), policy, wait, ask).await?;
+        let ((id, passage, admitted_at), slot) =
+            self.backend.reserve(key.clone(), policy, wait, ask).await?;
         let guard = ReservationGuard {
             slot,
             key,
@@ -170,7 +182,7 @@ impl AdmissionHandle {
             id: AtomicU64::new(id.0),
             released: false,
         };
-        Ok((guard, passage))
+        Ok((guard, passage, admitted_at))
     }
 
     /// Passage through the circuit breaker of `key`'s scope (service + region + account,

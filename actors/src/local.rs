@@ -219,28 +219,11 @@ impl LocalAdmission {
                 policy,
                 timeout,
                 scope,
+                try_admit,
             } => {
-                let reservation = self
-                    .reserve_at(&key, policy, (now, timeout), scope, caller)
-                    .await?;
-                let left = (now + timeout).saturating_since(self.now());
-                match self
-                    .breaker_pass(BreakerScope::of(key.quota_key()), left)
-                    .await
-                {
-                    Ok(passage) => Answer::ReservedPassed {
-                        reservation,
-                        passage,
-                    },
-                    Err(e) => {
-                        // Refused passage: the slot goes back before the caller hears.
-                        let owner = caller.owner;
-                        self.actor(&key, policy, false)
-                            .await?
-                            .do_send(Release { reservation, owner });
-                        return Err(e);
-                    }
-                }
+                let first = (caller, scope, try_admit);
+                self.reserve_pass(&key, policy, (now, timeout), first)
+                    .await?
             }
             Operation::Admit {
                 key,
@@ -293,6 +276,55 @@ impl LocalAdmission {
                 Answer::Passage(passage)
             }
             op => return self.serve_at_once(op, caller, actor).await,
+        })
+    }
+
+    /// [`Operation::ReservePass`]: a slot, the breaker's passage within what is left of
+    /// `timeout`, and, when `try_admit` says so, the first attempt's grant if the key
+    /// admits it at once (a `once` try: it never waits, and a refusal leaves the attempt
+    /// to ask at dispatch, as it would have). A refused passage gives the slot back
+    /// before the caller hears.
+    async fn reserve_pass(
+        &self,
+        key: &CanonicalKey,
+        policy: Policy,
+        (now, timeout): (Timestamp, Duration),
+        (caller, scope, try_admit): (Caller, Option<u64>, Option<u32>),
+    ) -> Result<Answer, AdmissionError> {
+        let reservation = self
+            .reserve_at(key, policy, (now, timeout), scope, caller)
+            .await?;
+        let deadline = now + timeout;
+        let left = deadline.saturating_since(self.now());
+        let passage = match self
+            .breaker_pass(BreakerScope::of(key.quota_key()), left)
+            .await
+        {
+            Ok(passage) => passage,
+            Err(e) => {
+                let owner = caller.owner;
+                self.actor(key, policy, false)
+                    .await?
+                    .do_send(Release { reservation, owner });
+                return Err(e);
+            }
+        };
+        let mut admitted_at = None;
+        if let Some(cost) = try_admit {
+            let request = AdmitRequest {
+                reservation,
+                cost,
+                retry: false,
+            };
+            let tried = self
+                .admit_on((key, policy, request), deadline, true, caller.tag(scope))
+                .await;
+            admitted_at = tried.ok().map(|grant| grant.admitted_at);
+        }
+        Ok(Answer::ReservedPassed {
+            reservation,
+            passage,
+            admitted_at,
         })
     }
 

@@ -60,6 +60,10 @@ pub enum Operation {
         timeout: Duration,
         /// Cancellation scope (scan id).
         scope: Option<u64>,
+        /// Then try the first attempt's admission at this cost, without waiting: granted
+        /// only if the key admits it at once, otherwise the attempt asks at dispatch.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        try_admit: Option<u32>,
     },
     /// Final admission for one attempt under a held slot.
     Admit {
@@ -252,6 +256,10 @@ pub enum Answer {
         reservation: ReservationId,
         /// The breaker's passage (`Go` or `Probe`).
         passage: Passage,
+        /// The first attempt's grant (no retry unit spent), when `try_admit` was asked
+        /// and the key admitted it at once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        admitted_at: Option<Timestamp>,
     },
     /// `Admit`: the attempt may start.
     Admitted {
@@ -365,6 +373,7 @@ mod tests {
                 policy,
                 timeout: second,
                 scope: Some(8),
+                try_admit: Some(1),
             },
             Operation::Admit {
                 key: key(),
@@ -490,6 +499,12 @@ mod tests {
                     id: ProbeId(3),
                     expires_at: Timestamp::from_micros(9),
                 }),
+                admitted_at: None,
+            },
+            Answer::ReservedPassed {
+                reservation: ReservationId(6),
+                passage: Passage::Go,
+                admitted_at: Some(Timestamp::from_micros(10)),
             },
             Answer::Admitted {
                 admitted_at: Timestamp::from_micros(7),

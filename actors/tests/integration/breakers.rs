@@ -226,7 +226,7 @@ fn a_reservation_that_asks_an_open_breaker_gives_its_slot_back_and_names_the_sco
         fail_five(&handle).await;
         let before = clock.now();
         let err = handle
-            .reserve_and_pass(&key(), one_slot(), wait(secs(3)))
+            .reserve_and_pass(&key(), one_slot(), wait(secs(3)), None)
             .await
             .unwrap_err();
         assert!(
@@ -254,8 +254,8 @@ fn a_reservation_that_asks_an_open_breaker_gives_its_slot_back_and_names_the_sco
 fn a_reservation_that_asks_a_closed_breaker_holds_its_slot_and_goes() {
     paused_system().block_on(async {
         let (handle, _) = start();
-        let (guard, passage) = handle
-            .reserve_and_pass(&key(), one_slot(), wait(secs(3)))
+        let (guard, passage, _) = handle
+            .reserve_and_pass(&key(), one_slot(), wait(secs(3)), None)
             .await
             .unwrap();
         assert_eq!(passage, Passage::Go);
@@ -281,8 +281,8 @@ fn a_release_carrying_the_last_reports_tells_the_key_and_the_breaker_then_frees_
     paused_system().block_on(async {
         let (handle, _) = start();
         for _ in 0..5 {
-            let (guard, passage) = handle
-                .reserve_and_pass(&key(), one_slot(), wait(LONG))
+            let (guard, passage, _) = handle
+                .reserve_and_pass(&key(), one_slot(), wait(LONG), None)
                 .await
                 .expect("one slot, freed by each release before the next call");
             assert_eq!(passage, Passage::Go);
@@ -319,8 +319,8 @@ fn a_release_without_reports_tells_nobody() {
     paused_system().block_on(async {
         let (handle, _) = start();
         for _ in 0..5 {
-            let (guard, _) = handle
-                .reserve_and_pass(&key(), one_slot(), wait(LONG))
+            let (guard, _, _) = handle
+                .reserve_and_pass(&key(), one_slot(), wait(LONG), None)
                 .await
                 .unwrap();
             let _grant = guard.admit(1, false, wait(LONG)).await.unwrap();
@@ -334,5 +334,40 @@ fn a_release_without_reports_tells_nobody() {
             handle.breaker_pass(&key(), Duration::ZERO).await.unwrap(),
             Passage::Go
         );
+    });
+}
+
+#[test]
+fn a_reservation_that_tries_the_first_admission_is_granted_only_what_the_key_has_at_once() {
+    paused_system().block_on(async {
+        let (handle, clock) = start();
+        let one_a_second = Policy::new(1.0, 1.0, 2, 10).unwrap();
+        let (first, _, grant) = handle
+            .reserve_and_pass(&key(), one_a_second, wait(LONG), Some(1))
+            .await
+            .unwrap();
+        let grant = grant.expect("the bucket's one token, granted with the slot");
+        assert_eq!(grant.admitted_at, clock.now());
+        assert!(!grant.retry_spent);
+        // No token left: the try neither waits nor fails the reservation.
+        let before = clock.now();
+        let (second, passage, none) = handle
+            .reserve_and_pass(&key(), one_a_second, wait(LONG), Some(1))
+            .await
+            .unwrap();
+        assert_eq!((passage, none), (Passage::Go, None));
+        // The try waits no longer than its microsecond (paused time rounds it to 1 ms).
+        assert!(
+            clock.now() <= before + Duration::from_millis(1),
+            "the try did not wait"
+        );
+        // The attempt asks at dispatch, and waits for the refill there.
+        let later = second.admit(1, false, wait(LONG)).await.unwrap();
+        assert_eq!(
+            later.admitted_at,
+            grant.admitted_at + secs(1),
+            "one token a second"
+        );
+        drop((first, second));
     });
 }

@@ -92,6 +92,10 @@ pub(crate) struct AttemptPlan {
     /// Ask the scope's breaker again after a grant that took [`BREAKER_RECHECK_AFTER`]
     /// or longer (`None`: the attempt holds the probe lease, nothing to ask).
     pub breaker: Option<BreakerRecheck>,
+    /// The attempt's grant, taken with the call's reservation (the first attempt of a
+    /// call whose key admitted it at once, `retry::run`): dispatched on without asking
+    /// for admission again.
+    pub granted: Option<Grant>,
     /// A GetMetricData call's datapoint budgets: final admission charges the attempt's
     /// datapoints with its request token (`None` for every other operation).
     pub metric_data: Option<Arc<MetricDataPlan>>,
@@ -336,10 +340,13 @@ pub(crate) async fn gate_and_send(
         scope: Some(plan.scope),
     };
     let asked = monotonic_now();
-    let admitted = tokio::select! {
-        biased;
-        _ = plan.cancel.cancelled() => return Err(cancelled()),
-        admitted = final_admission(attempt, &request, wait) => admitted,
+    let admitted = match plan.granted {
+        Some(grant) => Ok(grant),
+        None => tokio::select! {
+            biased;
+            _ = plan.cancel.cancelled() => return Err(cancelled()),
+            admitted = final_admission(attempt, &request, wait) => admitted,
+        },
     };
     let grant = match admitted {
         Ok(grant) => grant,

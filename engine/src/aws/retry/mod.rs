@@ -134,10 +134,11 @@ where
         attribution: attribution(gate, ctx),
     };
     let stamp = Stamp::read(gate);
-    // The concurrency reservation, held across every retry, and the first attempt's
-    // passage through the breaker, asked in the same round trip.
-    let (guard, probe) = match reserve(gate, ctx, &key).await {
-        Ok((guard, passage)) => (Arc::new(guard), probe_of(passage)),
+    // The concurrency reservation, held across every retry, the first attempt's passage
+    // through the breaker and, when the key grants it at once, its admission: one round
+    // trip (the module docs).
+    let (guard, probe, first_grant) = match reserve(gate, ctx, &key, &beside).await {
+        Ok((guard, passage, grant)) => (Arc::new(guard), probe_of(passage), grant),
         Err(e) => {
             let (result, mut event) = not_admitted(&events, &Tally::FIRST, stamp, &e, None);
             event.cleanup_outcome = Some(CleanupOutcome::Released);
@@ -155,6 +156,7 @@ where
         tally: Tally::FIRST,
         stamp,
         probe,
+        first_grant,
         last_failure: None,
         tail: None,
     };
@@ -209,6 +211,9 @@ struct Call<'a> {
     stamp: Stamp,
     /// The breaker's probe lease this attempt holds.
     probe: Option<ProbeId>,
+    /// The first attempt's grant, answered with the reservation: its first preparation
+    /// dispatches on it instead of asking for admission.
+    first_grant: Option<Grant>,
     /// The failure that asked for a retry.
     last_failure: Option<FailureFacts>,
     /// The last attempt's reports, when it succeeded: sent with the release, in one write.
@@ -294,7 +299,7 @@ impl Call<'_> {
 
     /// The plan of the current attempt's next preparation: the breaker is asked again
     /// after a long wait unless this attempt is the probe.
-    fn plan(&self) -> AttemptPlan {
+    fn plan(&mut self) -> AttemptPlan {
         let breaker = self.probe.is_none().then(|| BreakerRecheck {
             admission: self.gate.admission.clone(),
             key: self.key.clone(),
@@ -308,6 +313,7 @@ impl Call<'_> {
             deadline: self.ctx.deadline,
             max_wait: self.gate.signed_request_max_wait,
             breaker,
+            granted: self.first_grant.take(),
             metric_data: self.beside.metric_data.clone(),
             underlying: self.beside.underlying.clone(),
             unfiltered: self.beside.unfiltered.clone(),
@@ -393,9 +399,15 @@ async fn reserve(
     gate: &GateInner,
     ctx: &CallContext,
     key: &QuotaKey,
-) -> Result<(ReservationGuard, Passage), AdmissionError> {
+    beside: &Beside,
+) -> Result<(ReservationGuard, Passage, Option<Grant>), AdmissionError> {
     let policy = gate.policies.policy_for_key(key);
     let remaining = ctx.deadline.saturating_duration_since(clock::now());
+    // An attempt whose admission charges more than its own token (datapoints, underlying
+    // operations, an `:unfiltered` budget) is admitted at dispatch, where its request
+    // says what to charge.
+    let plain =
+        beside.metric_data.is_none() && beside.underlying.is_none() && beside.unfiltered.is_none();
     let reserve = gate.admission.reserve_and_pass(
         key,
         policy,
@@ -403,6 +415,7 @@ async fn reserve(
             timeout: remaining,
             scope: Some(ctx.scan_id.scope()),
         },
+        plain.then_some(1),
     );
     tokio::select! {
         biased;
