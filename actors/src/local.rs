@@ -294,21 +294,18 @@ impl LocalAdmission {
         let reservation = self
             .reserve_at(key, policy, (now, timeout), scope, caller)
             .await?;
+        // Until it is answered the slot is this future's: dropped (its caller gave up) or
+        // refused passage, it gives the slot back.
+        let unanswered = Unanswered {
+            actor: Some(self.actor(key, policy, false).await?),
+            reservation,
+            owner: caller.owner,
+        };
         let deadline = now + timeout;
         let left = deadline.saturating_since(self.now());
-        let passage = match self
+        let passage = self
             .breaker_pass(BreakerScope::of(key.quota_key()), left)
-            .await
-        {
-            Ok(passage) => passage,
-            Err(e) => {
-                let owner = caller.owner;
-                self.actor(key, policy, false)
-                    .await?
-                    .do_send(Release { reservation, owner });
-                return Err(e);
-            }
-        };
+            .await?;
         let mut admitted_at = None;
         if let Some(cost) = try_admit {
             let request = AdmitRequest {
@@ -321,6 +318,7 @@ impl LocalAdmission {
                 .await;
             admitted_at = tried.ok().map(|grant| grant.admitted_at);
         }
+        unanswered.answered();
         Ok(Answer::ReservedPassed {
             reservation,
             passage,
@@ -543,6 +541,33 @@ impl LocalAdmission {
             Ok(Ok(())) => Ok(()),
             Ok(Err(failure)) => Err(AdmissionError::Storage(failure)),
             Err(_) => Err(AdmissionError::Stopped),
+        }
+    }
+}
+
+/// A slot [`LocalAdmission::reserve_pass`] took and has not answered yet: released when
+/// dropped before [`answered`](Self::answered) (a refused passage, or a caller that gave
+/// up while the breaker or the admission try was asked), so no slot waits out its expiry.
+struct Unanswered {
+    actor: Option<Addr<QuotaActor>>,
+    reservation: ReservationId,
+    owner: Owner,
+}
+
+impl Unanswered {
+    /// The slot is the caller's now.
+    fn answered(mut self) {
+        self.actor = None;
+    }
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if let Some(actor) = self.actor.take() {
+            actor.do_send(Release {
+                reservation: self.reservation,
+                owner: self.owner,
+            });
         }
     }
 }

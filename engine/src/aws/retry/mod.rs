@@ -36,11 +36,13 @@
 //!
 //! Why are some of these messages fused? Through a coordinator every message is a
 //! frame it decodes, serves and answers, and the gate's own cost is paid per call
-//! (issue 35). A call's first two steps, the reservation and the first attempt's
-//! breaker passage, are one round trip (`AdmissionHandle::reserve_and_pass`); its last
-//! three, the last attempt's feedback, its breaker report and the release, are one
-//! message (`ReservationGuard::release_with`). Each is done in the order the separate
-//! messages were, so what the key and the breaker see is unchanged.
+//! (issue 35). A call's first three steps, the reservation, the first attempt's breaker
+//! passage and its admission, are one round trip (`AdmissionHandle::reserve_and_pass`;
+//! the admission only when the key grants it at that instant and the attempt charges no
+//! other budget, else the attempt asks at dispatch); its last three, the last attempt's
+//! feedback, its breaker report and the release, are one message
+//! (`ReservationGuard::release_with`). Each is done in the order the separate messages
+//! were, so what the key and the breaker see is unchanged.
 //!
 //! # Layout
 //! - [`decide`]: the pure decision after each preparation (done, prepare again, retry
