@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tollgate_actors::{
     paused_system, start_in_current_system, AdmissionError, AdmissionHandle, LastBreakerReport,
-    LastFeedback, RuntimeConfig, TokioClock, WaitOptions,
+    LastFeedback, ReservationGuard, RuntimeConfig, TokioClock, WaitOptions,
 };
 use tollgate_quota::{BreakerState, Clock, Outcome, Owner, Passage, Policy, QuotaKey, Timestamp};
 use tollgate_storage::MemoryStore;
@@ -208,6 +208,25 @@ fn a_retry_after_pause_holds_back_another_process_waiter_until_it_ends() {
     });
 }
 
+/// Release `guard` carrying what a call whose last attempt (admitted by `grant`) got a
+/// transient answer reports: that outcome to the key and to its scope's breaker.
+pub(crate) fn release_after_a_transient_answer(
+    guard: ReservationGuard,
+    grant: &tollgate_quota::Grant,
+) -> tollgate_actors::Cleanup {
+    guard.release_with(
+        Some(LastFeedback {
+            outcome: Outcome::Transient,
+            admitted_at: grant.admitted_at,
+            refund_retry: false,
+        }),
+        Some(LastBreakerReport {
+            outcome: Some(Outcome::Transient),
+            probe: None,
+        }),
+    )
+}
+
 fn one_slot() -> Policy {
     Policy::new(100.0, 10.0, 1, 10).unwrap()
 }
@@ -287,17 +306,7 @@ fn a_release_carrying_the_last_reports_tells_the_key_and_the_breaker_then_frees_
                 .expect("one slot, freed by each release before the next call");
             assert_eq!(passage, Passage::Go);
             let grant = guard.admit(1, false, wait(LONG)).await.unwrap();
-            let _ = guard.release_with(
-                Some(LastFeedback {
-                    outcome: Outcome::Transient,
-                    admitted_at: grant.admitted_at,
-                    refund_retry: false,
-                }),
-                Some(LastBreakerReport {
-                    outcome: Some(Outcome::Transient),
-                    probe: None,
-                }),
-            );
+            let _ = release_after_a_transient_answer(guard, &grant);
             tokio::task::yield_now().await;
         }
         let status = handle.status().await.unwrap();

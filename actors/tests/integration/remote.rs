@@ -6,10 +6,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use tollgate_actors::{
-    connect, Answer, CanonicalKey, CoordinatorSpec, LastBreakerReport, LastFeedback, Operation,
-    WaitOptions,
-};
+use tollgate_actors::{connect, Answer, CanonicalKey, CoordinatorSpec, Operation, WaitOptions};
 use tollgate_quota::{Outcome, Policy, QuotaKey};
 use tollgate_storage::AdmissionDir;
 use tollgate_testkit::runtime;
@@ -431,17 +428,7 @@ fn through_the_socket_a_reservation_passes_the_breaker_and_a_release_carries_the
                 None => guard.admit(1, false, wait).await.unwrap(),
             };
             assert!(!grant.retry_spent);
-            let _ = guard.release_with(
-                Some(LastFeedback {
-                    outcome: Outcome::Transient,
-                    admitted_at: grant.admitted_at,
-                    refund_retry: false,
-                }),
-                Some(LastBreakerReport {
-                    outcome: Some(Outcome::Transient),
-                    probe: None,
-                }),
-            );
+            let _ = crate::breakers::release_after_a_transient_answer(guard, &grant);
         }
         let short = WaitOptions {
             timeout: Duration::from_secs(1),

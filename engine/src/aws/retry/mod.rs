@@ -538,12 +538,12 @@ fn settle(
     end: PrepEnd,
 ) -> CleanupOutcome {
     let said = reports(end, Sent::of(record), record.status, record.retry_after);
+    if said.pause.is_some() {
+        send_reports(gate, &guard, key, record, probe, end);
+        return release(guard);
+    }
     let guard = match Arc::try_unwrap(guard) {
-        Ok(guard) if said.pause.is_none() => guard,
-        Ok(guard) => {
-            send_reports(gate, &guard, key, record, probe, end);
-            return release(Arc::new(guard));
-        }
+        Ok(guard) => guard,
         Err(shared) => {
             send_reports(gate, &shared, key, record, probe, end);
             return release(shared);
