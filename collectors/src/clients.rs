@@ -5,11 +5,18 @@
 //! serves every service: each client type says how it is built and which cache holds it
 //! ([`ServiceClient`]), so a cache only ever holds its own service's clients and no lookup
 //! can return the wrong kind.
+//!
+//! An organization scan's member accounts share one set ([`SharedClients`]): one client
+//! per service and region for the whole organization, each request signed with the
+//! credentials of the account whose collector sends it
+//! (`tollgate_engine::aws::account_credentials` says how, and why).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use aws_config::{Region, SdkConfig};
+use aws_credential_types::provider::SharedCredentialsProvider;
+use tollgate_engine::aws::AccountCredentials;
 
 /// A region-keyed cache of one service's clients.
 #[derive(Debug)]
@@ -49,6 +56,42 @@ pub struct Clients {
     cloudtrail: ClientCache<aws_sdk_cloudtrail::Client>,
     route53: ClientCache<aws_sdk_route53::Client>,
     emr: ClientCache<aws_sdk_emr::Client>,
+}
+
+/// The clients every member account of one organization scan shares, built from the
+/// organization's SDK configuration with [`AccountCredentials`] as their credentials.
+#[derive(Debug)]
+pub struct SharedClients {
+    clients: Clients,
+    sdk: SdkConfig,
+}
+
+impl SharedClients {
+    /// An empty set over `sdk` (the caller's configuration: its HTTP client, endpoint and
+    /// retry settings; its credentials are replaced by each account's).
+    pub fn new(sdk: &SdkConfig) -> Arc<SharedClients> {
+        Arc::new(SharedClients {
+            clients: Clients::default(),
+            sdk: AccountCredentials::install(sdk),
+        })
+    }
+}
+
+/// One account's use of [`SharedClients`]: the set, and the credentials its requests are
+/// signed with.
+#[derive(Debug, Clone)]
+pub struct AccountClients {
+    /// The organization's shared clients.
+    pub shared: Arc<SharedClients>,
+    /// This account's credentials (a member role's, cached and refreshed by its provider).
+    pub credentials: SharedCredentialsProvider,
+}
+
+impl AccountClients {
+    /// The shared cache and the configuration its clients are built from.
+    pub(crate) fn parts(&self) -> (&Clients, &SdkConfig) {
+        (&self.shared.clients, &self.shared.sdk)
+    }
 }
 
 /// Where a scan's clients point.

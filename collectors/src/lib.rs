@@ -73,7 +73,7 @@ use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 pub use actor::CollectorActor;
-pub use clients::ServiceClient;
+pub use clients::{AccountClients, ServiceClient, SharedClients};
 pub use operation::Operation;
 pub use progress::{DatasetProgress, Progress};
 pub use report_builder::ReportBuilder;
@@ -83,7 +83,7 @@ pub use output::{DatasetReport, DatasetStatus, DiscoveryReport, Item};
 pub use resource::Resource;
 
 use clients::{ClientSettings, Clients};
-use tollgate_engine::aws::{AwsGate, CallContext, CallError};
+use tollgate_engine::aws::{in_account, AwsGate, CallContext, CallError};
 
 /// Everything one collector needs for one scan.
 pub struct CollectorRun {
@@ -112,6 +112,9 @@ pub struct CollectorRun {
     /// `None` (the default): no price is read.
     pub pricing: Option<pricing::Pricing>,
     clients: Clients,
+    /// A member account of an organization scan: the organization's shared clients and
+    /// this account's credentials (used instead of `clients` and `sdk`'s credentials).
+    account_clients: Option<AccountClients>,
 }
 
 impl std::fmt::Debug for CollectorRun {
@@ -182,7 +185,15 @@ impl CollectorRun {
             parents: None,
             pricing: None,
             clients: Clients::default(),
+            account_clients: None,
         }
+    }
+
+    /// With the SDK clients an organization's member accounts share, signing as this
+    /// account (`clients` says how): none are built for this run alone.
+    pub fn with_account_clients(mut self, account_clients: Option<AccountClients>) -> Self {
+        self.account_clients = account_clients;
+        self
     }
 
     /// With Cloud Control calls charged as `charges` says.
@@ -294,10 +305,14 @@ impl CollectorRun {
     /// The `C` client for `region` (`let kms: aws_sdk_kms::Client = run.client(region)`),
     /// built on first use and reused.
     pub fn client<C: ServiceClient>(&self, region: &str) -> C {
+        let (clients, sdk) = match &self.account_clients {
+            Some(shared) => shared.parts(),
+            None => (&self.clients, &self.sdk),
+        };
         C::cached(
-            &self.clients,
+            clients,
             ClientSettings {
-                sdk: &self.sdk,
+                sdk,
                 region,
                 force_path_style: self.force_path_style,
             },
@@ -319,8 +334,16 @@ pub fn native_operations(dataset: Dataset) -> Vec<Operation> {
     }
 }
 
-/// Run `dataset`'s collector to the end.
+/// Run `dataset`'s collector to the end (signing as its account, when its clients are
+/// shared: `clients`).
 pub async fn collect(dataset: Dataset, run: &CollectorRun) -> DatasetReport {
+    match &run.account_clients {
+        Some(shared) => in_account(shared.credentials.clone(), collect_in(dataset, run)).await,
+        None => collect_in(dataset, run).await,
+    }
+}
+
+async fn collect_in(dataset: Dataset, run: &CollectorRun) -> DatasetReport {
     match dataset {
         Dataset::S3Buckets => s3_buckets::collect(run).await,
         Dataset::LambdaFunctions => lambda_functions::collect(run).await,

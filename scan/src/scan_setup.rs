@@ -21,6 +21,7 @@ use tollgate_quota::PolicyTable;
 use crate::regions::{choose_regions, ChosenRegions, ListRegionsAnswer, RegionSource};
 use crate::request::{DiscoveryRequest, FALLBACK_REGION};
 use tollgate_collectors::output::{Reason, RegionsSource};
+use tollgate_collectors::AccountClients;
 use tollgate_engine::aws::credentials::safe_description;
 use tollgate_engine::aws::primed::Primed;
 use tollgate_engine::aws::{
@@ -75,6 +76,9 @@ pub struct ScanSetup {
     pub regions_reason: Option<Reason>,
     /// `--regions all`: where the regions came from.
     pub regions_source: Option<RegionsSource>,
+    /// A member account's use of its organization's shared SDK clients (`None`: the
+    /// scan's collectors build their own from `sdk`).
+    pub account_clients: Option<AccountClients>,
     /// The isolated admission of an unresolved scan; dropped with the scan.
     _isolated: Option<AdmissionRuntime>,
 }
@@ -140,6 +144,10 @@ pub struct MemberScan {
     pub(crate) sdk: aws_config::SdkConfig,
     pub(crate) identity: CallerIdentity,
     pub(crate) configured_region: String,
+    /// The organization's shared SDK clients with this member's credentials; `None` for
+    /// the caller's own account, whose clients are its own (its credentials are the SDK
+    /// configuration's, cached by the SDK).
+    pub(crate) account_clients: Option<AccountClients>,
 }
 
 impl std::fmt::Debug for MemberScan {
@@ -310,6 +318,7 @@ pub async fn prepare_member(
         identity_note: None,
         regions_reason: chosen.reason,
         regions_source: chosen.source,
+        account_clients: member.account_clients,
         _isolated: None,
     })
 }
@@ -436,6 +445,7 @@ pub async fn prepare(
             AccountScope::Unresolved(_) => None,
         },
         identity_note: identity.unresolved_reason.clone(),
+        account_clients: None,
         _isolated: context.isolated,
     })
 }

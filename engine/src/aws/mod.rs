@@ -30,6 +30,8 @@
 //!   typed `CredentialsError`; safe descriptions of credential failures (no process output).
 //! - [`identity`]: STS `GetCallerIdentity` with its own budget; the unresolved fallback.
 //! - [`telemetry`]: `aws: attempt` events and their sinks.
+//! - [`account_credentials`]: the credentials of SDK clients an organization's member
+//!   accounts share (each request signed as the account whose collector sends it).
 //! - [`assume_role`]: `AssumeRole`, another account's credentials through STS on top
 //!   of the base chain.
 //! - `chain`: the credential chain as loaded (retries disabled, no operation timeout,
@@ -37,6 +39,7 @@
 //! - [`config`]: `sdk_config` (the chain with the dispatch installed), a refusing client,
 //!   the clock-driven time source.
 
+pub mod account_credentials;
 pub mod assume_role;
 pub mod backoff;
 pub mod call;
@@ -57,6 +60,7 @@ pub mod telemetry;
 pub mod underlying;
 mod unfiltered;
 
+pub use account_credentials::{in_account, AccountCredentials};
 pub use assume_role::{AssumeRole, RoleError};
 pub use backoff::{Jitter, RetrySettings, DEFAULT_MAX_ATTEMPTS};
 pub use call::AwsGate;

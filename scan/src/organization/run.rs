@@ -50,6 +50,7 @@ use crate::organization::spool::{AccountReports, Spool};
 use crate::scan_setup::{establish, MemberScan, ScanContext, SetupError, SupervisorDeps};
 use crate::supervisor::messages::{AwaitReport, CancelScan, ForgetScan, StartMemberScan};
 use tollgate_collectors::output::{rfc3339, Reason, ReasonKind};
+use tollgate_collectors::{AccountClients, SharedClients};
 use tollgate_engine::aws::{
     AwsGate, CallContext, CallError, CallErrorKind, CallerIdentity, ScanId,
 };
@@ -81,6 +82,9 @@ struct Env {
     deadline: Instant,
     /// Where finished accounts' reports go.
     spool: Arc<Spool>,
+    /// One SDK client per service and region for every member signing with its role's
+    /// credentials (`tollgate_collectors::clients`).
+    shared_clients: Arc<SharedClients>,
 }
 
 /// The report's header as it is learnt; the accounts come from the loop.
@@ -215,6 +219,7 @@ pub(crate) async fn run(
     let env = Arc::new(Env {
         supervisor,
         request,
+        shared_clients: SharedClients::new(&context.sdk),
         sdk: context.sdk,
         sts: context.sts,
         gate: context.gate,
@@ -337,8 +342,8 @@ fn skip(env: &Env, account: &str, reason: SkipReason, message: &str) -> Outcome 
 /// One account: credentials, then its scan to the report.
 async fn scan_account(env: Arc<Env>, account: String) -> Outcome {
     env.progress.set(&account, AccountPhase::Assuming);
-    let sdk = match member_sdk(&env, &account).await {
-        Ok(sdk) => sdk,
+    let (sdk, role) = match member_sdk(&env, &account).await {
+        Ok(member) => member,
         Err(skipped) => return skipped,
     };
     if env.cancel.is_cancelled() {
@@ -359,16 +364,24 @@ async fn scan_account(env: Arc<Env>, account: String) -> Outcome {
         sdk,
         identity: CallerIdentity::resolved(env.partition.clone(), id, None),
         configured_region: env.configured_region.clone(),
+        account_clients: role.map(|credentials| AccountClients {
+            shared: env.shared_clients.clone(),
+            credentials,
+        }),
     };
     run_member(&env, &account, member).await
 }
 
 /// The member's SDK configuration: the caller's own in its own account, else the member
-/// role's credentials (one gated `AssumeRole`, kept and refreshed).
-async fn member_sdk(env: &Env, account: &str) -> Result<aws_config::SdkConfig, Outcome> {
+/// role's credentials (one gated `AssumeRole`, kept and refreshed), which are also
+/// returned for the organization's shared clients.
+async fn member_sdk(
+    env: &Env,
+    account: &str,
+) -> Result<(aws_config::SdkConfig, Option<SharedCredentialsProvider>), Outcome> {
     if account == env.caller {
         // The caller's own account: its own credentials, no role.
-        return Ok(env.sdk.clone());
+        return Ok((env.sdk.clone(), None));
     }
     let role = env.request.role_for(env.partition.as_str(), account);
     let credentials = RoleCredentials::new(
@@ -384,12 +397,14 @@ async fn member_sdk(env: &Env, account: &str) -> Result<aws_config::SdkConfig, O
             .set(account, AccountPhase::Skipped(skipped.reason));
         return Err(Outcome::Skipped(skipped));
     }
-    Ok(env
+    let credentials = SharedCredentialsProvider::new(credentials);
+    let sdk = env
         .sdk
         .clone()
         .into_builder()
-        .credentials_provider(SharedCredentialsProvider::new(credentials))
-        .build())
+        .credentials_provider(credentials.clone())
+        .build();
+    Ok((sdk, Some(credentials)))
 }
 
 /// The member's supervisor scan, from its start to its report (cancelled with the

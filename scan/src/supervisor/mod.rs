@@ -277,7 +277,8 @@ impl Supervisor {
             .with_cloudcontrol_details(scan.request.details)
             .with_pricing(
                 (scan.request.pricing.as_deref()).map(|url| Pricing::new(url, self.prices.clone())),
-            );
+            )
+            .with_account_clients(setup.account_clients.clone());
             if let Some(items) = parent_items {
                 run = run.with_parents(items);
             }

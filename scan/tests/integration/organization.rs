@@ -192,6 +192,65 @@ fn a_refused_role_is_skipped_with_its_arn_and_the_other_accounts_complete() {
     assert_eq!(sim.stats().per_operation["sts:AssumeRole"].served, 3);
 }
 
+/// Each account's item identifiers in `dataset`, sorted.
+fn ids(report: &OrganizationReport, account: &str, dataset: &str) -> Vec<String> {
+    let account = report.account(account).unwrap().unwrap();
+    let mut ids: Vec<String> = account.datasets[dataset]
+        .items
+        .iter()
+        .map(|i| i.resource().id.clone())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn members_sharing_the_organizations_clients_each_list_their_own_inventory_with_their_own_keys() {
+    // The members scanned through a role share one SDK client per service and region,
+    // concurrently; each request must be signed as its own member (the simulator answers
+    // from the inventory of the account its access key names), while the caller's own
+    // account keeps its own clients and credentials.
+    let scenario = org_scenario();
+    let sim = Simulator::new(scenario.clone());
+    let mut req = request(&["eu-west-1", "us-east-1", "us-west-2"]);
+    req.max_accounts_in_flight = NonZeroUsize::new(4).unwrap();
+    let report = paused_system().block_on(scan(&sim, req, PolicyTable::defaults()));
+    let buckets = ids(&report, "222222222222", "s3-buckets");
+    assert_eq!(buckets.len(), 12);
+    assert!(
+        buckets.iter().all(|b| b.starts_with("prod-assets-")),
+        "{buckets:?}"
+    );
+    let functions = ids(&report, "222222222222", "lambda-functions");
+    assert_eq!(functions.len(), 6);
+    assert!(
+        functions.iter().all(|f| f.starts_with("prod-api-")),
+        "{functions:?}"
+    );
+    assert_eq!(
+        ids(&report, "222222222222", "dynamodb-tables"),
+        ["prod-orders"]
+    );
+    assert_eq!(ids(&report, "222222222222", "kms-keys").len(), 4);
+    assert_eq!(
+        ids(&report, "333333333333", "dynamodb-tables"),
+        ["staging-sessions"]
+    );
+    assert!(ids(&report, "333333333333", "s3-buckets").is_empty());
+    assert!(ids(&report, "333333333333", "kms-keys").is_empty());
+    assert_eq!(
+        ids(&report, "111111111111", "s3-buckets"),
+        ["mgmt-cloudtrail-logs"]
+    );
+    assert_eq!(
+        ids(&report, "111111111111", "dynamodb-tables"),
+        ["mgmt-accounts"]
+    );
+    // Still one AssumeRole per member tried: the shared clients ask each member's cached
+    // role credentials, never STS again.
+    assert_eq!(sim.stats().per_operation["sts:AssumeRole"].served, 3);
+}
+
 #[test]
 fn regions_all_follows_list_regions_per_account_and_a_refusal_falls_back_with_a_reason() {
     let sim = Simulator::new(org_scenario());
