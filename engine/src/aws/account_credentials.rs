@@ -69,16 +69,18 @@ impl ProvideCredentials for AccountCredentials {
     where
         Self: 'a,
     {
-        match ACCOUNT.try_with(SharedCredentialsProvider::clone) {
-            Ok(account) => {
-                future::ProvideCredentials::new(async move { account.provide_credentials().await })
+        // The account is read when the future is polled (inside the collector's scope),
+        // not when it is made.
+        future::ProvideCredentials::new(async {
+            match ACCOUNT.try_with(SharedCredentialsProvider::clone) {
+                Ok(account) => account.provide_credentials().await,
+                Err(_) => Err(CredentialsError::not_loaded(
+                    "a client shared by an organization's accounts was used outside an \
+                     account's scope, so it has no credentials to sign with (tollgate bug: \
+                     the call must run inside `in_account`)",
+                )),
             }
-            Err(_) => future::ProvideCredentials::ready(Err(CredentialsError::not_loaded(
-                "a client shared by an organization's accounts was used outside an account's \
-                 scope, so it has no credentials to sign with (tollgate bug: the call must run \
-                 inside `in_account`)",
-            ))),
-        }
+        })
     }
 }
 
@@ -125,7 +127,7 @@ mod tests {
     }
 
     #[test]
-    fn installed_configurations_resolve_through_the_shared_provider_without_a_cache() {
+    fn an_installed_configuration_answers_with_the_scoped_accounts_credentials_never_its_own() {
         let base = SdkConfig::builder()
             .credentials_provider(named("AKIDBASE"))
             .build();
