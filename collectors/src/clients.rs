@@ -28,6 +28,14 @@ impl<C> Default for ClientCache<C> {
     }
 }
 
+impl<C> ClientCache<C> {
+    /// How many clients it holds.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
 impl<C: Clone> ClientCache<C> {
     fn get_or_build(&self, region: &str, build: impl FnOnce() -> C) -> C {
         let mut clients = self.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -172,3 +180,42 @@ regional!(
     aws_sdk_route53 => route53,
     aws_sdk_emr => emr,
 );
+
+#[cfg(test)]
+mod tests {
+    use aws_credential_types::Credentials;
+
+    use super::*;
+
+    fn credentials(key: &str) -> SharedCredentialsProvider {
+        SharedCredentialsProvider::new(Credentials::new(key, "secret", None, None, "test"))
+    }
+
+    #[test]
+    fn accounts_sharing_a_set_build_one_client_per_service_and_region_between_them() {
+        let base = SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .credentials_provider(credentials("AKIDBASE"))
+            .build();
+        let shared = SharedClients::new(&base);
+        let account = |key| AccountClients {
+            shared: shared.clone(),
+            credentials: credentials(key),
+        };
+        for member in [account("AKIDA"), account("AKIDB"), account("AKIDC")] {
+            for region in ["us-east-1", "eu-west-1"] {
+                let (clients, sdk) = member.parts();
+                let settings = ClientSettings {
+                    sdk,
+                    region,
+                    force_path_style: false,
+                };
+                let _: aws_sdk_kms::Client = ServiceClient::cached(clients, settings);
+                let _: aws_sdk_lambda::Client = ServiceClient::cached(clients, settings);
+            }
+        }
+        assert_eq!(shared.clients.kms.len(), 2);
+        assert_eq!(shared.clients.lambda.len(), 2);
+        assert_eq!(shared.clients.s3.len(), 0);
+    }
+}

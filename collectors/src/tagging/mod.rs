@@ -32,13 +32,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::clients::{ClientSettings, Clients};
+use aws_config::SdkConfig;
+
+use crate::clients::{AccountClients, ClientSettings, Clients};
 use crate::dataset::Dataset;
 use crate::operation;
 use crate::output::{Coverage, CoverageStatus, DatasetReport, Item, TAGS_ONLY_DATASET};
 use crate::resource::{Resource, TAGS_ONLY};
 use crate::{Operation, ReportBuilder, ServiceClient};
-use tollgate_engine::aws::{AwsGate, CallContext, CallError, CallErrorKind, ScanId};
+use tollgate_engine::aws::{in_account, AwsGate, CallContext, CallError, CallErrorKind, ScanId};
 
 pub use arn_type::{arn_type, ArnType};
 
@@ -78,6 +80,9 @@ pub struct TaggingRun {
     pub cancel: CancellationToken,
     /// The scan's regions.
     pub regions: Vec<String>,
+    /// A member account of an organization scan: the organization's shared clients,
+    /// signing as this account (`crate::clients`); `None`: the sweep's own from `sdk`.
+    pub account_clients: Option<AccountClients>,
 }
 
 /// One region's answer: every ARN with its tags, and how the listing went.
@@ -91,9 +96,19 @@ pub struct RegionSweep {
     pub failure: Option<CallError>,
 }
 
-/// Sweep every region of the scan, at once (each call is paced by the gate).
+/// Sweep every region of the scan, at once (each call is paced by the gate), with the
+/// organization's shared clients signing as the account when it has them.
 pub async fn sweep(run: &TaggingRun) -> Vec<RegionSweep> {
-    let clients = Clients::default();
+    match &run.account_clients {
+        Some(shared) => {
+            let (clients, sdk) = shared.parts();
+            in_account(shared.credentials.clone(), sweep_with(run, clients, sdk)).await
+        }
+        None => sweep_with(run, &Clients::default(), &run.sdk).await,
+    }
+}
+
+async fn sweep_with(run: &TaggingRun, clients: &Clients, sdk: &SdkConfig) -> Vec<RegionSweep> {
     let ctx = CallContext {
         scan_id: run.scan_id,
         collector: COLLECTOR,
@@ -104,7 +119,7 @@ pub async fn sweep(run: &TaggingRun) -> Vec<RegionSweep> {
     futures_util::future::join_all(
         run.regions
             .iter()
-            .map(|region| sweep_region(run, &ctx, &clients, region)),
+            .map(|region| sweep_region(run, &ctx, (clients, sdk), region)),
     )
     .await
 }
@@ -112,13 +127,13 @@ pub async fn sweep(run: &TaggingRun) -> Vec<RegionSweep> {
 async fn sweep_region(
     run: &TaggingRun,
     ctx: &CallContext,
-    clients: &Clients,
+    (clients, sdk): (&Clients, &SdkConfig),
     region: &str,
 ) -> RegionSweep {
     let client = aws_sdk_resourcegroupstagging::Client::cached(
         clients,
         ClientSettings {
-            sdk: &run.sdk,
+            sdk,
             region,
             force_path_style: false,
         },

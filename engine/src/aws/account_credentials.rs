@@ -2,9 +2,10 @@
 //! of an organization scan, each request signed with its own account's credentials.
 //!
 //! # Why share clients across accounts
-//! A member's collectors used to build their own SDK clients from the member's SDK
-//! configuration: one per service and region, about 50 per account at 17 regions, each
-//! used for two or three calls and dropped with the account's scan. Building and dropping
+//! A member's collectors and tag sweep used to build their own SDK clients from the
+//! member's SDK configuration: one per service and region, about 70 per account at 17
+//! regions with the four default datasets, each used for two or three calls and dropped
+//! with the account's scan. Building and dropping
 //! them was about 4 % of the scanner's CPU in `bench org --accounts 50 --regions 17`
 //! (`perf record --call-graph dwarf`: `ServiceClient::build`/`from_conf` and
 //! `drop_in_place<Clients>`, plus the glibc heap work their large blocks cause), and at
@@ -14,8 +15,8 @@
 //! resolver answers with the credentials of the account whose request is being signed.
 //!
 //! # How a request finds its account
-//! A collector's whole run is wrapped in [`in_account`], which sets a task-local for every
-//! poll of it; the shared clients' credentials provider ([`AccountCredentials`]) reads that
+//! A collector's whole run, and a member's tag sweep, is wrapped in [`in_account`], which
+//! sets a task-local for every poll of it; the shared clients' credentials provider ([`AccountCredentials`]) reads that
 //! task-local each time the SDK asks, and delegates to the account's own provider (a
 //! member role's `RoleCredentials`, which caches and refreshes through the gate). Outside
 //! any [`in_account`] scope it refuses with a credentials error: a shared client can never
@@ -26,9 +27,9 @@
 //!
 //! A task-local, not a parameter, for the reason the gate's dispatch uses one
 //! (`dispatch`): the SDK resolves the identity deep inside `send()`, where only the
-//! client's configuration and the polling task are in reach. The collectors do not spawn
-//! (their regions run in one task, `join_all`), so every request of a collector is polled
-//! inside its scope.
+//! client's configuration and the polling task are in reach. Neither the collectors nor
+//! the sweep spawn (their regions run in one task, `join_all`), so every request they
+//! send is polled inside their scope.
 
 use std::future::Future;
 

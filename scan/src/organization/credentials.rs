@@ -16,6 +16,9 @@
 //!
 //! Credentials handed to the SDK carry an expiry at the refresh point on the SDK's own
 //! time source, so the SDK's identity cache asks again when ours would refresh. The
+//! clients an organization's members share have no SDK identity cache
+//! (`tollgate_engine::aws::account_credentials`): they ask this provider on every
+//! request, and it answers from its cache (a lock and a clone) until the refresh point. The
 //! refresh point itself is kept on tollgate's monotonic clock (paused in tests).
 
 use std::sync::atomic::{AtomicU64, Ordering};

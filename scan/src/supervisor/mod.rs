@@ -234,6 +234,7 @@ impl Supervisor {
                 deadline: scan.deadline,
                 cancel: scan.cancel.clone(),
                 regions: setup.regions.clone(),
+                account_clients: setup.account_clients.clone(),
             };
             let swept = async move { tagging::sweep(&run).await };
             ctx.spawn(wrap_future::<_, Self>(swept).map(move |sweeps, act, ctx| {

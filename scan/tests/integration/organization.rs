@@ -246,6 +246,22 @@ fn members_sharing_the_organizations_clients_each_list_their_own_inventory_with_
         ids(&report, "111111111111", "dynamodb-tables"),
         ["mgmt-accounts"]
     );
+    // Every ARN an account reports, its tag sweep's included, names that account (S3's
+    // name none).
+    let mut arns = 0;
+    for account in report.accounts.iter().map(Result::unwrap) {
+        let id = account.account.as_deref().unwrap();
+        for item in account.datasets.values().flat_map(|d| &d.items) {
+            let Some(arn) = item.resource().arn.as_deref() else {
+                continue;
+            };
+            if !arn.starts_with("arn:aws:s3:::") {
+                assert!(arn.contains(&format!(":{id}:")), "{id}: {arn}");
+                arns += 1;
+            }
+        }
+    }
+    assert!(arns > 10, "{arns} ARNs checked");
     // Still one AssumeRole per member tried: the shared clients ask each member's cached
     // role credentials, never STS again.
     assert_eq!(sim.stats().per_operation["sts:AssumeRole"].served, 3);
