@@ -4,8 +4,9 @@
 //! # Why share clients across accounts
 //! A member's collectors and tag sweep used to build their own SDK clients from the
 //! member's SDK configuration: one per service and region, about 70 per account at 17
-//! regions with the four default datasets, each used for two or three calls and dropped
-//! with the account's scan. Building and dropping
+//! regions with the four default datasets (computed: Lambda, DynamoDB and KMS in each
+//! region, S3 in one, the sweep's tagging client in each), each used for two or three
+//! calls and dropped with the account's scan. Building and dropping
 //! them was about 4 % of the scanner's CPU in `bench org --accounts 50 --regions 17`
 //! (`perf record --call-graph dwarf`: `ServiceClient::build`/`from_conf` and
 //! `drop_in_place<Clients>`, plus the glibc heap work their large blocks cause), and at
