@@ -7,15 +7,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// mimalloc, not glibc's allocator. A scan's heap is large and long-lived (its report, its
-/// actors, the SDK's per-request layers), and glibc's malloc spent a measured share of the
-/// scanner's CPU searching and coalescing its bins where the plain-SDK floor, with a small
-/// heap, did not (`_int_malloc`, `unlink_chunk`, `malloc_consolidate`): docs/benchmarks.md,
-/// "The allocator", has the alternated runs and what it costs in memory. The library crates
-/// leave the choice to the program that embeds them.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     // Usage errors exit 1, not clap's 2: `tollgate discover` reserves 2 for a partial scan.
     let args = match cli::Cli::try_parse() {

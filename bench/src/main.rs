@@ -55,13 +55,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// The same allocator as the `tollgate` binary (see its `GLOBAL`), so that what runs here
-/// as tollgate (the organization bench's coordinator, the admission workers, a fleet
-/// worker's gated mode) runs as it does there, and so that the plain-SDK floors get it
-/// too: a floor on glibc's allocator would charge the allocator's difference to the gate.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// tollgate's benchmarks (also run as `tollgate bench ...`): run one and print a table.
 #[derive(Debug, Parser)]
 #[command(name = "tollgate-bench", version, about, long_about = None)]
