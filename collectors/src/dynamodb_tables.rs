@@ -5,7 +5,7 @@
 //! on-demand capacity existed and is `PROVISIONED`. A table deleted between the listing
 //! and its description (`ResourceNotFoundException`) is left out: it no longer exists.
 
-use futures_util::future::join_all;
+use crate::join::join_in_order;
 
 use crate::operation;
 use crate::output::{DatasetReport, DynamoDbTable, Item};
@@ -66,7 +66,7 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             break;
         }
         let client = &client;
-        let described = join_all(batch.iter().map(|name| async move {
+        let described = join_in_order(batch.iter().map(|name| async move {
             let answer = run
                 .call_item(DESCRIBE_TABLE, region, || {
                     client.describe_table().table_name(name).send()

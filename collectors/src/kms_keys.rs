@@ -6,7 +6,7 @@
 //! since tracking began (no reason entry) or because the read failed (a reason entry says
 //! why: access denied, an endpoint without the operation, throttling).
 
-use futures_util::future::join_all;
+use crate::join::join_in_order;
 
 use crate::operation;
 use crate::output::{format_date_time, DatasetReport, Item, KmsKey};
@@ -72,7 +72,7 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             out.cancelled();
             break;
         }
-        let described = join_all(batch.iter().map(|id| describe(run, region, &id.0))).await;
+        let described = join_in_order(batch.iter().map(|id| describe(run, region, &id.0))).await;
         let before = out.len();
         for ((id, arn), (metadata, usage)) in batch.iter().zip(described) {
             let (key_manager, key_state) = match metadata {

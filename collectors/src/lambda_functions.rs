@@ -6,7 +6,7 @@
 //! only: `$LATEST` is the unpublished working copy every function has, so counting it would
 //! make "no published versions" read as 1.
 
-use futures_util::future::join_all;
+use crate::join::join_in_order;
 
 use crate::operation;
 use crate::output::{DatasetReport, Item, LambdaFunction};
@@ -73,7 +73,8 @@ async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             out.cancelled();
             break;
         }
-        let counts = join_all(batch.iter().map(|(name, _, _)| versions(run, region, name))).await;
+        let counts =
+            join_in_order(batch.iter().map(|(name, _, _)| versions(run, region, name))).await;
         for ((name, runtime, arn), count) in batch.iter().zip(counts) {
             let version_count = count
                 .map_err(|e| out.value_missing(LIST_VERSIONS, "version_count", &e))

@@ -29,6 +29,8 @@
 //!   init`'s set-up, on the regional `resource-explorer-2:non-search` budget.
 //! - [`actor`]: `CollectorActor` and the message it sends the supervisor.
 //! - [`clients`]: the run's SDK clients, one generic builder and cache per service.
+//! - [`join`]: `join_in_order`, a collector's concurrent calls (regions, a batch's items),
+//!   each polled only when woken.
 //! - [`operation`]: `Operation`, an operation named once for calls and reports.
 //! - [`coverage`]: `Coverage` per type, account and region, and its summary.
 //! - [`resource`]: `Resource`, the common fields of every item.
@@ -54,6 +56,7 @@ pub mod cloudcontrol;
 pub mod coverage;
 pub mod dynamodb_tables;
 pub mod ec2;
+pub mod join;
 pub mod kms_keys;
 pub mod lambda_functions;
 pub mod operation;
@@ -140,8 +143,7 @@ impl CollectorRun {
         Fut: Future<Output = ReportBuilder>,
     {
         let mut out = ReportBuilder::new();
-        let regions =
-            futures_util::future::join_all(self.regions.iter().map(|r| per_region(self, r))).await;
+        let regions = join::join_in_order(self.regions.iter().map(|r| per_region(self, r))).await;
         let account = self.account();
         for (name, mut region) in self.regions.iter().zip(regions) {
             if self.is_cancelled() {

@@ -12,7 +12,7 @@
 //! (access denied, an endpoint that does not implement the operation) leaves the count
 //! `null` and says why in `reasons`.
 
-use futures_util::future::join_all;
+use crate::join::join_in_order;
 
 use crate::operation;
 use crate::output::{DatasetReport, Item, S3Bucket};
@@ -91,7 +91,7 @@ pub async fn collect(run: &CollectorRun) -> DatasetReport {
             out.cancelled();
             break;
         }
-        let results = join_all(batch.iter().map(|b| describe(run, &home, b))).await;
+        let results = join_in_order(batch.iter().map(|b| describe(run, &home, b))).await;
         let before = out.len();
         for described in results {
             let Some(described) = described else { continue };

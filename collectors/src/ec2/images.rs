@@ -18,8 +18,8 @@
 //! leaves `LaunchPermissions` out and says why in the dataset's reasons; an image
 //! deregistered between the listing and its read is left out (it no longer exists).
 
+use crate::join::join_in_order;
 use aws_sdk_ec2::types::{BlockDeviceMapping, Image, ImageAttributeName, LaunchPermission};
-use futures_util::future::join_all;
 use serde_json::Value;
 use tollgate_engine::aws::CallError;
 
@@ -85,7 +85,7 @@ pub async fn collect_region(run: &CollectorRun, region: &str) -> ReportBuilder {
             out.cancelled();
             break;
         }
-        let read = join_all(batch.iter().map(|i| launch_permissions(run, region, i))).await;
+        let read = join_in_order(batch.iter().map(|i| launch_permissions(run, region, i))).await;
         let before = out.len();
         for (image, permissions) in batch.iter().zip(read) {
             let permissions = match permissions {

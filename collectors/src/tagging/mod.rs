@@ -116,7 +116,7 @@ async fn sweep_with(run: &TaggingRun, clients: &Clients, sdk: &SdkConfig) -> Vec
         deadline: run.deadline,
         cancel: run.cancel.clone(),
     };
-    futures_util::future::join_all(
+    crate::join::join_in_order(
         run.regions
             .iter()
             .map(|region| sweep_region(run, &ctx, (clients, sdk), region)),
