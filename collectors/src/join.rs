@@ -8,7 +8,7 @@
 //! (through the gate's dispatch and, for an organization's member, its account scope)
 //! only to find it still waiting. With 17 regions each wake-up of one region's call
 //! re-polled the other 16: in `bench org` (50 accounts × 17 regions, `perf`),
-//! `join_all`'s `MaybeDone::poll` alone was 1.1 % of the scanner's CPU, beside the
+//! `join_all`'s `MaybeDone::poll` alone was 1.4 % of the scanner's samples, beside the
 //! pending calls it polled. `FuturesOrdered` polls a future only when its own waker
 //! fires, whatever the count, and still hands the outputs back in input order.
 
