@@ -72,8 +72,10 @@ pub struct AdmissionArgs {
     /// as every peer acquisition crosses its file lock.
     #[arg(long, value_enum, requires = "serve")]
     pub peer: Option<Peer>,
-    /// With --processes: how the echo floor uses its sockets (both styles are at least as
-    /// lean as tollgate's own socket code; see the README for which was lower where).
+    /// With --processes: how the echo floor uses its sockets (`blocking` and `read-only`
+    /// are at least as lean as tollgate's own socket code; `locked`, `one-thread` and
+    /// `two-threads` are the least that a coordinator of that shape costs; see
+    /// docs/benchmarks.md, "Admission across processes").
     #[arg(long, value_enum, default_value_t = EchoStyle::Blocking, requires = "processes")]
     pub floor: EchoStyle,
     /// Print JSON instead of a table.

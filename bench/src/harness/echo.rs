@@ -10,6 +10,19 @@
 //!   registered on a duplicate only while a full socket holds bytes back), and each read
 //!   takes in everything the peer has sent so far (up to 4 KiB) and echoes it in one write.
 //!
+//! Three more server designs measure what a *shape* of coordinator costs at the least
+//! (issue 35: why the cross-process p50 is where it is). Their clients are blocking, as
+//! the blocking style's, so only the server differs:
+//!
+//! - [`EchoStyle::Locked`]: [`EchoStyle::Blocking`] whose connection threads each take one
+//!   process-wide lock per round trip (as deciding one shared key from every connection's
+//!   own thread would);
+//! - [`EchoStyle::OneThread`]: one thread serves every connection (tokio's current-thread
+//!   runtime, read-only registration): the shape of tollgate's coordinator, where one
+//!   thread owns the quota actors and serves their sockets;
+//! - [`EchoStyle::TwoThreads`]: the same on tokio's multi-thread runtime with two workers:
+//!   a coordinator that serves its sockets on both cores of the project's machine.
+//!
 //! A tokio `UnixStream`, which the echo used before, registers for reading *and* writing,
 //! so every answer the client reads wakes the server for write space it does not need:
 //! that echo's p99 was above tollgate's. Which style is faster depends on the machine
@@ -20,7 +33,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener as StdUnixListener, UnixStream as StdUnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
@@ -36,6 +49,13 @@ pub enum EchoStyle {
     Blocking,
     /// Registered for reading only, batched reads, non-blocking writes (tollgate's way).
     ReadOnly,
+    /// Blocking, one server thread per connection, one process-wide lock per round trip.
+    Locked,
+    /// One server thread for every connection (read-only registration); blocking clients.
+    OneThread,
+    /// Two server threads for every connection (read-only registration on tokio's
+    /// multi-thread runtime); blocking clients.
+    TwoThreads,
 }
 
 impl EchoStyle {
@@ -43,6 +63,9 @@ impl EchoStyle {
         match self {
             EchoStyle::Blocking => "blocking",
             EchoStyle::ReadOnly => "read-only",
+            EchoStyle::Locked => "locked",
+            EchoStyle::OneThread => "one-thread",
+            EchoStyle::TwoThreads => "two-threads",
         }
     }
 }
@@ -112,11 +135,27 @@ impl EchoServer {
         let listener = StdUnixListener::bind(socket)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
-        let thread = match style {
-            EchoStyle::Blocking => std::thread::spawn(move || serve_blocking(&listener, &flag)),
-            EchoStyle::ReadOnly => {
+        let runtime = match style {
+            EchoStyle::Blocking | EchoStyle::Locked => None,
+            EchoStyle::ReadOnly | EchoStyle::OneThread => {
+                Some(tokio::runtime::Builder::new_current_thread())
+            }
+            EchoStyle::TwoThreads => {
+                let mut two = tokio::runtime::Builder::new_multi_thread();
+                two.worker_threads(2);
+                Some(two)
+            }
+        };
+        let thread = match runtime {
+            None => {
+                // Shared by the connection threads of `Locked` only.
+                let lock = (style == EchoStyle::Locked).then(|| Arc::new(Mutex::new(0u64)));
+                std::thread::spawn(move || serve_blocking(&listener, &flag, lock))
+            }
+            Some(mut builder) => {
+                let runtime = builder.enable_all().build()?;
                 listener.set_nonblocking(true)?;
-                std::thread::spawn(move || serve_read_only(listener, &flag))
+                std::thread::spawn(move || serve_read_only(listener, &flag, &runtime))
             }
         };
         Ok(EchoServer {
@@ -139,12 +178,14 @@ impl Drop for EchoServer {
     }
 }
 
-fn serve_blocking(listener: &StdUnixListener, stop: &AtomicBool) {
+/// A thread per connection; with `lock`, each round trip takes it (and counts itself).
+fn serve_blocking(listener: &StdUnixListener, stop: &AtomicBool, lock: Option<Arc<Mutex<u64>>>) {
     for stream in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             return;
         }
         let Ok(mut stream) = stream else { continue };
+        let lock = lock.clone();
         // Connection threads end when their client closes; they are not joined.
         std::thread::spawn(move || {
             let mut buf = [0u8; READ_CHUNK];
@@ -152,6 +193,10 @@ fn serve_blocking(listener: &StdUnixListener, stop: &AtomicBool) {
                 match stream.read(&mut buf) {
                     Ok(0) | Err(_) => return,
                     Ok(n) => {
+                        if let Some(lock) = &lock {
+                            // A poisoned lock still counts: no connection thread panics.
+                            *lock.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                        }
                         if stream.write_all(&buf[..n]).is_err() {
                             return;
                         }
@@ -162,13 +207,8 @@ fn serve_blocking(listener: &StdUnixListener, stop: &AtomicBool) {
     }
 }
 
-fn serve_read_only(listener: StdUnixListener, stop: &AtomicBool) {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        return;
-    };
+/// Every connection a task on `rt` (one thread or several), read-only registration.
+fn serve_read_only(listener: StdUnixListener, stop: &AtomicBool, rt: &tokio::runtime::Runtime) {
     rt.block_on(async move {
         let Ok(listener) = tokio::net::UnixListener::from_std(listener) else {
             return;
@@ -212,7 +252,10 @@ impl EchoClient {
     pub fn connect(socket: &Path, style: EchoStyle) -> std::io::Result<EchoClient> {
         let stream = StdUnixStream::connect(socket)?;
         Ok(match style {
-            EchoStyle::Blocking => EchoClient::Blocking(stream),
+            EchoStyle::Blocking
+            | EchoStyle::Locked
+            | EchoStyle::OneThread
+            | EchoStyle::TwoThreads => EchoClient::Blocking(stream),
             EchoStyle::ReadOnly => {
                 stream.set_nonblocking(true)?;
                 EchoClient::ReadOnly(register(stream, Interest::READABLE)?)
@@ -277,8 +320,15 @@ mod tests {
     }
 
     #[test]
-    fn both_styles_echo_every_frame_to_its_own_client() {
-        echo_round_trips(EchoStyle::Blocking);
-        echo_round_trips(EchoStyle::ReadOnly);
+    fn every_style_echoes_every_frame_to_its_own_client() {
+        for style in [
+            EchoStyle::Blocking,
+            EchoStyle::ReadOnly,
+            EchoStyle::Locked,
+            EchoStyle::OneThread,
+            EchoStyle::TwoThreads,
+        ] {
+            echo_round_trips(style);
+        }
     }
 }
