@@ -73,8 +73,9 @@ pub struct AdmissionArgs {
     #[arg(long, value_enum, requires = "serve")]
     pub peer: Option<Peer>,
     /// With --processes: how the echo floor uses its sockets (`blocking` and `read-only`
-    /// are at least as lean as tollgate's own socket code; `locked`, `one-thread` and
-    /// `two-threads` are the least that a coordinator of that shape costs; see
+    /// are at least as lean as tollgate's own socket code; `locked`, `one-thread`,
+    /// `two-threads` and `async-client` are the least that a coordinator of that shape
+    /// costs; see
     /// docs/benchmarks.md, "Admission across processes").
     #[arg(long, value_enum, default_value_t = EchoStyle::Blocking, requires = "processes")]
     pub floor: EchoStyle,

@@ -11,8 +11,8 @@
 //!   takes in everything the peer has sent so far (up to 4 KiB) and echoes it in one write.
 //!
 //! Three more server designs measure what a *shape* of coordinator costs at the least
-//! (issue 35: why the cross-process p50 is where it is). Their clients are blocking, as
-//! the blocking style's, so only the server differs:
+//! (issue 35: why the cross-process p50 is where it is). The first three have blocking
+//! clients, as the blocking style's, so only the server differs:
 //!
 //! - [`EchoStyle::Locked`]: [`EchoStyle::Blocking`] whose connection threads each take one
 //!   process-wide lock per round trip (as deciding one shared key from every connection's
@@ -22,6 +22,10 @@
 //!   thread owns the quota actors and serves their sockets;
 //! - [`EchoStyle::TwoThreads`]: the same on tokio's multi-thread runtime with two workers:
 //!   a coordinator that serves its sockets on both cores of the project's machine.
+//!
+//! And [`EchoStyle::AsyncClient`] keeps the blocking style's server (a thread per
+//! connection) with the read-only style's clients (tokio): the least any coordinator costs
+//! when its clients wait on a runtime, as a process calling the asynchronous AWS SDK does.
 //!
 //! A tokio `UnixStream`, which the echo used before, registers for reading *and* writing,
 //! so every answer the client reads wakes the server for write space it does not need:
@@ -56,6 +60,9 @@ pub enum EchoStyle {
     /// Two server threads for every connection (read-only registration on tokio's
     /// multi-thread runtime); blocking clients.
     TwoThreads,
+    /// A blocking server thread per connection; clients on tokio, registered for reading
+    /// only (as `ReadOnly`'s).
+    AsyncClient,
 }
 
 impl EchoStyle {
@@ -66,6 +73,7 @@ impl EchoStyle {
             EchoStyle::Locked => "locked",
             EchoStyle::OneThread => "one-thread",
             EchoStyle::TwoThreads => "two-threads",
+            EchoStyle::AsyncClient => "async-client",
         }
     }
 }
@@ -136,7 +144,7 @@ impl EchoServer {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let runtime = match style {
-            EchoStyle::Blocking | EchoStyle::Locked => None,
+            EchoStyle::Blocking | EchoStyle::Locked | EchoStyle::AsyncClient => None,
             EchoStyle::ReadOnly | EchoStyle::OneThread => {
                 Some(tokio::runtime::Builder::new_current_thread())
             }
@@ -248,7 +256,7 @@ pub enum EchoClient {
 }
 
 impl EchoClient {
-    /// Connect (inside a runtime for [`EchoStyle::ReadOnly`]).
+    /// Connect (inside a runtime for [`EchoStyle::ReadOnly`] and [`EchoStyle::AsyncClient`]).
     pub fn connect(socket: &Path, style: EchoStyle) -> std::io::Result<EchoClient> {
         let stream = StdUnixStream::connect(socket)?;
         Ok(match style {
@@ -256,7 +264,7 @@ impl EchoClient {
             | EchoStyle::Locked
             | EchoStyle::OneThread
             | EchoStyle::TwoThreads => EchoClient::Blocking(stream),
-            EchoStyle::ReadOnly => {
+            EchoStyle::ReadOnly | EchoStyle::AsyncClient => {
                 stream.set_nonblocking(true)?;
                 EchoClient::ReadOnly(register(stream, Interest::READABLE)?)
             }
@@ -327,6 +335,7 @@ mod tests {
             EchoStyle::Locked,
             EchoStyle::OneThread,
             EchoStyle::TwoThreads,
+            EchoStyle::AsyncClient,
         ] {
             echo_round_trips(style);
         }
