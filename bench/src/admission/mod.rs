@@ -75,8 +75,7 @@ pub struct AdmissionArgs {
     /// With --processes: how the echo floor uses its sockets (`blocking` and `read-only`
     /// are at least as lean as tollgate's own socket code; `locked`, `one-thread`,
     /// `two-threads` and `async-client` are the least that a coordinator of that shape
-    /// costs; see
-    /// docs/benchmarks.md, "Admission across processes").
+    /// costs; see docs/benchmarks.md, "Admission across processes").
     #[arg(long, value_enum, default_value_t = EchoStyle::Blocking, requires = "processes")]
     pub floor: EchoStyle,
     /// Print JSON instead of a table.

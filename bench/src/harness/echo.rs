@@ -10,9 +10,9 @@
 //!   registered on a duplicate only while a full socket holds bytes back), and each read
 //!   takes in everything the peer has sent so far (up to 4 KiB) and echoes it in one write.
 //!
-//! Three more server designs measure what a *shape* of coordinator costs at the least
-//! (issue 35: why the cross-process p50 is where it is). The first three have blocking
-//! clients, as the blocking style's, so only the server differs:
+//! Four more styles measure what a *shape* of coordinator costs at the least (issue 35:
+//! why the cross-process p50 is where it is). The first three have blocking clients, as
+//! the blocking style's, so only the server differs:
 //!
 //! - [`EchoStyle::Locked`]: [`EchoStyle::Blocking`] whose connection threads each take one
 //!   process-wide lock per round trip (as deciding one shared key from every connection's
@@ -31,7 +31,7 @@
 //! so every answer the client reads wakes the server for write space it does not need:
 //! that echo's p99 was above tollgate's. Which style is faster depends on the machine
 //! (threads against one event loop on few cores): `bench admission --floor` picks one,
-//! the README records which was the lower floor where it was measured.
+//! docs/benchmarks.md records which was the lower floor where it was measured.
 
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener as StdUnixListener, UnixStream as StdUnixStream};
