@@ -112,6 +112,9 @@ enum Command {
     /// One plain-SDK process of `fleet` (internal).
     #[command(name = exe::FLEET_WORKER, hide = true)]
     FleetWorker(fleet::sdk::FleetWorkerArgs),
+    /// The stand-in coordinator of `admission --serve --stand-in` (internal).
+    #[command(name = admission::stand_in::STAND_IN, hide = true)]
+    StandIn(admission::stand_in::StandInArgs),
     /// Say hello on a coordinator socket and print the answer (diagnostics, internal).
     #[command(hide = true)]
     ProbeSocket {
@@ -144,6 +147,7 @@ fn main() -> ExitCode {
         Command::Worker(args) => worker::run(&args),
         Command::FleetWorker(args) => fleet::sdk::run(args),
         Command::ProbeSocket { socket } => worker::probe_socket(&socket),
+        Command::StandIn(args) => admission::stand_in::run(&args),
     };
     match result {
         Ok(code) => code,

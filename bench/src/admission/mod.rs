@@ -23,6 +23,7 @@ use crate::harness::echo::EchoStyle;
 mod in_process;
 mod processes;
 mod pyrate;
+pub mod stand_in;
 
 /// Arguments of `tollgate bench admission`.
 #[derive(Debug, Args)]
@@ -72,6 +73,12 @@ pub struct AdmissionArgs {
     /// as every peer acquisition crosses its file lock.
     #[arg(long, value_enum, requires = "serve")]
     pub peer: Option<Peer>,
+    /// With --processes --serve: the coordinator is not `tollgate serve` but the bench's
+    /// stand-in of another shape (a thread per client deciding under one lock, nothing
+    /// persisted; `admission::stand_in`): what that shape would reach with tollgate's own
+    /// clients. Not a coordinator; no peer beside it.
+    #[arg(long, requires = "serve", conflicts_with = "peer")]
+    pub stand_in: bool,
     /// With --processes: how the echo floor uses its sockets (`blocking` and `read-only`
     /// are at least as lean as tollgate's own socket code; `locked`, `one-thread`,
     /// `two-threads` and `async-client` are the least that a coordinator of that shape
@@ -143,6 +150,8 @@ pub enum Coordinator {
     /// A dedicated `tollgate serve` (`--serve`): every measured admission crosses the
     /// socket, and only then can a peer limiter be compared (`--peer`).
     Served { peer: Option<Peer> },
+    /// The bench's stand-in coordinator of another shape (`--serve --stand-in`).
+    StandIn,
 }
 
 impl AdmissionMode {
@@ -157,11 +166,15 @@ impl AdmissionMode {
             ("--floor", args.floor != EchoStyle::Blocking),
             ("--dir", args.dir.is_some()),
             ("--log", args.log.is_some()),
+            ("--stand-in", args.stand_in),
         ];
         if args.processes.is_none() {
             if let Some((flag, _)) = processes_only.iter().find(|(_, given)| *given) {
                 anyhow::bail!("{flag} needs --processes P");
             }
+        }
+        if args.stand_in && !args.serve {
+            anyhow::bail!("--stand-in needs --serve (it stands in for `tollgate serve`)");
         }
         if args.peer.is_some() && !args.serve {
             anyhow::bail!(
@@ -174,10 +187,10 @@ impl AdmissionMode {
                 requests: args.requests,
                 rate: args.rate,
                 burst: args.burst,
-                coordinator: if args.serve {
-                    Coordinator::Served { peer: args.peer }
-                } else {
-                    Coordinator::Elected
+                coordinator: match (args.serve, args.stand_in) {
+                    (true, true) => Coordinator::StandIn,
+                    (true, false) => Coordinator::Served { peer: args.peer },
+                    (false, _) => Coordinator::Elected,
                 },
                 rounds: args.rounds,
                 dir: args.dir.clone(),
@@ -282,6 +295,7 @@ mod tests {
                     peer: Some(Peer::Pyrate),
                 },
             ),
+            ("--processes 4 --serve --stand-in", Coordinator::StandIn),
         ];
         for (line, coordinator) in table {
             assert_eq!(processes(line).coordinator, coordinator, "{line}");
@@ -301,6 +315,9 @@ mod tests {
             "--processes 2 --peer pyrate",
             "--in-process --floor read-only",
             "--processes 2 --rounds 0",
+            "--processes 2 --stand-in",
+            "--processes 2 --serve --stand-in --peer pyrate",
+            "--in-process --stand-in",
         ] {
             assert!(mode(line).is_err(), "{line} was accepted");
         }

@@ -42,6 +42,9 @@ const START_DELAY: Duration = Duration::from_millis(600);
 #[derive(Debug, Serialize)]
 struct Report {
     processes: usize,
+    /// Who held the coordinator role: `elected` (a worker), `tollgate serve`, or
+    /// `stand-in` (the bench's stand-in of another shape, `--stand-in`).
+    coordinator: &'static str,
     floor_style: EchoStyle,
     requests_per_process: usize,
     rounds: usize,
@@ -156,6 +159,10 @@ impl Setup {
                     &dir,
                 )?),
                 peer,
+            ),
+            Coordinator::StandIn => (
+                Some(DedicatedCoordinator::start_stand_in(&exe, &dir)?),
+                None,
             ),
         };
         let mut setup = Setup {
@@ -273,6 +280,11 @@ impl Setup {
         let throughput = |row: &Row| row.throughput_per_s.unwrap_or(0.0);
         Ok(Report {
             processes: self.processes,
+            coordinator: match args.coordinator {
+                Coordinator::Elected => "elected",
+                Coordinator::Served { .. } => "tollgate serve",
+                Coordinator::StandIn => "stand-in",
+            },
             floor_style: args.floor,
             requests_per_process: self.n,
             rounds: self.rounds,
@@ -314,11 +326,12 @@ fn print_text(report: &Report) {
     print_table(&rows);
     println!();
     println!(
-        "processes {} x {} admissions in {} round(s), alternating with the echo: admitted {}, \
-         elapsed {:.3} s, ideal {:.3} s",
+        "processes {} x {} admissions in {} round(s), alternating with the echo, coordinator \
+         {}: admitted {}, elapsed {:.3} s, ideal {:.3} s",
         report.processes,
         report.requests_per_process,
         report.rounds,
+        report.coordinator,
         report.admitted,
         report.elapsed_s,
         report.ideal_s
@@ -474,6 +487,7 @@ mod tests {
     fn report(floor: Row, ours: Row, max_in_window: u64) -> Report {
         Report {
             processes: 4,
+            coordinator: "tollgate serve",
             floor_style: EchoStyle::Blocking,
             requests_per_process: 1,
             rounds: 1,

@@ -1,6 +1,7 @@
 //! `DedicatedCoordinator`: a `tollgate serve` process holding an admission directory's
 //! coordinator role for a run, so that every measured admission crosses the socket
-//! (`bench admission --serve`, and one per host in `bench hosts`).
+//! (`bench admission --serve`, and one per host in `bench hosts`), or the bench's stand-in
+//! of another shape in its place (`bench admission --serve --stand-in`).
 
 #![allow(clippy::disallowed_methods)] // waits on a real process, on real time
 
@@ -46,13 +47,33 @@ impl DedicatedCoordinator {
             .stderr(Stdio::inherit())
             .spawn()
             .context("spawning `tollgate serve`")?;
+        Self::ready(child, dir, "tollgate serve")
+    }
+
+    /// The bench's stand-in coordinator instead (`bench admission --serve --stand-in`:
+    /// `admission::stand_in`), run as `bench stand-in-coordinator --dir DIR`.
+    pub fn start_stand_in(bench: &Path, dir: &Path) -> anyhow::Result<Self> {
+        let child = Command::new(bench)
+            .arg(crate::admission::stand_in::STAND_IN)
+            .arg("--dir")
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("spawning the stand-in coordinator")?;
+        Self::ready(child, dir, "the stand-in coordinator")
+    }
+
+    /// `child`, once its socket in `dir` accepts connections.
+    fn ready(child: std::process::Child, dir: &Path, what: &str) -> anyhow::Result<Self> {
         let server = DedicatedCoordinator(child);
         let socket = dir.join("coordinator.sock");
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while std::os::unix::net::UnixStream::connect(&socket).is_err() {
             anyhow::ensure!(
                 std::time::Instant::now() < deadline,
-                "`tollgate serve --dir {}` did not accept connections within 10 s",
+                "{what} (--dir {}) did not accept connections within 10 s",
                 dir.display()
             );
             std::thread::sleep(Duration::from_millis(20));
