@@ -12,7 +12,8 @@
 //!
 //! # Layout
 //! One folder (or file) per bench family, each depending only on `harness`:
-//! - `admission/`: `bench admission` (`--in-process`, `--processes P`, `--peer pyrate`).
+//! - `admission/`: `bench admission` (`--in-process`, `--processes P`, `--peer pyrate`,
+//!   `--stand-in`).
 //! - `takeover`: `bench takeover`.
 //! - `fleet/`: `bench fleet`, and its plain-SDK worker (hidden `fleet-worker`).
 //! - `service`: `bench service`, the service's soak test (RSS over N scans).

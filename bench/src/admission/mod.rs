@@ -12,6 +12,8 @@
 //! - `processes`: P worker processes sharing one admission directory, against a bare
 //!   Unix-socket echo (`harness::echo`).
 //! - `pyrate`: the peer limiter of `--peer pyrate` (and `pyrate_worker.py`, its process).
+//! - `stand_in`: the stand-in coordinator of `--serve --stand-in` (a thread per client
+//!   deciding under one lock; not a coordinator), its own process.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
